@@ -1,0 +1,31 @@
+"""Input normalisation shared by the algorithms (shapes, dtype, batch axis)."""
+import numpy as np
+
+from .errors import InputError
+
+
+def as_batch(x, n, name):
+    """Return (contiguous float64 (N, n) array, single_sample flag); raise InputError."""
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        if a.shape[0] != n:
+            raise InputError(f'{name} must have shape ({n},) or (N, {n}), got {a.shape}')
+        return a.reshape(1, n), True
+    if a.ndim == 2 and a.shape[1] == n:
+        return np.ascontiguousarray(a), False
+    raise InputError(f'{name} must have shape ({n},) or (N, {n}), got {a.shape}')
+
+
+def check_finite(a, name):
+    """Raise InputError if array ``a`` has a NaN or inf."""
+    if not np.all(np.isfinite(a)):
+        raise InputError(f'{name} contains non-finite values')
+
+
+def same_batch(ref, other, name, single):
+    """Broadcast ``other`` to the batch size of ``ref`` (N, n)."""
+    if other.shape[0] == ref.shape[0]:
+        return other
+    if other.shape[0] == 1:
+        return np.ascontiguousarray(np.broadcast_to(other, ref.shape))
+    raise InputError(f'{name} has {other.shape[0]} samples, expected {ref.shape[0]}')

@@ -1,0 +1,248 @@
+"""The loop-closure sidecar ``<robot>.loops.yaml`` (format ``robot_dynamics/loops/1``).
+
+The URDF stays a valid spanning tree; the sidecar names the cut joints. Each loop has two
+massless *cut frames* (URDF links fixed to the two sides of the cut) that coincide when the
+loop is closed::
+
+    format: robot_dynamics/loops/1
+    loops:
+      - name: knee                 # unique
+        type: revolute             # see LOOP_TYPES
+        frame_a: knee_a            # URDF link names
+        frame_b: knee_b
+        axis: [0, 0, 1]            # in frame_a (revolute, prismatic, cylindrical: joint axis;
+                                   #  planar, point_on_plane: plane normal; point_on_line: line)
+        # universal: axes: [[1,0,0], [0,1,0]]   first in frame_a, second in frame_b
+    actuated: [motor1, motor2]     # other movable joints are passive (default: all actuated)
+    independent: [motor1, motor2]  # minimal coordinates (default: actuated)
+    reference_configuration: {motor1: 0.5, knee_joint: -1.0}   # a closed configuration
+    submechanisms: [{name: leg1, joints: [...], loops: [knee]}]
+    actuators: {boom_cyl: {type: hydraulic_cylinder, joint: boom_piston, piston_area: 3.1e-3}}
+
+Constraint rows of each type (frame_a basis ``(t1, t2, k)`` with ``k`` the axis):
+
+=================  ==========================  ======================================
+type               position rows (along)       orientation rows (pairs u in a, w in b)
+=================  ==========================  ======================================
+weld (weld6d)      x, y, z                     (y,z), (z,x), (x,y)
+revolute           x, y, z                     (t1,k), (t2,k)
+prismatic          t1, t2                      (t1,k), (t2,k), (t1,t2)
+cylindrical        t1, t2                      (t1,k), (t2,k)
+universal          x, y, z                     (a1, a2)
+spherical (point,  x, y, z                     -
+  point3d)
+planar             k                           (t1,k), (t2,k)
+point_on_line      t1, t2                      -
+point_on_plane     k                           -
+=================  ==========================  ======================================
+
+A position row along ``n`` (fixed in frame_a) is ``n . (p_b - p_a)``; an orientation row is
+``u . w`` with ``u`` fixed in frame_a and ``w`` fixed in frame_b (zero when the frames are
+aligned). All rows vanish when the loop is closed; see :mod:`robot_dynamics.constraints`.
+Every problem raises :class:`~robot_dynamics.errors.LoopSpecError` naming file and key.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import LoopSpecError
+from .model import Loop
+
+FORMAT = 'robot_dynamics/loops/1'
+LOOP_TYPES = ('revolute', 'prismatic', 'cylindrical', 'universal', 'spherical', 'point',
+              'point3d', 'weld', 'weld6d', 'planar', 'point_on_line', 'point_on_plane')
+_TOP_KEYS = {'format', 'loops', 'actuated', 'independent', 'reference_configuration',
+             'submechanisms', 'actuators', 'description'}
+_LOOP_KEYS = {'name', 'type', 'frame_a', 'frame_b', 'axis', 'axes', 'description'}
+_SUBMECH_KEYS = {'name', 'joints', 'loops', 'independent', 'dependent', 'resolver',
+                 'platform_joint', 'platform_frame', 'description', 'parameters'}
+_NEEDS_AXIS = {'revolute', 'prismatic', 'cylindrical', 'planar', 'point_on_line',
+               'point_on_plane'}
+
+_E = np.eye(3)
+
+
+def _basis(k):
+    """Orthonormal (t1, t2) completing unit k to a right-handed frame (t1, t2, k)."""
+    a = _E[int(np.argmin(np.abs(k)))]
+    t1 = np.cross(a, k)
+    t1 /= np.linalg.norm(t1)
+    return t1, np.cross(k, t1)
+
+
+def loop_rows(ltype, axis=None, axes=None):
+    """Constrained directions of a loop type: (pos_dirs (k,3), rot_pairs (r,2,3), names)."""
+    x, y, z = _E
+    if ltype in ('weld', 'weld6d'):
+        return (np.array([x, y, z]), np.array([[y, z], [z, x], [x, y]]),
+                ('px', 'py', 'pz', 'rx', 'ry', 'rz'))
+    if ltype in ('spherical', 'point', 'point3d'):
+        return np.array([x, y, z]), np.zeros((0, 2, 3)), ('px', 'py', 'pz')
+    if ltype == 'universal':
+        a1, a2 = axes
+        return np.array([x, y, z]), np.array([[a1, a2]]), ('px', 'py', 'pz', 'r_a1xa2')
+    k = axis
+    t1, t2 = _basis(k)
+    if ltype == 'revolute':
+        return np.array([x, y, z]), np.array([[t1, k], [t2, k]]), ('px', 'py', 'pz', 'r_t1', 'r_t2')
+    if ltype == 'prismatic':
+        return (np.array([t1, t2]), np.array([[t1, k], [t2, k], [t1, t2]]),
+                ('p_t1', 'p_t2', 'r_t1', 'r_t2', 'r_k'))
+    if ltype == 'cylindrical':
+        return np.array([t1, t2]), np.array([[t1, k], [t2, k]]), ('p_t1', 'p_t2', 'r_t1', 'r_t2')
+    if ltype == 'planar':
+        return np.array([k]), np.array([[t1, k], [t2, k]]), ('p_k', 'r_t1', 'r_t2')
+    if ltype == 'point_on_line':
+        return np.array([t1, t2]), np.zeros((0, 2, 3)), ('p_t1', 'p_t2')
+    if ltype == 'point_on_plane':
+        return np.array([k]), np.zeros((0, 2, 3)), ('p_k',)
+    raise ValueError(ltype)
+
+
+def read_spec(spec):
+    """Load the sidecar: a path, or an already parsed dict. Returns (dict, source name)."""
+    if isinstance(spec, dict):
+        return spec, '<dict>'
+    path = os.fspath(spec)
+    if not os.path.isfile(path):
+        raise LoopSpecError(path, None, 'no such loops file')
+    import yaml
+    try:
+        with open(path, encoding='utf-8') as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise LoopSpecError(path, None, f'invalid YAML: {exc}') from exc
+    if not isinstance(data, dict):
+        raise LoopSpecError(path, None, 'top level must be a mapping')
+    return data, path
+
+
+def _vec3(src, key, v):
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise LoopSpecError(src, key, f'expected 3 numbers, got {v!r}') from None
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise LoopSpecError(src, key, f'expected 3 finite numbers, got {v!r}')
+    n = np.linalg.norm(a)
+    if n < 1e-12:
+        raise LoopSpecError(src, key, 'axis must be non-zero')
+    return a / n
+
+
+def _names(src, key, v, allowed, what):
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        raise LoopSpecError(src, key, f'expected a list of {what} names, got {v!r}')
+    for i, s in enumerate(v):
+        if s not in allowed:
+            raise LoopSpecError(src, f'{key}[{i}]', f"'{s}' is not a {what} of the URDF")
+    if len(set(v)) != len(v):
+        raise LoopSpecError(src, key, 'duplicate names')
+    return list(v)
+
+
+def attach_loops(model, spec):
+    """Validate the sidecar ``spec`` against ``model`` and store it on the model."""
+    data, src = read_spec(spec)
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise LoopSpecError(src, sorted(unknown)[0], f'unknown key (allowed: {sorted(_TOP_KEYS)})')
+    if data.get('format') != FORMAT:
+        raise LoopSpecError(src, 'format', f"must be '{FORMAT}', got {data.get('format')!r}")
+    frames = set(model.frame_names)
+    joints = list(model.joint_names)
+    jset = set(joints)
+    loops_raw = data.get('loops', []) or []
+    if not isinstance(loops_raw, list):
+        raise LoopSpecError(src, 'loops', 'must be a list')
+    loops, names = [], set()
+    for i, lp in enumerate(loops_raw):
+        key = f'loops[{i}]'
+        if not isinstance(lp, dict):
+            raise LoopSpecError(src, key, 'each loop must be a mapping')
+        bad = set(lp) - _LOOP_KEYS
+        if bad:
+            raise LoopSpecError(src, f'{key}.{sorted(bad)[0]}', f'unknown key (allowed: {sorted(_LOOP_KEYS)})')
+        for req in ('name', 'type', 'frame_a', 'frame_b'):
+            if not isinstance(lp.get(req), str):
+                raise LoopSpecError(src, f'{key}.{req}', 'required string is missing')
+        name, lt = lp['name'], lp['type']
+        if name in names:
+            raise LoopSpecError(src, f'{key}.name', f"duplicate loop name '{name}'")
+        names.add(name)
+        if lt not in LOOP_TYPES:
+            raise LoopSpecError(src, f'{key}.type', f"unknown loop type '{lt}' (known: {LOOP_TYPES})")
+        for fk in ('frame_a', 'frame_b'):
+            if lp[fk] not in frames:
+                raise LoopSpecError(src, f'{key}.{fk}', f"'{lp[fk]}' is not a link of the URDF")
+        if lp['frame_a'] == lp['frame_b']:
+            raise LoopSpecError(src, key, 'frame_a and frame_b must differ')
+        axis = axes = None
+        if lt in _NEEDS_AXIS:
+            if 'axis' not in lp:
+                raise LoopSpecError(src, f'{key}.axis', f"loop type '{lt}' needs an axis")
+            axis = _vec3(src, f'{key}.axis', lp['axis'])
+        elif 'axis' in lp:
+            raise LoopSpecError(src, f'{key}.axis', f"loop type '{lt}' takes no axis")
+        if lt == 'universal':
+            ax = lp.get('axes')
+            if not isinstance(ax, list) or len(ax) != 2:
+                raise LoopSpecError(src, f'{key}.axes', 'universal loop needs axes: [[..], [..]]')
+            axes = np.array([_vec3(src, f'{key}.axes[{k}]', ax[k]) for k in range(2)])
+            if abs(axes[0] @ axes[1]) > 1e-9:
+                raise LoopSpecError(src, f'{key}.axes', 'universal axes must be orthogonal')
+        elif 'axes' in lp:
+            raise LoopSpecError(src, f'{key}.axes', f"loop type '{lt}' takes no axes")
+        pos, rot, rn = loop_rows(lt, axis, axes)
+        loops.append(Loop(name=name, type=lt, frame_a=lp['frame_a'], frame_b=lp['frame_b'],
+                          axis=axis, axes=axes, pos_dirs=pos, rot_pairs=rot,
+                          row_names=tuple(f'{name}/{r}' for r in rn)))
+    actuated = _names(src, 'actuated', data['actuated'], jset, 'movable joint') \
+        if 'actuated' in data else list(joints)
+    independent = _names(src, 'independent', data['independent'], jset, 'movable joint') \
+        if 'independent' in data else list(actuated)
+    ref = data.get('reference_configuration', {}) or {}
+    if not isinstance(ref, dict):
+        raise LoopSpecError(src, 'reference_configuration', 'must be a mapping joint: value')
+    refc = {}
+    for j, v in ref.items():
+        if j not in jset:
+            raise LoopSpecError(src, f'reference_configuration.{j}', 'not a movable joint of the URDF')
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+            raise LoopSpecError(src, f'reference_configuration.{j}', f'expected a finite number, got {v!r}')
+        refc[j] = float(v)
+    subs = data.get('submechanisms', []) or []
+    if not isinstance(subs, list):
+        raise LoopSpecError(src, 'submechanisms', 'must be a list')
+    for i, sm in enumerate(subs):
+        key = f'submechanisms[{i}]'
+        if not isinstance(sm, dict) or not isinstance(sm.get('name'), str):
+            raise LoopSpecError(src, key, 'each submechanism needs a name')
+        bad = set(sm) - _SUBMECH_KEYS
+        if bad:
+            raise LoopSpecError(src, f'{key}.{sorted(bad)[0]}', f'unknown key (allowed: {sorted(_SUBMECH_KEYS)})')
+        for jk in ('joints', 'independent', 'dependent'):
+            if jk in sm:
+                _names(src, f'{key}.{jk}', sm[jk], jset, 'movable joint')
+        if 'loops' in sm:
+            _names(src, f'{key}.loops', sm['loops'], names, 'loop')
+    acts = data.get('actuators', {}) or {}
+    if not isinstance(acts, dict):
+        raise LoopSpecError(src, 'actuators', 'must be a mapping name: {type: ..., ...}')
+    for an, a in acts.items():
+        key = f'actuators.{an}'
+        if not isinstance(a, dict) or not isinstance(a.get('type'), str):
+            raise LoopSpecError(src, key, 'each actuator needs a string type')
+        if 'joint' in a and a['joint'] not in jset:
+            raise LoopSpecError(src, f'{key}.joint', f"'{a['joint']}' is not a movable joint")
+    model.loops = loops
+    model.actuated = actuated
+    model.passive = [j for j in joints if j not in set(actuated)]
+    model.independent = independent
+    model.reference_configuration = refc
+    model.submechanisms = subs
+    model.actuators = acts
+    model.loops_source = src
+    return model

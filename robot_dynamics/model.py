@@ -1,0 +1,254 @@
+"""The constant robot model (URDF spanning tree + loop-closure sidecar).
+
+A :class:`Model` is built once by :func:`robot_dynamics.load_model` and never changes
+while algorithms run (Pinocchio's Model/Data split: algorithms are free functions
+``rnea(model, q, ...)`` that allocate or reuse their own workspaces).
+
+Kinematic conventions (Lie-group / product-of-exponentials form, as in the seeds):
+
+* Every movable joint ``i`` owns a *joint frame*, equal to the URDF child link frame of that
+  joint. Its placement in the parent joint frame at ``q_i = 0`` is ``(R_fixed[i], p_fixed[i])``
+  (URDF joint origin composed with any fixed joints in between); the parent of a root-level
+  joint is the world (index -1), which is the URDF root link frame.
+* The joint motion is ``exp(S_i q_i)`` applied on the right, with the joint screw in the joint
+  frame ``S_i = (0, a_i)`` for a revolute/continuous joint and ``(a_i, 0)`` for a prismatic one
+  (twists are ordered linear first, as in Pinocchio), ``a_i`` the unit URDF axis.
+* ``screw_space[i]`` is the same screw in the world frame at ``q = 0`` (the POE space screw).
+* Body ``i`` is the rigid body moved by joint ``i`` (its child link and every link attached to
+  it by fixed joints); its inertia is stored in joint frame ``i``: ``mass[i]``, ``com[i]`` and the
+  rotational inertia about the centre of mass ``inertia_com[i]`` (3x3).
+* Every URDF link (and therefore every cut frame of a loop) is a *frame*: ``frame_parent[k]``
+  (joint index, -1 for the world) and the constant placement ``(frame_R[k], frame_p[k])``
+  in that joint frame.
+
+Units are SI; angles in rad.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+REVOLUTE = 0
+PRISMATIC = 1
+
+
+@dataclass
+class Loop:
+    """One loop-closure (cut) joint from the sidecar.
+
+    ``type`` is one of :data:`robot_dynamics.loops.LOOP_TYPES`; ``frame_a``/``frame_b`` are
+    frame (link) names that coincide when the loop is closed; ``axis`` (3,) is expressed in
+    ``frame_a`` (revolute/prismatic axis, planar/point_on_plane normal, point_on_line
+    direction); for a universal joint ``axes`` holds the first axis in ``frame_a`` and the second
+    in ``frame_b``. ``pos_dirs`` (k, 3) and ``rot_pairs`` (r, 2, 3) are the constrained
+    directions derived from the type (see :mod:`robot_dynamics.constraints`).
+    """
+
+    name: str
+    type: str
+    frame_a: str
+    frame_b: str
+    axis: np.ndarray | None = None
+    axes: np.ndarray | None = None
+    pos_dirs: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    rot_pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2, 3)))
+    row_names: tuple = ()
+
+    @property
+    def nrows(self) -> int:
+        """Number of scalar constraint rows of this loop."""
+        return len(self.pos_dirs) + len(self.rot_pairs)
+
+
+@dataclass
+class Model:
+    """Constant model of a robot: spanning tree from the URDF, loops from the sidecar.
+
+    Attributes (n = number of movable joints = ``len(q)``):
+
+    name, source (URDF path or ``'<string>'``), loops_source (sidecar path or None)
+    joint_names (n,) order of q, qd, qdd and tau
+    parents (n,) int: parent joint index, -1 for the world; parents[i] < i
+    joint_types (n,) int: REVOLUTE (0, also continuous) or PRISMATIC (1)
+    joint_urdf_types (n,) str: 'revolute' | 'continuous' | 'prismatic'
+    axes (n, 3): unit joint axes in the joint frames
+    R_fixed (n, 3, 3), p_fixed (n, 3): joint frame placement in the parent joint frame at q = 0
+    mass (n,), com (n, 3), inertia_com (n, 3, 3): body inertias in the joint frames
+    lower, upper, velocity_limit, effort_limit (n,): URDF limits (+-inf / inf when absent)
+    frame_names (nf,), frame_parent (nf,), frame_R (nf, 3, 3), frame_p (nf, 3)
+    root_link: name of the URDF root link (fixed to the world)
+    gravity (3,): gravity acceleration in the world frame, default (0, 0, -9.81)
+    mimic: dict joint -> (source joint, multiplier, offset), information only (each mimic
+        joint is kept as an independent coordinate; couple it with a loop or controller)
+    loops: list of :class:`Loop`; actuated, passive, independent: joint-name lists
+    submechanisms: list of dicts; actuators: dict; reference_configuration: dict joint -> value
+    """
+
+    name: str
+    source: str
+    joint_names: list
+    parents: np.ndarray
+    joint_types: np.ndarray
+    joint_urdf_types: list
+    axes: np.ndarray
+    R_fixed: np.ndarray
+    p_fixed: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia_com: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity_limit: np.ndarray
+    effort_limit: np.ndarray
+    frame_names: list
+    frame_parent: np.ndarray
+    frame_R: np.ndarray
+    frame_p: np.ndarray
+    root_link: str
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    mimic: dict = field(default_factory=dict)
+    loops: list = field(default_factory=list)
+    actuated: list = field(default_factory=list)
+    passive: list = field(default_factory=list)
+    independent: list = field(default_factory=list)
+    submechanisms: list = field(default_factory=list)
+    actuators: dict = field(default_factory=dict)
+    reference_configuration: dict = field(default_factory=dict)
+    loops_source: str | None = None
+    urdf_xml: str = ""
+
+    def __post_init__(self):
+        self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
+        self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
+        n = len(self.joint_names)
+        # first moment h = m c and inertia about the joint-frame origin, used by the kernels
+        self.first_moment = self.mass[:, None] * self.com
+        c = self.com
+        cc = np.einsum('ni,ni->n', c, c)
+        self.inertia_origin = (self.inertia_com + self.mass[:, None, None]
+                               * (cc[:, None, None] * np.eye(3) - np.einsum('ni,nj->nij', c, c)))
+        # screw of each joint in its own frame (linear first)
+        S = np.zeros((n, 6))
+        rev = self.joint_types == REVOLUTE
+        S[rev, 3:] = self.axes[rev]
+        S[~rev, :3] = self.axes[~rev]
+        self.screw_local = S
+        # subtree / support bookkeeping
+        self.children = [[] for _ in range(n)]
+        for i, p in enumerate(self.parents):
+            if p >= 0:
+                self.children[p].append(i)
+        self.support = []
+        for i in range(n):
+            s, j = [], i
+            while j >= 0:
+                s.append(j)
+                j = int(self.parents[j])
+            self.support.append(np.array(s[::-1], dtype=np.int64))
+        # the home (q = 0) world placement of every joint frame -> POE space screws
+        Rw = np.zeros((n, 3, 3))
+        pw = np.zeros((n, 3))
+        for i in range(n):
+            p = self.parents[i]
+            if p < 0:
+                Rw[i], pw[i] = self.R_fixed[i], self.p_fixed[i]
+            else:
+                Rw[i] = Rw[p] @ self.R_fixed[i]
+                pw[i] = pw[p] + Rw[p] @ self.p_fixed[i]
+        self.home_R, self.home_p = Rw, pw
+        aw = np.einsum('nij,nj->ni', Rw, self.axes)
+        Ss = np.zeros((n, 6))
+        Ss[rev, 3:] = aw[rev]
+        Ss[rev, :3] = np.cross(pw[rev], aw[rev])   # v = -w x p = p x w
+        Ss[~rev, :3] = aw[~rev]
+        self.screw_space = Ss
+        # packed arrays for the numba kernels (see robot_dynamics._kernels)
+        geo = np.zeros((n, 28))
+        geo[:, 0:9] = self.R_fixed.reshape(n, 9)
+        geo[:, 9:12] = self.p_fixed
+        geo[:, 12:15] = self.axes
+        geo[:, 15] = self.joint_types
+        geo[:, 16] = self.mass
+        geo[:, 17:20] = self.first_moment
+        self._geo = np.ascontiguousarray(geo)
+        self._par = np.ascontiguousarray(self.parents, dtype=np.int64)
+        self._ine = np.ascontiguousarray(self.inertia_origin)
+
+    # ------------------------------------------------------------------ sizes / lookup
+    @property
+    def nq(self) -> int:
+        """Number of configuration variables (= number of movable joints)."""
+        return len(self.joint_names)
+
+    nv = nq
+
+    @property
+    def nframes(self) -> int:
+        """Number of frames (every URDF link)."""
+        return len(self.frame_names)
+
+    def joint_index(self, name: str) -> int:
+        """Index of joint ``name`` in q."""
+        try:
+            return self._joint_index[name]
+        except KeyError:
+            raise KeyError(f"model '{self.name}' has no movable joint '{name}'; "
+                           f"joints: {self.joint_names}") from None
+
+    def frame_index(self, name) -> int:
+        """Index of frame ``name`` (a URDF link name); ints pass through."""
+        if isinstance(name, (int, np.integer)):
+            if not 0 <= name < self.nframes:
+                raise KeyError(f"frame index {name} out of range 0..{self.nframes - 1}")
+            return int(name)
+        try:
+            return self._frame_index[name]
+        except KeyError:
+            raise KeyError(f"model '{self.name}' has no frame '{name}'; "
+                           f"frames: {self.frame_names}") from None
+
+    @property
+    def actuated_indices(self) -> np.ndarray:
+        """Indices in q of the actuated joints, in the sidecar order."""
+        return np.array([self._joint_index[j] for j in self.actuated], dtype=np.int64)
+
+    @property
+    def passive_indices(self) -> np.ndarray:
+        """Indices in q of the passive joints, in q order."""
+        return np.array([self._joint_index[j] for j in self.passive], dtype=np.int64)
+
+    @property
+    def independent_indices(self) -> np.ndarray:
+        """Indices in q of the independent (minimal) coordinates, in the sidecar order."""
+        return np.array([self._joint_index[j] for j in self.independent], dtype=np.int64)
+
+    @property
+    def nconstraints(self) -> int:
+        """Total number of loop-closure rows (possibly redundant)."""
+        return sum(lp.nrows for lp in self.loops)
+
+    def neutral(self) -> np.ndarray:
+        """Zero configuration, clipped into the joint limits."""
+        return np.clip(np.zeros(self.nq), self.lower, self.upper)
+
+    def reference_q(self) -> np.ndarray:
+        """Configuration from the sidecar's ``reference_configuration`` (others: neutral)."""
+        q = self.neutral()
+        for j, v in self.reference_configuration.items():
+            q[self._joint_index[j]] = v
+        return q
+
+    def random_configuration(self, rng=None, size=None) -> np.ndarray:
+        """Uniform random q within limits (unbounded joints: [-pi, pi], prismatic: [-1, 1])."""
+        rng = np.random.default_rng(rng)
+        lo = np.where(np.isfinite(self.lower), self.lower,
+                      np.where(self.joint_types == REVOLUTE, -np.pi, -1.0))
+        hi = np.where(np.isfinite(self.upper), self.upper,
+                      np.where(self.joint_types == REVOLUTE, np.pi, 1.0))
+        shape = (self.nq,) if size is None else (size, self.nq)
+        return lo + (hi - lo) * rng.random(shape)
+
+    def __repr__(self):
+        return (f"Model(name={self.name!r}, nq={self.nq}, frames={self.nframes}, "
+                f"loops={[lp.name for lp in self.loops]}, actuated={self.actuated})")

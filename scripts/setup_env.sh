@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up the robot_dynamics environment on a fresh Debian 12 machine (Python 3.11):
+# a venv at $VENV (default .venv) with the pinned ROS 2 Kilted wheels, the core
+# dependencies, optionally the test dependencies, and this package installed
+# (non-editable, so launch/, urdf/ and config/ land in <venv>/share/robot_dynamics).
+#   scripts/setup_env.sh          # runtime only
+#   scripts/setup_env.sh --test   # + pytest, hypothesis, pin (Pinocchio oracle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+WITH_TEST=0
+for a in "$@"; do
+  case "$a" in
+    --test) WITH_TEST=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "setup_env.sh: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+# System packages (only what pip cannot provide); harmless when already present.
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv python3-dev g++ >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv python3-dev g++ >/dev/null; fi
+fi
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+PY="$VENV/bin/python"
+"$PY" -m pip install -q --upgrade pip==26.3 >/dev/null
+REQS=(-r requirements/core.txt -r requirements/ros.txt)
+[ "$WITH_TEST" = 1 ] && REQS+=(-r requirements/test.txt)
+# (the filter drops pip's notices about absent local find-links mirrors)
+"$PY" -m pip install -q "${REQS[@]}" 2> >(grep -v "is ignored: it is neither" >&2)
+"$PY" -m pip install -q --no-deps --force-reinstall . 2> >(grep -v -e "is ignored: it is neither" -e BuildBackendWarning -e "warnings.warn" >&2) >/dev/null
+echo "robot_dynamics environment ready in $VENV"
