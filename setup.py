@@ -61,6 +61,10 @@ setup(
     entry_points={
         'console_scripts': [
             'robot-dynamics = robot_dynamics.cli:main',
+            'sim_node = robot_dynamics.nodes.sim_node:main',
+            'kinematics_node = robot_dynamics.nodes.kinematics_node:main',
+            'dynamics_node = robot_dynamics.nodes.dynamics_node:main',
+            'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
         ],
     },
 )

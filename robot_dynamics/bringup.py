@@ -1,0 +1,204 @@
+"""Per-robot bringup config (``config/<robot>.yaml``) -> node specs.
+
+The single source of truth for both launch paths: the real ROS 2 launch files
+(``launch/<robot>.launch.py``, launch_ros ``Node`` actions) and the built-in launcher
+(``robot-dynamics launch <robot>``, one subprocess per node with ``--ros-args``) both call
+:func:`load_bringup` and start exactly the nodes it returns. The config::
+
+    robot: five_bar
+    urdf: urdf/five_bar.urdf            # relative to the package share dir (or absolute)
+    loops: urdf/five_bar.loops.yaml     # optional (default: <stem>.loops.yaml beside the URDF)
+    rviz: config/rviz/five_bar.rviz     # optional, used by the ROS launch file
+    namespace: ''                       # optional, applied to every node
+    nodes:                              # started in this order
+      sim_node:                         # node name
+        executable: sim_node            # console script / module robot_dynamics.nodes.<exe>
+        parameters: {rate: 1000.0}      # ROS parameters (robot_description/loops are added)
+        remappings: {}                  # from: to
+      dynamics_node: {executable: dynamics_node, parameters: {...}}
+
+Every node receives ``robot_description`` (the URDF path) and ``loops`` (the sidecar path
+or '') unless its parameters set them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .errors import RobotDynamicsError
+
+EXECUTABLES = ('sim_node', 'kinematics_node', 'dynamics_node', 'trajectory_node', 'ik_node',
+               'vdc_controller', 'sea_controller', 'ip_controller')
+_TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description'}
+_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description'}
+
+
+class BringupError(RobotDynamicsError):
+    """A malformed bringup config (names the file and the key)."""
+
+    def __init__(self, source, key, message):
+        self.source, self.key = source, key
+        super().__init__(f'{source}' + (f': {key}' if key else '') + f': {message}')
+
+
+@dataclass
+class NodeSpec:
+    """One node to start: ``robot_dynamics.nodes.<executable>`` named ``name``."""
+
+    name: str
+    executable: str
+    parameters: dict = field(default_factory=dict)
+    remappings: dict = field(default_factory=dict)
+    namespace: str = ''
+
+    @property
+    def module(self) -> str:
+        """Python module that implements the node (``python -m <module>``)."""
+        return f'robot_dynamics.nodes.{self.executable}'
+
+    def ros_args(self, params_file=None) -> list:
+        """``--ros-args`` list: node name, namespace, remaps and parameters."""
+        args = ['--ros-args', '-r', f'__node:={self.name}']
+        if self.namespace:
+            args += ['-r', f'__ns:={self.namespace}']
+        for a, b in self.remappings.items():
+            args += ['-r', f'{a}:={b}']
+        if params_file:
+            args += ['--params-file', params_file]
+        return args
+
+    def params_yaml(self) -> dict:
+        """Parameters in the ROS 2 params-file layout ``{<fqn>: {ros__parameters: ...}}``."""
+        fqn = (f'/{self.namespace.strip("/")}/' if self.namespace else '/') + self.name
+        return {fqn: {'ros__parameters': dict(self.parameters)}}
+
+
+@dataclass
+class Bringup:
+    """A robot's bringup: model files and the nodes to start, in order."""
+
+    robot: str
+    urdf: str
+    loops: str
+    rviz: str
+    nodes: list
+    source: str
+
+
+def share_dir() -> str:
+    """The package share dir (installed) or the source checkout root."""
+    from . import data_path
+    return os.path.dirname(data_path('urdf'))
+
+
+def config_path(robot: str) -> str:
+    """``config/<robot>.yaml`` of a packaged robot, or ``robot`` itself if it is a file."""
+    if os.path.isfile(robot):
+        return robot
+    p = os.path.join(share_dir(), 'config', f'{robot}.yaml')
+    if not os.path.isfile(p):
+        known = sorted(f[:-5] for f in os.listdir(os.path.join(share_dir(), 'config'))
+                       if f.endswith('.yaml'))
+        raise BringupError(p, None, f"no bringup config for robot '{robot}' (known: {known})")
+    return p
+
+
+def _abs(base, p):
+    if not p:
+        return ''
+    return p if os.path.isabs(p) else os.path.join(base, p)
+
+
+def load_bringup(robot_or_path: str, overrides: dict | None = None) -> Bringup:
+    """Read and validate a bringup config; returns the node specs with model paths filled.
+
+    ``overrides``: {node_name: {param: value}} applied on top of the file (e.g. from the
+    command line).
+    """
+    import yaml
+    path = config_path(robot_or_path)
+    try:
+        with open(path, encoding='utf-8') as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        raise BringupError(path, None, f'invalid YAML: {exc}') from exc
+    if not isinstance(data, dict):
+        raise BringupError(path, None, 'top level must be a mapping')
+    bad = set(data) - _TOP_KEYS
+    if bad:
+        raise BringupError(path, sorted(bad)[0], f'unknown key (allowed: {sorted(_TOP_KEYS)})')
+    for k in ('robot', 'urdf'):
+        if not isinstance(data.get(k), str):
+            raise BringupError(path, k, 'required string is missing')
+    base = share_dir()
+    urdf = _abs(base, data['urdf'])
+    if not os.path.isfile(urdf):
+        raise BringupError(path, 'urdf', f'file not found: {urdf}')
+    loops = _abs(base, data.get('loops') or '')
+    if not loops:
+        stem = urdf[:-5] if urdf.endswith('.urdf') else urdf
+        cand = stem + '.loops.yaml'
+        loops = cand if os.path.isfile(cand) else ''
+    elif not os.path.isfile(loops):
+        raise BringupError(path, 'loops', f'file not found: {loops}')
+    rviz = _abs(base, data.get('rviz') or '')
+    ns = data.get('namespace') or ''
+    nodes_raw = data.get('nodes')
+    if not isinstance(nodes_raw, dict) or not nodes_raw:
+        raise BringupError(path, 'nodes', 'must be a non-empty mapping name: {executable: ...}')
+    overrides = overrides or {}
+    specs = []
+    for name, nd in nodes_raw.items():
+        key = f'nodes.{name}'
+        if not isinstance(nd, dict):
+            raise BringupError(path, key, 'must be a mapping')
+        bad = set(nd) - _NODE_KEYS
+        if bad:
+            raise BringupError(path, f'{key}.{sorted(bad)[0]}', f'unknown key (allowed: {sorted(_NODE_KEYS)})')
+        if nd.get('enabled', True) is False:
+            continue
+        exe = nd.get('executable', name)
+        if exe not in EXECUTABLES:
+            raise BringupError(path, f'{key}.executable', f"unknown executable '{exe}' (known: {EXECUTABLES})")
+        params = nd.get('parameters') or {}
+        remaps = nd.get('remappings') or {}
+        if not isinstance(params, dict) or not isinstance(remaps, dict):
+            raise BringupError(path, key, 'parameters and remappings must be mappings')
+        for pk, pv in params.items():
+            if pv is None or isinstance(pv, dict):
+                raise BringupError(path, f'{key}.parameters.{pk}', 'ROS parameters must be scalars or lists')
+        params = {'robot_description': urdf, 'loops': loops, **params, **overrides.get(name, {})}
+        specs.append(NodeSpec(name=name, executable=exe, parameters=params,
+                              remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns))
+    return Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path)
+
+
+def launch_description(robot: str, rviz_default: str = 'false'):
+    """ROS 2 ``LaunchDescription`` for a robot, built from its bringup config.
+
+    Used by ``launch/<robot>.launch.py`` (needs the ``launch`` and ``launch_ros`` packages of a
+    ROS 2 installation). Starts the config's nodes, ``robot_state_publisher`` with the URDF
+    text, and rviz2 with ``config/rviz/<robot>.rviz`` when ``rviz:=true``.
+    """
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument
+    from launch.conditions import IfCondition
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    b = load_bringup(robot)
+    with open(b.urdf, encoding='utf-8') as fh:
+        urdf_xml = fh.read()
+    actions = [DeclareLaunchArgument('rviz', default_value=rviz_default,
+                                     description='start rviz2 with config/rviz/<robot>.rviz')]
+    for s in b.nodes:
+        actions.append(Node(package='robot_dynamics', executable=s.executable, name=s.name,
+                            namespace=s.namespace or None, parameters=[dict(s.parameters)],
+                            remappings=list(s.remappings.items()), output='screen'))
+    actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
+                        name='robot_state_publisher', parameters=[{'robot_description': urdf_xml}],
+                        output='screen'))
+    if b.rviz:
+        actions.append(Node(package='rviz2', executable='rviz2', name='rviz2',
+                            arguments=['-d', b.rviz], condition=IfCondition(LaunchConfiguration('rviz'))))
+    return LaunchDescription(actions)

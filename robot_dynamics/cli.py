@@ -1,0 +1,239 @@
+"""``robot-dynamics``: command-line entry point.
+
+Sub-commands::
+
+    robot-dynamics info ROBOT            model summary (joints, loops, masses, frames)
+    robot-dynamics id ROBOT [options]    inverse dynamics along an analytic trajectory
+                                         (table + optional CSV/PNG)
+    robot-dynamics demo                  the default demo (see ``demo --help``)
+    robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
+
+ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
+or a path to a URDF/xacro file (its ``<stem>.loops.yaml`` sidecar is picked up).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import logging
+import os
+import sys
+import time
+
+import numpy as np
+
+log = logging.getLogger('robot_dynamics')
+
+
+def packaged_robots():
+    """Names of the robots shipped in ``urdf/``."""
+    from . import data_path
+    try:
+        d = data_path('urdf')
+    except FileNotFoundError:
+        return []
+    return sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(d, '*.urdf')))
+
+
+def resolve_robot(name_or_path):
+    """URDF path of a packaged robot name, or the path itself."""
+    from . import data_path
+    if os.path.exists(name_or_path):
+        return name_or_path
+    try:
+        return data_path(f'urdf/{name_or_path}.urdf')
+    except FileNotFoundError:
+        raise SystemExit(f"robot-dynamics: '{name_or_path}' is neither a file nor a packaged "
+                         f"robot (known: {', '.join(packaged_robots())})") from None
+
+
+def _load(args):
+    import robot_dynamics as rd
+    path = resolve_robot(args.robot)
+    try:
+        return rd.load_model(path, loops=getattr(args, 'loops', None))
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics: {exc}') from None
+
+
+def cmd_info(args):
+    """Print a model summary."""
+    if args.list or not args.robot:
+        print('\n'.join(packaged_robots()))
+        return 0
+    m = _load(args)
+    print(f'robot      {m.name}   ({m.source})')
+    print(f'sidecar    {m.loops_source or "-"}')
+    print(f'gravity    {m.gravity.tolist()} m/s^2')
+    print(f'joints     {m.nq} (order of q):')
+    for i, j in enumerate(m.joint_names):
+        role = 'actuated' if j in m.actuated else 'passive'
+        par = m.joint_names[m.parents[i]] if m.parents[i] >= 0 else m.root_link
+        lim = f'[{m.lower[i]:+.3g}, {m.upper[i]:+.3g}]' if np.isfinite(m.lower[i]) else 'unbounded'
+        print(f'  {i:2d} {j:24s} {m.joint_urdf_types[i]:10s} {role:8s} parent={par:18s} '
+              f'axis={np.round(m.axes[i], 3).tolist()} {lim} body mass={m.mass[i]:.4g} kg')
+    print(f'loops      {len(m.loops)} ({m.nconstraints} constraint rows)')
+    for lp in m.loops:
+        print(f'  {lp.name}: {lp.type} {lp.frame_a} <-> {lp.frame_b} rows={list(lp.row_names)}')
+    if m.loops:
+        from .constraints import loop_errors
+        q = m.reference_q()
+        errs = loop_errors(m, q)
+        print('  closure at reference_configuration: '
+              + ', '.join(f'{k}: pos {v[0]:.2e} m, rot {v[1]:.2e}' for k, v in errs.items()))
+    print(f'frames     {m.nframes}: {", ".join(m.frame_names)}')
+    if m.mimic:
+        print(f'mimic      {m.mimic}')
+    return 0
+
+
+def _trajectory(m, args):
+    from .trajectories import Sinusoid
+    q0 = m.reference_q()
+    amp = np.full(m.nq, args.amplitude)
+    freq = np.full(m.nq, args.frequency) * (1.0 + 0.25 * np.arange(m.nq) / max(m.nq, 1))
+    return Sinusoid(amp, freq, phase=0.0, offset=q0)
+
+
+def cmd_id(args):
+    """Inverse dynamics (tree RNEA) along an analytic sinusoidal joint trajectory."""
+    import robot_dynamics as rd
+    m = _load(args)
+    traj = _trajectory(m, args)
+    t = np.arange(0.0, args.duration + 1e-12, 1.0 / args.rate)
+    x = traj(t, order=2)
+    log.info('%s: %d joints, %d samples over %.3g s', m.name, m.nq, len(t), args.duration)
+    rd.rnea(m, x[0][:1], x[1][:1], x[2][:1])            # compile (first call)
+    t0 = time.perf_counter()
+    tau = rd.rnea(m, x[0], x[1], x[2])                  # one batched call
+    dt = time.perf_counter() - t0
+    if m.loops:
+        print(f'note: {m.name} has {len(m.loops)} loop(s); this is the inverse dynamics of its '
+              f'spanning tree (the closed-chain version is the projection module).')
+    print(f'inverse dynamics of {m.name} along a sinusoid (amplitude {args.amplitude} rad|m, '
+          f'{args.frequency} Hz): {len(t)} samples in {dt * 1e3:.3f} ms '
+          f'({dt / len(t) * 1e6:.2f} us/sample)')
+    step = max(1, len(t) // args.rows)
+    header = 't [s]  ' + ' '.join(f'{j[:12]:>12s}' for j in m.joint_names)
+    print(header)
+    for k in range(0, len(t), step):
+        print(f'{t[k]:6.3f} ' + ' '.join(f'{v:12.4f}' for v in tau[k]))
+    print(f'peak |tau| per joint: ' + ', '.join(f'{j}={v:.3f}' for j, v in
+                                               zip(m.joint_names, np.abs(tau).max(0))))
+    if args.csv:
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+        np.savetxt(args.csv, np.column_stack([t, x[0], tau]), delimiter=',',
+                   header='t,' + ','.join(f'q_{j}' for j in m.joint_names) + ','
+                   + ','.join(f'tau_{j}' for j in m.joint_names), comments='')
+        print(f'wrote {args.csv}')
+    if args.plot:
+        _plot(args.plot, t, x[0], tau, m)
+        print(f'wrote {args.plot}')
+    return 0
+
+
+def _plot(path, t, q, tau, m):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(2, 1, sharex=True, figsize=(9, 6))
+    for i, j in enumerate(m.joint_names):
+        ax[0].plot(t, q[:, i], label=j)
+        ax[1].plot(t, tau[:, i], label=j)
+    ax[0].set_ylabel('q [rad | m]')
+    ax[1].set_ylabel('tau [N m | N]')
+    ax[1].set_xlabel('t [s]')
+    ax[0].set_title(f'{m.name}: inverse dynamics along the reference')
+    ax[0].legend(fontsize=7, ncol=4)
+    for a in ax:
+        a.grid(True, alpha=0.3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def cmd_demo(args):
+    """Default demo: inverse dynamics of the 7-joint arm along a smooth trajectory, with plot."""
+    args.robot = args.robot or 'arm7'
+    return cmd_id(args)
+
+
+def cmd_launch(args):
+    """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C."""
+    from .bringup import BringupError, load_bringup
+    from .launcher import Launcher
+    overrides = {}
+    for item in args.param or []:
+        try:
+            node_key, value = item.split('=', 1)
+            node, key = node_key.split('.', 1)
+        except ValueError:
+            raise SystemExit(f"robot-dynamics launch: --param expects NODE.PARAM=VALUE, got '{item}'") from None
+        import yaml
+        overrides.setdefault(node, {})[key] = yaml.safe_load(value)
+    try:
+        b = load_bringup(args.robot, overrides)
+    except BringupError as exc:
+        raise SystemExit(f'robot-dynamics launch: {exc}') from None
+    if args.print:
+        for s in b.nodes:
+            print(' '.join(['python', '-m', s.module] + s.ros_args('<params>')), s.parameters)
+        return 0
+    return Launcher(b).run(duration=args.duration)
+
+
+def _add_id_options(p, plot_default=None):
+    p.add_argument('--duration', type=float, default=2.0, help='trajectory duration [s] (default 2)')
+    p.add_argument('--rate', type=float, default=500.0, help='sample rate [Hz] (default 500)')
+    p.add_argument('--amplitude', type=float, default=0.5, help='joint amplitude [rad|m] (default 0.5)')
+    p.add_argument('--frequency', type=float, default=0.5, help='base frequency [Hz] (default 0.5)')
+    p.add_argument('--rows', type=int, default=10, help='table rows to print (default 10)')
+    p.add_argument('--csv', default=None, help='write t, q, tau to this CSV file')
+    p.add_argument('--plot', default=plot_default, help='write a PNG plot to this path')
+    p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+
+
+def build_parser():
+    """The argparse parser of ``robot-dynamics``."""
+    p = argparse.ArgumentParser(prog='robot-dynamics', description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    sub = p.add_subparsers(dest='cmd', metavar='COMMAND')
+    pi = sub.add_parser('info', help='model summary')
+    pi.add_argument('robot', nargs='?', help='packaged robot name or URDF path')
+    pi.add_argument('--list', action='store_true', help='list the packaged robots')
+    pi.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    pi.set_defaults(func=cmd_info)
+    pid = sub.add_parser('id', help='inverse dynamics along an analytic trajectory')
+    pid.add_argument('robot', help='packaged robot name or URDF path')
+    _add_id_options(pid)
+    pid.set_defaults(func=cmd_id)
+    pd = sub.add_parser('demo', help='run the default demo')
+    pd.add_argument('robot', nargs='?', default=None, help='robot (default arm7)')
+    _add_id_options(pd, plot_default=os.path.join('out', 'demo_inverse_dynamics.png'))
+    pd.set_defaults(func=cmd_demo)
+    pl = sub.add_parser('launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)")
+    pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')
+    pl.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
+    pl.add_argument('--param', action='append', metavar='NODE.PARAM=VALUE',
+                    help='override a node parameter (YAML value), repeatable')
+    pl.add_argument('--print', action='store_true', help='print the node commands and exit')
+    pl.set_defaults(func=cmd_launch)
+    return p
+
+
+def main(argv=None):
+    """Console-script entry point."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format='[%(levelname)s] %(name)s: %(message)s')
+    if not getattr(args, 'func', None):
+        parser.print_help()
+        return 2
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

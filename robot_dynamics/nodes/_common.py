@@ -1,0 +1,112 @@
+"""Shared plumbing of the thin rclpy nodes (no maths here: that lives in the core).
+
+* :func:`load_model_param`: every node declares ``robot_description`` (URDF path or XML) and
+  ``loops`` (sidecar path, '' = auto) and builds the core :class:`~robot_dynamics.Model`.
+* :class:`JointStateParser`: ``sensor_msgs/JointState`` -> q, qd by joint *name* (never by
+  position); rejects NaN/inf, unknown/missing names and length mismatches with a reason.
+* QoS profiles (documented in docs/ros_interfaces.md): state and commands reliable/volatile
+  depth 10 (what joint_state_broadcaster and forward_command_controller use), the
+  ``robot_description`` topic reliable/transient-local depth 1 (latched, like
+  robot_state_publisher).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+QOS_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
+
+
+def load_model_param(node):
+    """Declare ``robot_description`` and ``loops`` and load the model (raises on bad input)."""
+    import robot_dynamics as rd
+    desc = node.declare_parameter('robot_description', '').value
+    loops = node.declare_parameter('loops', '').value
+    if not desc:
+        raise rd.ModelError('<parameter robot_description>', None,
+                            'is empty: give a URDF path or the URDF XML')
+    model = rd.load_model(desc, loops=loops or None)
+    node.get_logger().info(f'model {model.name}: {model.nq} joints, {len(model.loops)} loop(s), '
+                           f'actuated {model.actuated}')
+    return model
+
+
+def now_msg(node):
+    """Current ROS time as builtin_interfaces/Time."""
+    return node.get_clock().now().to_msg()
+
+
+class JointStateParser:
+    """Map JointState messages to the model's q, qd by joint name.
+
+    ``required``: the joint names that must be present (default: all model joints).
+    ``parse(msg)`` returns ``(q, qd, None)`` or ``(None, None, reason)``.
+    """
+
+    def __init__(self, model, required=None):
+        self.model = model
+        self.required = list(model.joint_names if required is None else required)
+
+    def parse(self, msg):
+        names = list(msg.name)
+        pos = list(msg.position)
+        vel = list(msg.velocity)
+        if len(pos) != len(names):
+            return None, None, f'position has {len(pos)} entries for {len(names)} names'
+        if vel and len(vel) != len(names):
+            return None, None, f'velocity has {len(vel)} entries for {len(names)} names'
+        if len(set(names)) != len(names):
+            return None, None, 'duplicate joint names'
+        idx = {n: i for i, n in enumerate(names)}
+        missing = [j for j in self.required if j not in idx]
+        if missing:
+            return None, None, f'missing joints {missing}'
+        q = self.model.reference_q()
+        qd = np.zeros(self.model.nq)
+        for j in self.model.joint_names:
+            if j in idx:
+                k = idx[j]
+                q[self.model.joint_index(j)] = pos[k]
+                if vel:
+                    qd[self.model.joint_index(j)] = vel[k]
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            return None, None, 'non-finite position or velocity'
+        return q, qd, None
+
+
+def finite_list(values, n=None):
+    """True if ``values`` is a list of n finite floats (n optional)."""
+    if n is not None and len(values) != n:
+        return False
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def spin_node(node_cls, args=None):
+    """rclpy boilerplate: init, construct, spin, clean shutdown on Ctrl-C / SIGTERM."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = node_cls()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:  # noqa: BLE001 - report and exit non-zero, never hang
+        import sys
+        print(f'{node_cls.__name__}: fatal: {exc}', file=sys.stderr, flush=True)
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code

@@ -1,0 +1,115 @@
+"""trajectory_node: analytic reference (joint space or task space) with derivatives up to snap.
+
+Parameters: ``mode`` ('joint' | 'task'), ``profile`` ('sinusoid' | 'waypoints' | 'circle'),
+``rate`` [Hz], ``joints`` (joint mode, default: the model's independent joints),
+``amplitude``/``frequency``/``phase``/``offset`` (sinusoid; offset default: the sidecar's
+reference configuration), ``waypoints`` (flat list K*n) / ``durations`` / ``repeat``
+(waypoints), ``center``/``radius``/``frequency``/``e1``/``e2`` (circle, world frame).
+
+Publishes (relative names): joint mode ``reference/joint_trajectory``
+(trajectory_msgs/JointTrajectory, one point with positions, velocities, accelerations);
+task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
+``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); both modes
+``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
+coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
+"""
+import numpy as np
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.nodes._common import QOS_COMMAND, load_model_param, spin_node
+from robot_dynamics.trajectories import make_profile
+
+ORDER = 4
+
+
+class TrajectoryNode(Node):
+    """Publishes an analytic reference at a fixed rate."""
+
+    def __init__(self):
+        super().__init__('trajectory_node')
+        self.model = m = load_model_param(self)
+        dp = self.declare_parameter
+        self.mode = dp('mode', 'joint').value
+        kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
+        rate = float(dp('rate', 100.0).value)
+        if self.mode not in ('joint', 'task') or rate <= 0:
+            raise ValueError(f"mode must be 'joint' or 'task' and rate > 0 (got {self.mode!r}, {rate})")
+        if self.mode == 'joint':
+            self.joints = list(dp('joints', list(m.independent)).value)
+            idx = [m.joint_index(j) for j in self.joints]
+            n = len(idx)
+            q0 = m.reference_q()[idx]
+            params = dict(amplitude=dp('amplitude', [0.3] * n).value,
+                          frequency=dp('frequency', [0.25] * n).value,
+                          phase=dp('phase', [0.0] * n).value,
+                          offset=dp('offset', q0.tolist()).value,
+                          waypoints=dp('waypoints', np.tile(q0, 2).tolist()).value,
+                          durations=dp('durations', [1.0]).value, n=n)
+        else:
+            self.joints = ['x', 'y', 'z']
+            params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
+                          frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
+                          e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
+        self.repeat = dp('repeat', True).value
+        self.profile = make_profile(kind, **params)
+        self.world = m.root_link
+        if self.mode == 'joint':
+            self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+        else:
+            self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
+            self.pub_twist = self.create_publisher(TwistStamped, 'reference/twist', QOS_COMMAND)
+            self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_COMMAND)
+        self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
+        self.t0 = None
+        self.create_timer(1.0 / rate, self.tick)
+        self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
+
+    def tick(self):
+        now = self.get_clock().now()
+        if self.t0 is None:
+            self.t0 = now
+        t = (now - self.t0).nanoseconds * 1e-9
+        dur = getattr(self.profile, 'duration', None)
+        if dur and self.repeat:
+            t = t % dur
+        x = self.profile(t, order=ORDER)                       # (ORDER + 1, n)
+        stamp = now.to_msg()
+        if self.mode == 'joint':
+            msg = JointTrajectory()
+            msg.header.stamp = stamp
+            msg.joint_names = self.joints
+            pt = JointTrajectoryPoint()
+            pt.positions, pt.velocities, pt.accelerations = (x[0].tolist(), x[1].tolist(), x[2].tolist())
+            msg.points = [pt]
+            self.pub_jt.publish(msg)
+        else:
+            ps = PoseStamped()
+            ps.header.stamp, ps.header.frame_id = stamp, self.world
+            ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = map(float, x[0])
+            ps.pose.orientation.w = 1.0
+            tw = TwistStamped()
+            tw.header = ps.header
+            tw.twist.linear.x, tw.twist.linear.y, tw.twist.linear.z = map(float, x[1])
+            ac = AccelStamped()
+            ac.header = ps.header
+            ac.accel.linear.x, ac.accel.linear.y, ac.accel.linear.z = map(float, x[2])
+            self.pub_pose.publish(ps)
+            self.pub_twist.publish(tw)
+            self.pub_acc.publish(ac)
+        der = Float64MultiArray()
+        der.layout.dim = [MultiArrayDimension(label='derivative', size=ORDER + 1, stride=x.size),
+                          MultiArrayDimension(label=','.join(self.joints), size=x.shape[1], stride=x.shape[1])]
+        der.data = x.ravel().tolist()
+        self.pub_der.publish(der)
+
+
+def main(args=None):
+    """Entry point (console script ``trajectory_node``)."""
+    return spin_node(TrajectoryNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

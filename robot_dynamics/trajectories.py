@@ -1,0 +1,178 @@
+"""Analytic reference trajectories with exact time derivatives (up to snap and beyond).
+
+Every profile is a callable object ``traj(t, order=2)`` returning an array of shape
+``(order + 1, N, n)`` (or ``(order + 1, n)`` for scalar ``t``): position, velocity,
+acceleration, jerk, snap, ... evaluated analytically, never by numerical differentiation
+(controllers such as VDC and flatness-based SEA control need jerk and snap).
+
+* :class:`Sinusoid`: ``x(t) = offset + amplitude * sin(2 pi f t + phase)`` per coordinate.
+* :class:`PolynomialSegments`: rest-to-rest segments through waypoints with durations; each
+  segment is the degree-9 polynomial with zero velocity, acceleration, jerk and snap at both
+  ends, so derivatives up to snap are continuous across waypoints.
+"""
+from __future__ import annotations
+
+from math import factorial
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'make_profile', 'rest_to_rest_profile']
+
+
+def _t_array(t):
+    t = np.asarray(t, dtype=np.float64)
+    if not np.all(np.isfinite(t)):
+        raise InputError('trajectory time must be finite')
+    return t
+
+
+class Sinusoid:
+    """Per-coordinate sinusoid ``offset + amplitude sin(2 pi frequency t + phase)``.
+
+    amplitude, frequency [Hz], phase [rad], offset: broadcastable to (n,).
+    """
+
+    def __init__(self, amplitude, frequency, phase=0.0, offset=0.0):
+        a, f, p, o = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, float))
+                                           for x in (amplitude, frequency, phase, offset)))
+        if not all(np.all(np.isfinite(x)) for x in (a, f, p, o)):
+            raise InputError('Sinusoid parameters must be finite')
+        self.amplitude, self.frequency, self.phase, self.offset = a.copy(), f.copy(), p.copy(), o.copy()
+        self.n = a.shape[0]
+
+    def __call__(self, t, order=2):
+        t = _t_array(t)
+        w = 2 * np.pi * self.frequency
+        arg = w * t[..., None] + self.phase
+        out = []
+        for k in range(order + 1):
+            # d^k/dt^k sin(arg) = w^k sin(arg + k pi/2)
+            v = self.amplitude * w ** k * np.sin(arg + k * np.pi / 2)
+            out.append(v + (self.offset if k == 0 else 0.0))
+        return np.stack(out)
+
+
+def rest_to_rest_profile(s, order):
+    """Normalised degree-9 rest-to-rest profile sigma(s), s in [0, 1], and its derivatives.
+
+    sigma(0) = 0, sigma(1) = 1, derivatives 1..4 vanish at both ends. Returns (order+1, ...).
+    """
+    # sigma(s) = 126 s^5 - 420 s^6 + 540 s^7 - 315 s^8 + 70 s^9
+    c = {5: 126.0, 6: -420.0, 7: 540.0, 8: -315.0, 9: 70.0}
+    s = np.asarray(s, dtype=np.float64)
+    out = []
+    for k in range(order + 1):
+        v = np.zeros_like(s)
+        for p, a in c.items():
+            if p >= k:
+                v = v + a * factorial(p) / factorial(p - k) * s ** (p - k)
+        out.append(v)
+    return np.stack(out)
+
+
+class PolynomialSegments:
+    """Rest-to-rest moves through ``waypoints`` (K, n) with ``durations`` (K-1,) [s].
+
+    Before the start and after the end the reference holds the first/last waypoint.
+    Derivatives up to snap are continuous (they vanish at every waypoint).
+    """
+
+    def __init__(self, waypoints, durations, t0=0.0):
+        W = np.atleast_2d(np.asarray(waypoints, dtype=np.float64))
+        d = np.atleast_1d(np.asarray(durations, dtype=np.float64))
+        if W.ndim != 2 or W.shape[0] < 2 or d.shape != (W.shape[0] - 1,):
+            raise InputError(f'need K >= 2 waypoints (K, n) and K-1 durations, got '
+                             f'{W.shape} and {d.shape}')
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(d))) or np.any(d <= 0):
+            raise InputError('waypoints must be finite and durations finite and > 0')
+        self.waypoints, self.durations, self.t0 = W, d, float(t0)
+        self.times = self.t0 + np.concatenate([[0.0], np.cumsum(d)])
+        self.n = W.shape[1]
+
+    @property
+    def duration(self):
+        """Total duration [s]."""
+        return float(self.times[-1] - self.t0)
+
+    def __call__(self, t, order=2):
+        t = _t_array(t)
+        scalar = t.ndim == 0
+        tt = np.atleast_1d(t)
+        seg = np.clip(np.searchsorted(self.times, tt, side='right') - 1, 0, len(self.durations) - 1)
+        T = self.durations[seg]
+        s = np.clip((tt - self.times[seg]) / T, 0.0, 1.0)
+        prof = rest_to_rest_profile(s, order)               # (order+1, N)
+        before, after = tt < self.times[0], tt > self.times[-1]
+        delta = self.waypoints[seg + 1] - self.waypoints[seg]  # (N, n)
+        out = np.empty((order + 1, len(tt), self.n))
+        for k in range(order + 1):
+            val = prof[k][:, None] * delta / T[:, None] ** k
+            if k == 0:
+                val = val + self.waypoints[seg]
+            else:
+                val[before | after] = 0.0
+            out[k] = val
+        out[0][before] = self.waypoints[0]
+        out[0][after] = self.waypoints[-1]
+        return out[:, 0] if scalar else out
+
+
+class Circle:
+    """Point moving on a circle: ``center + radius (cos(w t + phase) e1 + sin(w t + phase) e2)``.
+
+    center (3,) [m], radius [m], frequency [Hz], axes e1, e2 (3,) spanning the plane
+    (orthonormalised). Output (order + 1, N, 3), like every profile here.
+    """
+
+    def __init__(self, center, radius, frequency, e1=(1.0, 0.0, 0.0), e2=(0.0, 0.0, 1.0), phase=0.0):
+        c = np.asarray(center, float)
+        a, b = np.asarray(e1, float), np.asarray(e2, float)
+        if c.shape != (3,) or a.shape != (3,) or b.shape != (3,):
+            raise InputError('Circle: center, e1, e2 must be 3-vectors')
+        vals = [radius, frequency, phase]
+        if not (np.all(np.isfinite(c)) and np.all(np.isfinite(a)) and np.all(np.isfinite(b))
+                and np.all(np.isfinite(vals))) or radius < 0:
+            raise InputError('Circle: parameters must be finite and radius >= 0')
+        a = a / np.linalg.norm(a)
+        b = b - (b @ a) * a
+        nb = np.linalg.norm(b)
+        if nb < 1e-9:
+            raise InputError('Circle: e1 and e2 must not be parallel')
+        self.center, self.radius, self.frequency, self.phase = c, float(radius), float(frequency), float(phase)
+        self.e1, self.e2 = a, b / nb
+        self.n = 3
+
+    def __call__(self, t, order=2):
+        t = _t_array(t)
+        w = 2 * np.pi * self.frequency
+        arg = w * t[..., None] + self.phase
+        out = []
+        for k in range(order + 1):
+            cs = np.cos(arg + k * np.pi / 2)
+            sn = np.sin(arg + k * np.pi / 2)
+            v = self.radius * w ** k * (cs * self.e1 + sn * self.e2)
+            out.append(v + (self.center if k == 0 else 0.0))
+        return np.stack(out)
+
+
+def make_profile(kind, **p):
+    """Build a profile from flat (ROS-parameter-like) settings.
+
+    kind 'sinusoid': amplitude, frequency, phase, offset (scalars or lists);
+    'waypoints': waypoints (flat list, K * n values), durations (K - 1), n;
+    'circle': center, radius, frequency, e1, e2, phase.
+    """
+    if kind == 'sinusoid':
+        return Sinusoid(p['amplitude'], p['frequency'], p.get('phase', 0.0), p.get('offset', 0.0))
+    if kind == 'waypoints':
+        n = int(p['n'])
+        w = np.asarray(p['waypoints'], float)
+        if n <= 0 or w.size % n:
+            raise InputError(f'waypoints: {w.size} values is not a multiple of {n} joints')
+        return PolynomialSegments(w.reshape(-1, n), p['durations'])
+    if kind == 'circle':
+        return Circle(p['center'], p['radius'], p['frequency'], p.get('e1', (1.0, 0.0, 0.0)),
+                      p.get('e2', (0.0, 0.0, 1.0)), p.get('phase', 0.0))
+    raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle)")

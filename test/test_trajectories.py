@@ -1,0 +1,72 @@
+"""Analytic trajectories: derivatives against finite differences, continuity, bad input."""
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.trajectories import PolynomialSegments, Sinusoid, rest_to_rest_profile
+
+
+def _fd(f, t, k, h=1e-4):
+    """Central difference of derivative k-1 of f (order k) at times t."""
+    return (f(t + h, order=k)[k - 1] - f(t - h, order=k)[k - 1]) / (2 * h)
+
+
+@pytest.mark.parametrize('traj', [
+    Sinusoid([0.3, 0.1], [0.5, 1.3], phase=[0.2, -1.0], offset=[1.0, -0.5]),
+    PolynomialSegments([[0, 0], [1, -2], [0.5, 0.5]], [0.8, 1.1]),
+])
+def test_derivatives_match_finite_differences(traj):
+    t = np.linspace(-0.1, 2.0, 37) + 0.0123
+    x = traj(t, order=4)
+    assert x.shape == (5, len(t), 2)
+    for k in range(1, 5):
+        scale = max(1.0, np.abs(x[k]).max())
+        assert np.allclose(_fd(traj, t, k), x[k], atol=2e-5 * scale), k
+
+
+def test_rest_to_rest_boundary_conditions():
+    p0 = rest_to_rest_profile(0.0, 4)
+    p1 = rest_to_rest_profile(1.0, 4)
+    assert p0[0] == 0 and abs(p1[0] - 1) < 1e-14
+    assert np.allclose(p0[1:], 0) and np.allclose(p1[1:], 0, atol=1e-10)
+
+
+def test_segments_pass_through_waypoints_and_hold():
+    W = np.array([[0.0, 1.0], [2.0, -1.0], [1.0, 0.0]])
+    tr = PolynomialSegments(W, [1.0, 2.0], t0=0.5)
+    for tk, w in zip([0.5, 1.5, 3.5], W):
+        assert np.allclose(tr(tk)[0], w, atol=1e-12)
+    assert np.allclose(tr(-3.0)[0], W[0]) and np.allclose(tr(10.0)[0], W[-1])
+    assert np.allclose(tr(10.0, order=4)[1:], 0)
+    assert tr.duration == 3.0
+
+
+def test_scalar_time_shape():
+    tr = Sinusoid(1.0, 1.0)
+    assert tr(0.25, order=3).shape == (4, 1)
+
+
+@pytest.mark.parametrize('args', [([[0, 0]], []), ([[0], [1]], [0.0]), ([[0], [np.nan]], [1.0])])
+def test_bad_segments_raise(args):
+    with pytest.raises(rd.InputError):
+        PolynomialSegments(*args)
+
+
+def test_circle_derivatives_and_radius():
+    from robot_dynamics.trajectories import Circle
+    c = Circle([0.1, 0.0, 0.3], 0.05, 0.7, e1=[1, 0, 0], e2=[0, 0.2, 1])
+    t = np.linspace(0, 2, 21)
+    x = c(t, order=4)
+    assert np.allclose(np.linalg.norm(x[0] - c.center, axis=-1), 0.05)
+    for k in range(1, 5):
+        assert np.allclose(_fd(c, t, k), x[k], atol=2e-5 * max(1, np.abs(x[k]).max()))
+
+
+def test_make_profile_waypoints_and_errors():
+    from robot_dynamics.trajectories import make_profile
+    tr = make_profile('waypoints', n=2, waypoints=[0, 0, 1, 1], durations=[1.0])
+    assert np.allclose(tr(1.0)[0], [1, 1])
+    with pytest.raises(rd.InputError):
+        make_profile('waypoints', n=2, waypoints=[0, 0, 1], durations=[1.0])
+    with pytest.raises(rd.InputError):
+        make_profile('spiral')
