@@ -16,7 +16,7 @@ Conventions: SI units; twists/wrenches linear first (as Pinocchio); batch axis f
 import os as _os
 
 from .errors import (InputError, LoopSpecError, ModelError, RobotDynamicsError,
-                     SingularMassMatrixError)
+                     SingularMassMatrixError, UnknownNameError)
 from .model import Loop, Model
 from .urdf import load_model
 from .kinematics import (body_jacobian, forward_kinematics, frame_acceleration,

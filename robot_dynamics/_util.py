@@ -6,7 +6,10 @@ from .errors import InputError
 
 def as_batch(x, n, name):
     """Return (contiguous float64 (N, n) array, single_sample flag); raise InputError."""
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f'{name} must be numeric: {exc}') from None
     if a.ndim == 1:
         if a.shape[0] != n:
             raise InputError(f'{name} must have shape ({n},) or (N, {n}), got {a.shape}')
@@ -29,3 +32,11 @@ def same_batch(ref, other, name, single):
     if other.shape[0] == 1:
         return np.ascontiguousarray(np.broadcast_to(other, ref.shape))
     raise InputError(f'{name} has {other.shape[0]} samples, expected {ref.shape[0]}')
+
+
+def as_float(x, name):
+    """np.asarray(x, float64) that raises InputError (not numpy's ValueError) on bad input."""
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f'{name} must be numeric: {exc}') from None

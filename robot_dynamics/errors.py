@@ -13,8 +13,11 @@ class RobotDynamicsError(ValueError):
 class ModelError(RobotDynamicsError):
     """A URDF (or xacro) that cannot be turned into a valid model.
 
-    Attributes: ``source`` (file path or ``'<string>'``) and ``element`` (the offending
-    link/joint, or None).
+    Message: ``"<file>: <element>: <what is wrong>"``, e.g.
+    ``"arm.urdf: joint 'elbow' <origin xyz> (line 42): non-finite value 'nan 0 0'"``.
+    Attributes: ``source`` (file path, ``'<string>'`` for XML text, ``'<input>'`` for an
+    argument of the wrong type) and ``element`` (the offending link/joint/XML element,
+    ``'line N'`` for an XML syntax error, or None for whole-file problems).
     """
 
     def __init__(self, source, element, message):
@@ -27,7 +30,11 @@ class ModelError(RobotDynamicsError):
 class LoopSpecError(RobotDynamicsError):
     """A malformed loop-closure sidecar (``<robot>.loops.yaml``).
 
-    ``key`` is the path of the offending key inside the file, e.g. ``loops[1].frame_a``.
+    Message: ``"<file>: <key>: <what is wrong>"``, e.g.
+    ``"arm.loops.yaml: loops[1].frame_a: 'knee_x' is not a link (frame) of the URDF"``.
+    ``source`` is the file path (``'<dict>'`` for an already parsed mapping); ``key`` is the
+    path of the offending key inside the file, e.g. ``loops[1].frame_a`` (None for whole-file
+    problems such as a YAML syntax error, whose line is in the message).
     """
 
     def __init__(self, source, key, message):
@@ -41,6 +48,16 @@ class InputError(RobotDynamicsError):
     """Wrong array shape or non-finite values passed to an algorithm."""
 
 
+class UnknownNameError(RobotDynamicsError, KeyError):
+    """A joint or frame name (or index) that the model does not have.
+
+    Also a ``KeyError``, so ``except KeyError`` keeps working for dictionary-like lookups.
+    """
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ''
+
+
 class SingularMassMatrixError(RobotDynamicsError):
     """Forward dynamics met a singular joint-space inertia matrix.
 
@@ -51,3 +68,29 @@ class SingularMassMatrixError(RobotDynamicsError):
     def __init__(self, joint, message):
         self.joint = joint
         super().__init__(message)
+
+
+class AssemblyError(RobotDynamicsError):
+    """No closed configuration was found (loop assembly / position projection failed).
+
+    Raised by :func:`robot_dynamics.projection.assemble` when Newton-Raphson on the loop
+    closures does not converge, or stalls at a least-squares point with a non-zero residual
+    (no assembly exists for the given independent coordinates). Attributes: ``q`` (the last
+    iterate), ``residual`` (its ``||phi||``), ``iterations``.
+    """
+
+    def __init__(self, message, q=None, residual=None, iterations=None):
+        self.q = q
+        self.residual = residual
+        self.iterations = iterations
+        super().__init__(message)
+
+
+class ConstraintRankError(RobotDynamicsError):
+    """An algorithm that needs a full-row-rank constraint Jacobian met a rank-deficient one
+    (e.g. the Lagrange-multiplier oracle with redundant loop rows or at a singularity)."""
+
+
+class ControllabilityError(RobotDynamicsError):
+    """Projected inverse dynamics with passive joints cannot realise the motion:
+    ``rank [A; S_a] < n`` (only raised with ``strict=True``; otherwise reported in the result)."""

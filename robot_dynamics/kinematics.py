@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as K
-from ._util import as_batch
+from ._util import as_batch, as_float
 from .errors import InputError
 from .model import REVOLUTE
 
@@ -111,11 +111,11 @@ def world_state(model, q, qd=None, qdd=None):
     ``axis`` (n,3) the joint axes in world coordinates. ``qd``/``qdd`` default to zero.
     """
     n = model.nq
-    q = np.asarray(q, dtype=np.float64)
+    q = as_float(q, 'q')
     if q.shape != (n,):
         raise InputError(f'q must have shape ({n},), got {q.shape}')
-    qd = np.zeros(n) if qd is None else np.asarray(qd, dtype=np.float64)
-    qdd = np.zeros(n) if qdd is None else np.asarray(qdd, dtype=np.float64)
+    qd = np.zeros(n) if qd is None else as_float(qd, 'qd')
+    qdd = np.zeros(n) if qdd is None else as_float(qdd, 'qdd')
     if qd.shape != (n,) or qdd.shape != (n,):
         raise InputError(f'qd and qdd must have shape ({n},)')
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd)) and np.all(np.isfinite(qdd))):
@@ -171,7 +171,7 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
     Batched q (N, n) returns (N, 6, n).
     """
     ref = _ref(reference)
-    q = np.asarray(q, dtype=np.float64)
+    q = as_float(q, 'q')
     if q.ndim == 2:
         return np.stack([frame_jacobian(model, qk, frame, ref) for qk in q])
     fidx = model.frame_index(frame)

@@ -43,6 +43,7 @@ Every problem raises :class:`~robot_dynamics.errors.LoopSpecError` naming file a
 """
 from __future__ import annotations
 
+import difflib
 import os
 
 import numpy as np
@@ -101,19 +102,73 @@ def loop_rows(ltype, axis=None, axes=None):
     raise ValueError(ltype)
 
 
+def _strict_loader():
+    """A yaml SafeLoader that rejects duplicate mapping keys (PyYAML keeps the last one)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                dup = key in seen
+                seen.add(key)
+            except TypeError:           # unhashable key: let PyYAML report it
+                continue
+            if dup:
+                raise yaml.constructor.ConstructorError(
+                    'while constructing a mapping', node.start_mark,
+                    f'found duplicate key {key!r}', key_node.start_mark)
+        return loader.construct_mapping(node, deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 construct_mapping)
+    return StrictLoader
+
+
+def _yaml_problem(exc):
+    """One-line description of a PyYAML error: 'line L, column C: problem (context)'."""
+    mark = getattr(exc, 'problem_mark', None)
+    problem = getattr(exc, 'problem', None)
+    if mark is None or not problem:
+        return ' '.join(str(exc).split())
+    ctx = getattr(exc, 'context', None)
+    return (f'line {mark.line + 1}, column {mark.column + 1}: {problem}'
+            + (f' ({ctx})' if ctx else ''))
+
+
+def _hint(name, candidates):
+    """' (did you mean 'x'?)' for a close match among candidates, else ''."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ''
+
+
+def _first(keys):
+    """Deterministic first of a set of (possibly non-string) YAML keys."""
+    return sorted(keys, key=str)[0]
+
+
 def read_spec(spec):
     """Load the sidecar: a path, or an already parsed dict. Returns (dict, source name)."""
     if isinstance(spec, dict):
         return spec, '<dict>'
-    path = os.fspath(spec)
+    if not isinstance(spec, (str, bytes, os.PathLike)):
+        raise LoopSpecError('<input>', None, f'loops must be a sidecar path, a dict, False or '
+                                             f'None, got {type(spec).__name__}')
+    path = os.fsdecode(os.fspath(spec))
     if not os.path.isfile(path):
         raise LoopSpecError(path, None, 'no such loops file')
     import yaml
     try:
         with open(path, encoding='utf-8') as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_strict_loader())  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise LoopSpecError(path, None, f'invalid YAML: {exc}') from exc
+        raise LoopSpecError(path, None, f'invalid YAML: {_yaml_problem(exc)}') from exc
+    except UnicodeDecodeError as exc:
+        raise LoopSpecError(path, None, f'not a UTF-8 text file: {exc}') from None
     if not isinstance(data, dict):
         raise LoopSpecError(path, None, 'top level must be a mapping')
     return data, path
@@ -137,7 +192,9 @@ def _names(src, key, v, allowed, what):
         raise LoopSpecError(src, key, f'expected a list of {what} names, got {v!r}')
     for i, s in enumerate(v):
         if s not in allowed:
-            raise LoopSpecError(src, f'{key}[{i}]', f"'{s}' is not a {what} of the URDF")
+            where = 'the sidecar' if what == 'loop' else 'the URDF'
+            raise LoopSpecError(src, f'{key}[{i}]', f"'{s}' is not a {what} of {where}"
+                                                    f"{_hint(s, allowed)}")
     if len(set(v)) != len(v):
         raise LoopSpecError(src, key, 'duplicate names')
     return list(v)
@@ -148,7 +205,9 @@ def attach_loops(model, spec):
     data, src = read_spec(spec)
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise LoopSpecError(src, sorted(unknown)[0], f'unknown key (allowed: {sorted(_TOP_KEYS)})')
+        k = _first(unknown)
+        raise LoopSpecError(src, str(k), f'unknown top-level key{_hint(k, _TOP_KEYS)} '
+                                         f'(allowed: {sorted(_TOP_KEYS)})')
     if data.get('format') != FORMAT:
         raise LoopSpecError(src, 'format', f"must be '{FORMAT}', got {data.get('format')!r}")
     frames = set(model.frame_names)
@@ -164,19 +223,25 @@ def attach_loops(model, spec):
             raise LoopSpecError(src, key, 'each loop must be a mapping')
         bad = set(lp) - _LOOP_KEYS
         if bad:
-            raise LoopSpecError(src, f'{key}.{sorted(bad)[0]}', f'unknown key (allowed: {sorted(_LOOP_KEYS)})')
+            k = _first(bad)
+            raise LoopSpecError(src, f'{key}.{k}', f'unknown loop key{_hint(k, _LOOP_KEYS)} '
+                                                   f'(allowed: {sorted(_LOOP_KEYS)})')
         for req in ('name', 'type', 'frame_a', 'frame_b'):
-            if not isinstance(lp.get(req), str):
-                raise LoopSpecError(src, f'{key}.{req}', 'required string is missing')
+            if req not in lp:
+                raise LoopSpecError(src, f'{key}.{req}', 'required key is missing')
+            if not isinstance(lp[req], str):
+                raise LoopSpecError(src, f'{key}.{req}', f'must be a string, got {lp[req]!r}')
         name, lt = lp['name'], lp['type']
         if name in names:
             raise LoopSpecError(src, f'{key}.name', f"duplicate loop name '{name}'")
         names.add(name)
         if lt not in LOOP_TYPES:
-            raise LoopSpecError(src, f'{key}.type', f"unknown loop type '{lt}' (known: {LOOP_TYPES})")
+            raise LoopSpecError(src, f'{key}.type', f"unknown loop type '{lt}'{_hint(lt, LOOP_TYPES)}"
+                                                    f" (known: {LOOP_TYPES})")
         for fk in ('frame_a', 'frame_b'):
             if lp[fk] not in frames:
-                raise LoopSpecError(src, f'{key}.{fk}', f"'{lp[fk]}' is not a link of the URDF")
+                raise LoopSpecError(src, f'{key}.{fk}', f"'{lp[fk]}' is not a link (frame) of the "
+                                                        f"URDF{_hint(lp[fk], frames)}")
         if lp['frame_a'] == lp['frame_b']:
             raise LoopSpecError(src, key, 'frame_a and frame_b must differ')
         axis = axes = None
@@ -209,7 +274,8 @@ def attach_loops(model, spec):
     refc = {}
     for j, v in ref.items():
         if j not in jset:
-            raise LoopSpecError(src, f'reference_configuration.{j}', 'not a movable joint of the URDF')
+            raise LoopSpecError(src, f'reference_configuration.{j}',
+                                f'not a movable joint of the URDF{_hint(j, jset)}')
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
             raise LoopSpecError(src, f'reference_configuration.{j}', f'expected a finite number, got {v!r}')
         refc[j] = float(v)
@@ -222,7 +288,9 @@ def attach_loops(model, spec):
             raise LoopSpecError(src, key, 'each submechanism needs a name')
         bad = set(sm) - _SUBMECH_KEYS
         if bad:
-            raise LoopSpecError(src, f'{key}.{sorted(bad)[0]}', f'unknown key (allowed: {sorted(_SUBMECH_KEYS)})')
+            k = _first(bad)
+            raise LoopSpecError(src, f'{key}.{k}', f'unknown submechanism key{_hint(k, _SUBMECH_KEYS)} '
+                                                   f'(allowed: {sorted(_SUBMECH_KEYS)})')
         for jk in ('joints', 'independent', 'dependent'):
             if jk in sm:
                 _names(src, f'{key}.{jk}', sm[jk], jset, 'movable joint')
@@ -236,7 +304,8 @@ def attach_loops(model, spec):
         if not isinstance(a, dict) or not isinstance(a.get('type'), str):
             raise LoopSpecError(src, key, 'each actuator needs a string type')
         if 'joint' in a and a['joint'] not in jset:
-            raise LoopSpecError(src, f'{key}.joint', f"'{a['joint']}' is not a movable joint")
+            raise LoopSpecError(src, f'{key}.joint', f"'{a['joint']}' is not a movable joint of "
+                                                     f"the URDF{_hint(a['joint'], jset)}")
     model.loops = loops
     model.actuated = actuated
     model.passive = [j for j in joints if j not in set(actuated)]

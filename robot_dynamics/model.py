@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import UnknownNameError
+
 REVOLUTE = 0
 PRISMATIC = 1
 
@@ -193,19 +195,19 @@ class Model:
         try:
             return self._joint_index[name]
         except KeyError:
-            raise KeyError(f"model '{self.name}' has no movable joint '{name}'; "
+            raise UnknownNameError(f"model '{self.name}' has no movable joint '{name}'; "
                            f"joints: {self.joint_names}") from None
 
     def frame_index(self, name) -> int:
         """Index of frame ``name`` (a URDF link name); ints pass through."""
         if isinstance(name, (int, np.integer)):
             if not 0 <= name < self.nframes:
-                raise KeyError(f"frame index {name} out of range 0..{self.nframes - 1}")
+                raise UnknownNameError(f"frame index {name} out of range 0..{self.nframes - 1}")
             return int(name)
         try:
             return self._frame_index[name]
         except KeyError:
-            raise KeyError(f"model '{self.name}' has no frame '{name}'; "
+            raise UnknownNameError(f"model '{self.name}' has no frame '{name}'; "
                            f"frames: {self.frame_names}") from None
 
     @property

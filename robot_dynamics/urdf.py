@@ -7,14 +7,23 @@ the file and the link/joint.
 * revolute, continuous and prismatic joints become coordinates; fixed joints are merged into
   the parent body (inertia and frames); floating and planar joints are rejected.
 * mimic joints load as ordinary coordinates (recorded in ``model.mimic``).
-* meshes are never opened (geometry is irrelevant to dynamics), so missing mesh files are fine.
+* meshes are never opened (geometry is irrelevant to dynamics), so missing mesh files are fine;
+  ``<visual>``/``<collision>``, ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other
+  top-level extensions are skipped (``model.urdf_xml`` keeps the original text).
 * massless links are legitimate (cut frames, universal-joint crosses).
+* an XML declaration with an encoding (``<?xml version="1.0" encoding="utf-8"?>``) is fine,
+  for files and for XML text (a ``robot_description``).
+
+Error messages have the form ``"<file>: <element>: <what is wrong>"``, e.g.
+``"arm.urdf: joint 'elbow' <origin xyz> (line 42): non-finite value 'nan 0 0'"``.
 """
 from __future__ import annotations
 
+import difflib
 import io
 import logging
 import os
+import re
 from contextlib import redirect_stderr
 
 import numpy as np
@@ -45,45 +54,181 @@ def _pose(origin):
 
 
 def read_urdf_xml(source):
-    """Return ``(xml_text, source_name, directory)`` for a path (.urdf / .xacro) or XML string."""
+    """Return ``(xml_text, source_name, directory)`` for a path (.urdf / .xacro) or XML string.
+
+    Raises :class:`ModelError` for a missing file, an undecodable file, a failing xacro run or
+    an argument of the wrong type.
+    """
+    if isinstance(source, bytes):
+        try:
+            source = source.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise ModelError('<bytes>', None, f'URDF bytes are not valid UTF-8: {exc}') from None
     if isinstance(source, os.PathLike) or (isinstance(source, str)
                                            and not source.lstrip().startswith('<')):
         path = os.fspath(source)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not path.strip():
+            raise ModelError('<input>', None, 'empty URDF source: expected a URDF/xacro path '
+                                              'or the URDF XML text')
         if not os.path.isfile(path):
-            raise ModelError(path, None, 'no such URDF file')
+            what = 'is a directory, not a URDF file' if os.path.isdir(path) else 'no such URDF file'
+            raise ModelError(path, None, what)
         if path.endswith('.xacro'):
             try:
                 import xacro
             except ImportError as exc:  # pragma: no cover - xacro is a pinned dependency
                 raise ModelError(path, None, 'xacro file given but xacro is not installed') from exc
+            err = io.StringIO()
             try:
-                xml = xacro.process_file(path).toprettyxml(indent='  ')
+                with redirect_stderr(err):
+                    xml = xacro.process_file(path).toprettyxml(indent='  ')
             except Exception as exc:
-                raise ModelError(path, None, f'xacro failed: {exc}') from exc
+                raise ModelError(path, None, f'xacro failed: {type(exc).__name__}: {exc}') from exc
+            finally:
+                if err.getvalue().strip():
+                    log.warning('%s: xacro: %s', path, err.getvalue().strip())
         else:
-            with open(path, encoding='utf-8') as fh:
-                xml = fh.read()
+            try:
+                with open(path, encoding='utf-8') as fh:
+                    xml = fh.read()
+            except UnicodeDecodeError as exc:
+                raise ModelError(path, None, f'not a UTF-8 text file: {exc}') from None
+            except OSError as exc:
+                raise ModelError(path, None, f'cannot read: {exc}') from None
         return xml, path, os.path.dirname(os.path.abspath(path))
-    if isinstance(source, bytes):
-        source = source.decode()
     if not isinstance(source, str):
-        raise ModelError('<input>', None, f'expected a URDF path or XML string, got {type(source)}')
+        raise ModelError('<input>', None, f'expected a URDF/xacro path (str or os.PathLike) or '
+                                          f'the URDF XML text, got {type(source).__name__}')
     return source, '<string>', None
 
 
-def _parse(xml, src):
+# leading XML declaration: lxml refuses it on str input when it names an encoding
+_XML_DECL = re.compile(r'^\ufeff?\s*<\?xml[^>]*\?>')
+
+# numeric attributes checked before urdfdom-py sees the document:
+# (element path below <link>/<joint>, attribute, number of values, allow +-inf)
+_NUMERIC = {
+    'link': [('inertial/origin', 'xyz', 3, False), ('inertial/origin', 'rpy', 3, False),
+             ('inertial/mass', 'value', 1, False)]
+            + [('inertial/inertia', a, 1, False) for a in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')],
+    'joint': [('origin', 'xyz', 3, False), ('origin', 'rpy', 3, False), ('axis', 'xyz', 3, False),
+              ('limit', 'lower', 1, True), ('limit', 'upper', 1, True),
+              ('limit', 'effort', 1, True), ('limit', 'velocity', 1, True),
+              ('mimic', 'multiplier', 1, False), ('mimic', 'offset', 1, False),
+              ('dynamics', 'damping', 1, False), ('dynamics', 'friction', 1, False)],
+}
+_JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'planar')
+
+
+def _prevalidate(xml, src, show_lines):
+    """Check XML syntax, the <robot> root and the numeric attributes dynamics relies on.
+
+    urdfdom-py reports these problems without naming the element (or not at all, e.g. NaN);
+    here every message names the link/joint, the element and attribute (and the line).
+    Returns the XML text for urdfdom-py: links and joints only, without visual/collision
+    geometry (irrelevant to dynamics), and without the XML declaration.
+    """
+    from lxml import etree
+
+    text = _XML_DECL.sub('', xml, count=1)
+    if not text.strip():
+        raise ModelError(src, None, 'empty URDF document')
+    try:
+        root = etree.fromstring(text)
+    except etree.XMLSyntaxError as exc:
+        line = f'line {exc.lineno}' if exc.lineno else None
+        raise ModelError(src, line, f'XML syntax error: {exc.msg}') from None
+    if root.tag != 'robot':
+        raise ModelError(src, f'<{root.tag}>', 'the root element must be <robot>')
+    if not root.get('name'):
+        raise ModelError(src, '<robot>', "missing the 'name' attribute")
+
+    def where(kind, name, el, extra=''):
+        s = (f"{kind} '{name}'" if name is not None else f'<{kind}> #{k + 1} (unnamed)') + extra
+        if show_lines and el is not None and el.sourceline:
+            s += f' (line {el.sourceline})'
+        return s
+
+    for kind in ('link', 'joint'):
+        for k, el in enumerate(root.findall(kind)):
+            name = el.get('name')
+            if not name:
+                raise ModelError(src, where(kind, None, el), "missing the 'name' attribute")
+            if kind == 'joint':
+                jt = el.get('type')
+                if jt is None:
+                    raise ModelError(src, where(kind, name, el), "missing the 'type' attribute")
+                if jt not in _JOINT_TYPES:
+                    raise ModelError(src, where(kind, name, el),
+                                     f"unknown joint type '{jt}' (URDF types: {_JOINT_TYPES})")
+                for tag in ('parent', 'child'):
+                    sub = el.find(tag)
+                    if sub is None or not sub.get('link'):
+                        raise ModelError(src, where(kind, name, el),
+                                         f'missing <{tag} link="..."/>')
+                mim = el.find('mimic')
+                if mim is not None and not mim.get('joint'):
+                    raise ModelError(src, where(kind, name, mim, ' <mimic>'),
+                                     "missing the 'joint' attribute")
+            if kind == 'link':
+                ine = el.find('inertial')
+                if ine is not None:
+                    if ine.find('mass') is None:
+                        raise ModelError(src, where(kind, name, ine, ' <inertial>'),
+                                         'missing <mass value="..."/>')
+                    if ine.find('inertia') is None:
+                        raise ModelError(src, where(kind, name, ine, ' <inertial>'),
+                                         'missing <inertia ixx=".." .../>')
+            for path, attr, size, allow_inf in _NUMERIC[kind]:
+                for sub in el.findall(path):
+                    raw = sub.get(attr)
+                    tag = path.split('/')[-1]
+                    w = where(kind, name, sub, f' <{tag} {attr}>')
+                    if raw is None:
+                        required = (tag == 'mass' and attr == 'value') or tag == 'inertia' \
+                            or (tag == 'axis' and attr == 'xyz')
+                        if required:
+                            raise ModelError(src, w, 'required attribute is missing')
+                        continue
+                    parts = raw.split()
+                    try:
+                        vals = [float(v) for v in parts]
+                    except ValueError:
+                        raise ModelError(src, w, f'expected {size} number(s), got {raw!r}') from None
+                    if len(vals) != size:
+                        raise ModelError(src, w, f'expected {size} number(s), got {raw!r}')
+                    bad = [v for v in vals if v != v or (not allow_inf and v in (np.inf, -np.inf))]
+                    if bad:
+                        raise ModelError(src, w, f'non-finite value {raw!r}')
+    # drop what dynamics never uses and urdfdom-py may fail on (ROS 2 <transmission> with
+    # <plugin>/<role>, <gazebo>, <ros2_control>, non-standard geometry such as <capsule>)
+    for child in list(root):
+        if child.tag not in ('link', 'joint'):
+            root.remove(child)
+    for lk in root.findall('link'):
+        for sub in lk.findall('visual') + lk.findall('collision'):
+            lk.remove(sub)
+    return etree.tostring(root, encoding='unicode')
+
+
+def _parse(xml, src, show_lines=True):
     from urdf_parser_py import urdf as U
     from urdf_parser_py.xml_reflection import core as xcore
 
+    text = _prevalidate(xml, src, show_lines)
     # urdfdom-py reports unknown elements through on_error (prints to stderr); keep them in
     # our log instead, and turn real parse failures into ModelError.
     old = xcore.on_error
     xcore.on_error = lambda msg: log.debug('%s: urdfdom-py: %s', src, msg)
     try:
         with redirect_stderr(io.StringIO()):
-            return U.URDF.from_xml_string(xml)
+            return U.URDF.from_xml_string(text)
+    except xcore.ParseError as exc:
+        raise ModelError(src, str(exc.path), f'cannot parse URDF: {exc.e}') from exc
     except Exception as exc:
-        raise ModelError(src, None, f'cannot parse URDF: {exc}') from exc
+        raise ModelError(src, None, f'cannot parse URDF: {type(exc).__name__}: {exc}') from exc
     finally:
         xcore.on_error = old
 
@@ -118,6 +263,12 @@ def _check_inertial(src, link):
     return m, c, R @ Ic @ R.T
 
 
+def _hint(name, candidates):
+    """' (did you mean 'x'?)' for a close match among candidates, else ''."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ''
+
+
 def _merge(m1, c1, I1, m2, c2, I2):
     """Combine two inertias (all in the same frame; I about each body's own COM)."""
     m = m1 + m2
@@ -141,7 +292,7 @@ def build_model(source, loops=None, gravity=None, name=None):
     from . import loops as loopmod
 
     xml, src, directory = read_urdf_xml(source)
-    robot = _parse(xml, src)
+    robot = _parse(xml, src, show_lines=not src.endswith('.xacro'))
 
     links = {}
     for lk in robot.links:
@@ -159,9 +310,11 @@ def build_model(source, loops=None, gravity=None, name=None):
             raise ModelError(src, el, 'duplicate joint name')
         seen.add(j.name)
         if j.parent not in links:
-            raise ModelError(src, el, f"unknown parent link '{j.parent}'")
+            raise ModelError(src, el, f"unknown parent link '{j.parent}'{_hint(j.parent, links)}")
         if j.child not in links:
-            raise ModelError(src, el, f"unknown child link '{j.child}'")
+            raise ModelError(src, el, f"unknown child link '{j.child}'{_hint(j.child, links)}")
+        if j.parent == j.child:
+            raise ModelError(src, el, f"link '{j.child}' is its own parent")
         if j.child in child_joint:
             raise ModelError(src, el, f"link '{j.child}' has two parent joints "
                                       f"('{child_joint[j.child].name}' and '{j.name}'): URDF must be "
@@ -173,11 +326,24 @@ def build_model(source, loops=None, gravity=None, name=None):
             raise ModelError(src, el, f"unknown joint type '{j.type}'")
         child_joint[j.child] = j
         children[j.parent].append(j)
+    # a cycle: following the parent joints from some link comes back to it
+    for start in links:
+        chain, lk = [], start
+        while lk in child_joint and lk not in chain:
+            chain.append(lk)
+            lk = child_joint[lk].parent
+        if lk in chain:
+            cyc = chain[chain.index(lk):][::-1]          # parent -> child order
+            path = f"'{cyc[0]}'" + ''.join(f" -({child_joint[c].name})-> '{c}'"
+                                           for c in cyc[1:] + cyc[:1])
+            raise ModelError(src, f"joint '{child_joint[cyc[0]].name}'",
+                             f"the joints form a cycle {path}: URDF must be a tree; cut the "
+                             f"loop and declare the closing joint in the loops sidecar")
     roots = [n for n in links if n not in child_joint]
-    if len(roots) != 1:
-        if not roots:
-            raise ModelError(src, None, 'the joints form a cycle: no root link')
-        raise ModelError(src, None, f'several root links {roots}: URDF must be one tree')
+    if len(roots) != 1:  # (no roots is impossible here: that would be a cycle)
+        raise ModelError(src, None, f'{len(roots)} root links {roots} (links without a parent '
+                                    f'joint): URDF must be a single tree; connect them with '
+                                    f'fixed or movable joints')
     root = roots[0]
 
     # depth-first traversal from the root, children sorted by joint name (urdfdom's order)
@@ -219,12 +385,16 @@ def build_model(source, loops=None, gravity=None, name=None):
             lo.append(float(lim.lower) if lim.lower is not None else -np.inf)
             hi.append(float(lim.upper) if lim.upper is not None else np.inf)
             if lo[-1] > hi[-1]:
-                raise ModelError(src, el, f'limit lower {lo[-1]} > upper {hi[-1]}')
+                raise ModelError(src, el + ' <limit>', f'lower {lo[-1]} > upper {hi[-1]}')
         vl.append(float(lim.velocity) if lim is not None and lim.velocity is not None else np.inf)
         el_.append(float(lim.effort) if lim is not None and lim.effort is not None else np.inf)
+        for what, v in (('velocity', vl[-1]), ('effort', el_[-1])):
+            if np.isnan(v) or v < 0:
+                raise ModelError(src, el + ' <limit>', f'{what} limit must be >= 0, got {v}')
         if j.mimic is not None:
-            mim[j.name] = (j.mimic.joint, float(j.mimic.multiplier or 1.0),
-                           float(j.mimic.offset or 0.0))
+            mim[j.name] = (j.mimic.joint,
+                           1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier),
+                           0.0 if j.mimic.offset is None else float(j.mimic.offset))
         body_inertia.append([0.0, np.zeros(3), np.zeros((3, 3))])
         return idx
 
@@ -255,6 +425,26 @@ def build_model(source, loops=None, gravity=None, name=None):
     if unreached:
         raise ModelError(src, None, f'links not connected to the root: {sorted(unreached)}')
 
+    for jname, (other, _, _) in mim.items():
+        el = f"joint '{jname}' <mimic>"
+        if other == jname:
+            raise ModelError(src, el, 'a joint cannot mimic itself')
+        if other not in jn:
+            fixed = any(j.name == other for j in robot.joints)
+            raise ModelError(src, el, f"mimicked joint '{other}' is "
+                                      + ('a fixed joint' if fixed else
+                                         f'not a joint of the URDF{_hint(other, jn)}'))
+
+    if gravity is None:
+        grav = np.array([0.0, 0.0, -9.81])
+    else:
+        try:
+            grav = np.asarray(gravity, dtype=float)
+        except (TypeError, ValueError):
+            grav = None
+        if grav is None or grav.shape != (3,) or not np.all(np.isfinite(grav)):
+            raise ModelError(src, None, f'gravity must be a finite 3-vector, got {gravity!r}')
+
     n = len(jn)
     f = lambda lst, shape: np.array(lst, float).reshape(shape)
     model = Model(
@@ -268,11 +458,8 @@ def build_model(source, loops=None, gravity=None, name=None):
         velocity_limit=np.array(vl, float), effort_limit=np.array(el_, float),
         frame_names=fr_names, frame_parent=np.array(fr_par, dtype=np.int64),
         frame_R=f(fr_R, (len(fr_names), 3, 3)), frame_p=f(fr_p, (len(fr_names), 3)),
-        root_link=root, mimic=mim, urdf_xml=xml,
-        gravity=np.array([0.0, 0.0, -9.81]) if gravity is None else np.asarray(gravity, float),
+        root_link=root, mimic=mim, urdf_xml=xml, gravity=grav,
     )
-    if model.gravity.shape != (3,) or not np.all(np.isfinite(model.gravity)):
-        raise ModelError(src, None, f'gravity must be a finite 3-vector, got {gravity!r}')
 
     # ---- loop sidecar
     spec_src = None
