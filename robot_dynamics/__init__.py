@@ -50,3 +50,13 @@ def data_path(relative=''):
         if _os.path.exists(c):
             return c
     raise FileNotFoundError(f"robot_dynamics data file '{relative}' not found in {cands}")
+
+
+# closed-chain dynamics by the projection-matrix formulation (seed 002) and its simulator
+from .errors import AssemblyError, ConstraintRankError, ControllabilityError  # noqa: E402
+from .projection import (DEFAULT_EPS, ConstrainedDynamics, assemble,  # noqa: E402
+                         constrained_forward_dynamics, constraint_force_control,
+                         controllability, hybrid_control, independent_coordinates,
+                         lagrange_forward_dynamics, pidc, pinv_abs, project_velocity,
+                         projected_inverse_dynamics)
+from .sim import BranchMonitor, ConstrainedPlant, Plant, SimLog, simulate  # noqa: E402

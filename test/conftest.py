@@ -16,6 +16,9 @@ ROOT = os.path.dirname(HERE)
 URDF_DIR = os.path.join(ROOT, 'urdf')
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
+# node processes started by the tests import the source tree under test, not an installed copy
+os.environ['PYTHONPATH'] = os.pathsep.join(
+    [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p and p != ROOT])
 
 
 def pytest_report_header(config):

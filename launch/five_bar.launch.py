@@ -1,0 +1,10 @@
+"""ROS 2 launch file for five_bar: the nodes of config/five_bar.yaml (the single source of truth,
+also used by `robot-dynamics launch five_bar`), robot_state_publisher and, with rviz:=true, rviz2.
+
+    ros2 launch robot_dynamics five_bar.launch.py rviz:=true
+"""
+from robot_dynamics.bringup import launch_description
+
+
+def generate_launch_description():
+    return launch_description('five_bar')

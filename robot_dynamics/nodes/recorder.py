@@ -1,0 +1,62 @@
+"""recorder: a node that records a running graph's state and reference (for the demo).
+
+Subscribes ``joint_states``, ``/kinematics_node/<frame>/pose``, ``reference/pose`` and
+``/dynamics_node/tracking_error`` and keeps (stamp, value) samples. Used by
+``robot-dynamics demo`` in its own process next to the launched nodes.
+"""
+import threading
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+
+def _t(stamp):
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+class Recorder(Node):
+    """Records the topics of a running graph (thread-safe lists of samples)."""
+
+    def __init__(self, frame='tool', context=None):
+        super().__init__('recorder', context=context)
+        deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+        self.lock = threading.Lock()
+        self.js, self.pose, self.ref, self.err = [], [], [], []
+        self.create_subscription(JointState, 'joint_states', self.on_js, deep)
+        self.create_subscription(PoseStamped, f'/kinematics_node/{frame}/pose',
+                                 lambda m: self._pose(self.pose, m), deep)
+        self.create_subscription(PoseStamped, 'reference/pose', lambda m: self._pose(self.ref, m), deep)
+        self.create_subscription(Float64MultiArray, '/dynamics_node/tracking_error', self.on_err, deep)
+
+    def on_js(self, m):
+        with self.lock:
+            self.js.append((_t(m.header.stamp), list(m.name), np.array(m.position)))
+
+    def _pose(self, lst, m):
+        p = m.pose.position
+        with self.lock:
+            lst.append((_t(m.header.stamp), np.array([p.x, p.y, p.z])))
+
+    def on_err(self, m):
+        with self.lock:
+            self.err.append((time.time(), np.array(m.data)))
+
+    def matched_task_error(self, axes=(0, 2), max_dt=0.01):
+        """(t, |x - x_ref|) of the recorded tool poses against the nearest reference sample."""
+        with self.lock:
+            poses, refs = list(self.pose), list(self.ref)
+        if not poses or not refs:
+            return np.zeros(0), np.zeros(0)
+        rt = np.array([r[0] for r in refs])
+        t, e = [], []
+        for ts, p in poses:
+            k = int(np.argmin(np.abs(rt - ts)))
+            if abs(rt[k] - ts) <= max_dt:
+                t.append(ts)
+                e.append(float(np.linalg.norm((p - refs[k][1])[list(axes)])))
+        return np.array(t), np.array(e)

@@ -1,0 +1,161 @@
+"""sim_node: the simulated plant standing in for hardware (ros2_control-compatible topics).
+
+Integrates the robot at ``rate`` Hz with the closed-chain projection engine
+(:class:`robot_dynamics.sim.ConstrainedPlant`, seed 002; a tree is the special case without
+loops), holding the latest actuator command (zero-order hold). Publishes ``/joint_states``
+(every joint, passive ones included; ``effort`` = applied generalized force) at
+``publish_rate`` Hz and the URDF on ``/robot_description`` (latched).
+
+Commands: ``/<controller>/commands`` (std_msgs/Float64MultiArray, actuated joints in the
+order of the ``joints`` parameter). A command with the wrong length or a NaN/inf is rejected
+with a warning and never reaches the plant. If no valid command arrived for
+``command_timeout`` s the plant is put on *hold*: ``hold: gravity`` applies the
+passive-joint-aware minimum-norm actuator forces balancing gravity minus ``hold_damping``
+times the actuated joint velocities; ``hold: zero`` applies nothing.
+
+``lockstep: true``: instead of running in real time, advance one publish period per received
+command and publish right after (deterministic coupling with a controller).
+Services: ``~/reset`` (std_srvs/Trigger), ``~/hold`` (std_srvs/SetBool: force hold on/off).
+``~/holding`` (std_msgs/Bool) is published with every joint state: True while on hold.
+"""
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+
+from robot_dynamics.control import hold_command
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, finite_list,
+                                          load_model_param, spin_node)
+from robot_dynamics.sim import ConstrainedPlant
+
+
+class SimNode(Node):
+    """Fixed-step simulation of the closed-chain plant driven by effort commands."""
+
+    def __init__(self):
+        super().__init__('sim_node')
+        self.model = m = load_model_param(self)
+        dp = self.declare_parameter
+        self.rate = float(dp('rate', 1000.0).value)
+        self.publish_rate = float(dp('publish_rate', 100.0).value)
+        controller = dp('controller', 'effort_controller').value
+        self.joints = list(dp('joints', list(m.actuated)).value)
+        self.timeout = float(dp('command_timeout', 0.2).value)
+        self.hold_mode = dp('hold', 'gravity').value
+        self.hold_damping = float(dp('hold_damping', 2.0).value)
+        self.lockstep = bool(dp('lockstep', False).value)
+        q0 = list(dp('initial_positions', m.reference_q().tolist()).value)
+        if self.rate <= 0 or self.publish_rate <= 0 or self.publish_rate > self.rate:
+            raise ValueError('need 0 < publish_rate <= rate')
+        if self.hold_mode not in ('gravity', 'zero'):
+            raise ValueError(f"hold must be 'gravity' or 'zero', got {self.hold_mode!r}")
+        self.idx = np.array([m.joint_index(j) for j in self.joints], dtype=np.int64)
+        self.plant = ConstrainedPlant(m, np.asarray(q0, float), dt=1.0 / self.rate)
+        self.substeps = max(1, int(round(self.rate / self.publish_rate)))
+        self.cmd = None
+        self.cmd_time = None
+        self.forced_hold = False
+        self.holding = True
+        self.rejected = 0
+        self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
+        self.pub_hold = self.create_publisher(Bool, '~/holding', QOS_STATE)
+        desc = self.create_publisher(String, 'robot_description', QOS_LATCHED)
+        desc.publish(String(data=m.urdf_xml))
+        self.create_subscription(Float64MultiArray, f'/{controller}/commands', self.on_command,
+                                 QOS_COMMAND)
+        self.create_service(Trigger, '~/reset', self.on_reset)
+        self.create_service(SetBool, '~/hold', self.on_hold)
+        if not self.lockstep:
+            self.last_wall = self.get_clock().now()
+            self.create_timer(1.0 / self.publish_rate, self.tick)
+        self.publish()
+        self.get_logger().info(
+            f'{m.name}: {self.rate:g} Hz integration, /joint_states at {self.publish_rate:g} Hz, '
+            f'commands on /{controller}/commands for {self.joints}, hold={self.hold_mode} after '
+            f'{self.timeout:g} s' + (', lock-step' if self.lockstep else ''))
+
+    # ------------------------------------------------------------------ inputs
+    def on_command(self, msg):
+        data = list(msg.data)
+        if not finite_list(data, len(self.joints)):
+            self.rejected += 1
+            self.get_logger().warning(
+                f'rejected command: expected {len(self.joints)} finite values for {self.joints}, '
+                f'got {len(data)}' + ('' if len(data) != len(self.joints) else ' with NaN/inf'),
+                throttle_duration_sec=2.0)
+            return
+        self.cmd = np.asarray(data, float)
+        self.cmd_time = self.get_clock().now()
+        if self.lockstep:
+            self.advance(self.substeps)
+            self.publish()
+
+    def on_reset(self, request, response):
+        self.plant.reset()
+        self.cmd = None
+        response.success, response.message = True, f'reset to t = 0, q = {self.plant.q.tolist()}'
+        self.publish()
+        return response
+
+    def on_hold(self, request, response):
+        self.forced_hold = bool(request.data)
+        response.success, response.message = True, f'hold forced {"on" if self.forced_hold else "off"}'
+        return response
+
+    # ------------------------------------------------------------------ stepping
+    def effort(self):
+        """Generalized force (n,) to apply now: the fresh command, or the hold command."""
+        m = self.model
+        fresh = (self.cmd is not None and self.cmd_time is not None and not self.forced_hold
+                 and (self.get_clock().now() - self.cmd_time).nanoseconds * 1e-9 <= self.timeout)
+        if fresh:
+            if self.holding:
+                self.get_logger().info('commands received: leaving hold')
+            self.holding = False
+            tau = np.zeros(m.nq)
+            tau[self.idx] = self.cmd
+            return tau
+        if not self.holding:
+            self.get_logger().warning(f'no valid command for {self.timeout:g} s: hold ({self.hold_mode})')
+        self.holding = True
+        if self.hold_mode == 'zero':
+            return np.zeros(m.nq)
+        return hold_command(m, self.plant.q, self.plant.qd, self.hold_damping)
+
+    def advance(self, k):
+        tau = self.effort()
+        for _ in range(k):
+            info = self.plant.step(tau)
+            for ev in info.events:
+                self.get_logger().warning(f'plant event {ev.kind} at t = {ev.t:.3f} s: {ev.message}',
+                                          throttle_duration_sec=1.0)
+        self.applied = tau
+
+    def tick(self):
+        now = self.get_clock().now()
+        lag = (now - self.last_wall).nanoseconds * 1e-9
+        self.last_wall = now
+        k = int(np.clip(round(lag * self.rate), 1, 4 * self.substeps))   # catch up, bounded
+        self.advance(k)
+        self.publish()
+
+    def publish(self):
+        p = self.plant
+        js = JointState()
+        js.header.stamp = self.get_clock().now().to_msg()
+        js.name = list(self.model.joint_names)
+        js.position = p.q.tolist()
+        js.velocity = p.qd.tolist()
+        js.effort = getattr(self, 'applied', np.zeros(self.model.nq)).tolist()
+        self.pub_js.publish(js)
+        self.pub_hold.publish(Bool(data=self.holding))
+
+
+def main(args=None):
+    """Entry point (console script ``sim_node``)."""
+    return spin_node(SimNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
