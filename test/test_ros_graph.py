@@ -21,6 +21,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.bringup import load_bringup  # noqa: E402
@@ -45,6 +46,7 @@ class Probe:
         self.model = model
         self.lock = threading.Lock()
         self.js, self.hold, self.err, self.pose, self.ref = [], [], [], [], []
+        self.residual, self.markers = [], []
         n = self.node
         # deep reliable queues: the probe may process callbacks in bursts, nothing is lost
         deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
@@ -54,6 +56,9 @@ class Probe:
                               lambda m: self._rec(self.err, m), deep)
         n.create_subscription(PoseStamped, '/kinematics_node/tool/pose', lambda m: self._rec(self.pose, m), deep)
         n.create_subscription(PoseStamped, 'reference/pose', lambda m: self._rec(self.ref, m), deep)
+        n.create_subscription(Float64MultiArray, '/kinematics_node/loop_residual',
+                              lambda m: self._rec(self.residual, m), deep)
+        n.create_subscription(MarkerArray, '/kinematics_node/markers', lambda m: self._rec(self.markers, m), deep)
         self.cmd_pub = n.create_publisher(Float64MultiArray, '/effort_controller/commands', QOS_COMMAND)
         self.enable = n.create_client(SetBool, '/dynamics_node/enable')
         self._stop = False
@@ -129,6 +134,14 @@ def _common_checks(launcher, probe, model, out):
     assert set(model.passive) <= set(last.name) and model.passive
     q = np.array([last.position[list(last.name).index(j)] for j in model.joint_names])
     assert np.abs(rd.loop_residual(model, q)).max() < 1e-9
+    # kinematics_node: closure error per loop and the cut-frame markers
+    with probe.lock:
+        res = [m for t, m in probe.residual[-50:]]
+        mk = probe.markers[-1][1] if probe.markers else None
+    assert res and all(len(m.data) == 2 * len(model.loops) for m in res)
+    assert max(max(m.data) for m in res) < 1e-9
+    assert res[-1].layout.dim[0].label == ','.join(lp.name for lp in model.loops)
+    assert mk is not None and len(mk.markers) == 3 * len(model.loops)
 
 
 def _hold_and_rejection_checks(launcher, probe, model, out):
@@ -145,6 +158,7 @@ def _hold_and_rejection_checks(launcher, probe, model, out):
     delay = holding_since() - t_off
     # timeout + one publish period + transport/scheduling margin
     assert delay <= COMMAND_TIMEOUT + 1.0 / PUBLISH_RATE + 0.25, delay
+    time.sleep(0.7)                      # the hold's damping absorbs the tracking velocity
     with probe.lock:
         q_hold = np.array(probe.js[-1][1].position)
     # malformed commands never reach the plant: it stays on hold, state stays finite
@@ -158,8 +172,9 @@ def _hold_and_rejection_checks(launcher, probe, model, out):
         js = probe.js[-1][1]
     assert recent and all(recent), 'a malformed command switched the plant out of hold'
     assert np.all(np.isfinite(js.position)) and np.all(np.isfinite(js.velocity))
-    # gravity hold with damping: the mechanism does not fall
-    assert np.abs(np.array(js.position) - q_hold).max() < 0.1
+    # gravity hold with damping: the mechanism does not fall (drifts < 0.05 rad in ~0.6 s)
+    assert np.abs(np.array(js.position) - q_hold).max() < 0.05
+    assert np.abs(np.array(js.velocity)).max() < 0.1
     assert 'rejected command' in out.getvalue()
     # resume
     t_on = probe.call_enable(True)
@@ -178,20 +193,24 @@ def _warnings(out):
     return '\n'.join(ln for ln in out.getvalue().splitlines() if 'rejected joint_states: missing joints' in ln)
 
 
-def test_four_bar_graph_tracks_crank_reference():
+@pytest.mark.parametrize('robot', ['four_bar', 'slider_crank'])
+def test_crank_graph_tracks_joint_reference(robot):
     def body(launcher, probe, model, out):
         _common_checks(launcher, probe, model, out)
         # closed loop e'' + kd e' + kp e = 0 (kp = 100, kd = 20: double pole at -10 rad/s) from
         # an initial error of at most 0.4 rad decays below 0.4 * e^{-10 t}(1 + 10 t) < 1e-3
-        # within ~1 s; what remains is the sampled-data error: 100 Hz state feedback with the
-        # command held (<= 2 periods of delay) and a reference sampled at 200 Hz, i.e. about
-        # |theta_d'| * 0.02 s = 0.75 rad/s * 0.02 s = 0.015 rad. Bound: 0.03 rad after 3 s.
+        # within ~1 s; what remains is the sampled-data error of the 100 Hz loop (the state is
+        # up to one period old when the command is computed, and the command is held for one
+        # period): about |theta_d'| * 1.5 / 100 Hz = 0.75 rad/s * 0.015 s = 0.011 rad. Bounds:
+        # 95 % of the samples below 0.02 rad, all below 0.05 rad (scheduling jitter of four
+        # node processes and the test on two cores).
         time.sleep(1.5)
         with probe.lock:
-            errs = [abs(m.data[0]) for t, m in probe.err[-100:]]
-        assert max(errs) < 0.03, max(errs)
+            errs = np.array([abs(m.data[0]) for t, m in probe.err[-100:]])
+        assert np.percentile(errs, 95) < 0.02, np.percentile(errs, 95)
+        assert errs.max() < 0.05, errs.max()
         _hold_and_rejection_checks(launcher, probe, model, out)
-    _run_graph('four_bar', body)
+    _run_graph(robot, body)
 
 
 def test_five_bar_graph_tracks_task_space_circle():
@@ -200,7 +219,8 @@ def test_five_bar_graph_tracks_task_space_circle():
         time.sleep(1.5)
         # tool position (kinematics_node, from /joint_states) vs reference (trajectory_node),
         # matched by header stamp. Circle radius 0.04 m at 0.25 Hz: speed 0.063 m/s; the
-        # 100 Hz sampled loop lags by <= ~2 periods -> ~1.3 mm; bound 5 mm.
+        # 100 Hz sampled loop lags by ~1.5 periods -> ~1 mm. Bounds: 95 % below 3 mm, all
+        # below 8 mm (scheduling jitter on two cores).
         with probe.lock:
             poses = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position) for t, m in probe.pose[-200:]]
             refs = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position) for t, m in probe.ref[-400:]]
@@ -213,7 +233,8 @@ def test_five_bar_graph_tracks_task_space_circle():
                 r = refs[k][1]
                 err.append(np.hypot(p.x - r.x, p.z - r.z))
         assert len(err) > 50
-        assert max(err) < 5e-3, max(err)
+        err = np.array(err)
+        assert np.percentile(err, 95) < 3e-3 and err.max() < 8e-3, (np.percentile(err, 95), err.max())
         # the circle is really being followed (not a static point): the tool moved > 3 cm
         xs = np.array([p.x for _, p in poses])
         assert xs.max() - xs.min() > 0.03
@@ -269,3 +290,70 @@ def test_demo_command_runs_the_closed_loop_graph(tmp_path, capsys):
     assert 'demo: OK' in out and 'max loop residual' in out
     assert png.stat().st_size > 10000
     assert (tmp_path / 'demo_five_bar.log').stat().st_size > 0
+
+
+def test_sim_node_lockstep_matches_offline_simulation(tmp_path):
+    """lockstep: one publish period per command; the state equals an offline simulation."""
+    import yaml
+    from robot_dynamics.sim import ConstrainedPlant
+    cfg = tmp_path / 'lockstep.yaml'
+    cfg.write_text(yaml.safe_dump({
+        'robot': 'four_bar', 'urdf': rd.data_path('urdf/four_bar.urdf'),
+        'nodes': {'sim_node': {'executable': 'sim_node', 'parameters': {
+            'lockstep': True, 'rate': 1000.0, 'publish_rate': 100.0, 'command_timeout': 10.0}}}}))
+    b = load_bringup(str(cfg))
+    model = rd.load_model(b.urdf)
+    out = io.StringIO()
+    launcher = Launcher(b, out=out).start()
+    probe = Probe(model)
+    try:
+        probe.wait_for(lambda: probe.cmd_pub.get_subscription_count() > 0, 30.0, 'sim_node subscription')
+        time.sleep(1.0)
+        with probe.lock:
+            n0 = len(probe.js)
+        assert n0 <= 1                              # nothing advances without commands
+        K, tau = 25, [0.8]
+        for k in range(K):
+            probe.cmd_pub.publish(Float64MultiArray(data=tau))
+            probe.wait_for(lambda: len(probe.js) >= n0 + k + 1, 10.0, f'joint state after command {k}')
+        time.sleep(0.5)
+        with probe.lock:
+            msgs = [m for t, m in probe.js[n0:]]
+        assert len(msgs) == K
+        plant = ConstrainedPlant(model, dt=1e-3)
+        for k in range(K):
+            for s in range(10):
+                plant.step(np.array(tau))
+        q = np.array([msgs[-1].position[list(msgs[-1].name).index(j)] for j in model.joint_names])
+        assert np.allclose(q, plant.q, atol=1e-12), (q, plant.q)
+        assert abs(q[0] - model.reference_q()[0]) > 1e-3          # it really moved
+    finally:
+        probe.close()
+        launcher.shutdown()
+
+
+def test_cli_launcher_stops_cleanly_on_ctrl_c():
+    """`robot-dynamics launch four_bar` + SIGINT: exit 0, every node process gone."""
+    import signal
+    import subprocess
+    import sys
+    model = rd.load_model(rd.data_path('urdf/four_bar.urdf'))
+    probe = Probe(model)
+    proc = subprocess.Popen([sys.executable, '-m', 'robot_dynamics.cli', 'launch', 'four_bar'],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        probe.wait_for(lambda: len(probe.err) > 5, 60.0, 'the launched graph running')
+        children = [int(p) for p in subprocess.run(['pgrep', '-P', str(proc.pid)], capture_output=True,
+                                                   text=True).stdout.split()]
+        assert len(children) == 4
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out[-2000:]
+        assert 'Ctrl-C: shutting down' in out and 'all nodes stopped' in out
+        for pid in children:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        probe.close()

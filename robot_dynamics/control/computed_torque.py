@@ -115,8 +115,12 @@ class DynamicsController:
         self.max_effort = np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
         self.ref = None
 
-    def set_reference(self, pos, vel=None, acc=None, names=None):
-        """Desired coordinates (k,) and derivatives; ``names`` reorders a joint reference."""
+    def set_reference(self, pos, vel=None, acc=None, names=None, stamp=None):
+        """Desired coordinates (k,) and derivatives; ``names`` reorders a joint reference.
+
+        ``stamp`` [s]: the time the reference sample belongs to; :meth:`compute` then
+        extrapolates it to the state's time (second order, at most ``max_extrapolation``).
+        """
         k = len(self.coords)
         pos = np.asarray(pos, float)
         vel = np.zeros(k) if vel is None or len(vel) == 0 else np.asarray(vel, float)
@@ -131,12 +135,21 @@ class DynamicsController:
             if a.shape != (k,) or not np.all(np.isfinite(a)):
                 raise InputError(f'reference must be {k} finite values for {self.coords}')
         self.ref = (pos, vel, acc)
+        self.ref_stamp = stamp
 
-    def compute(self, q, qd):
-        """Efforts for the current state; raises InputError without a reference."""
+    max_extrapolation = 0.05
+
+    def compute(self, q, qd, stamp=None):
+        """Efforts for the state (q, qd) measured at ``stamp`` [s] (optional).
+
+        Raises InputError without a reference.
+        """
         if self.ref is None:
             raise InputError('no reference received yet')
         xd, vd, ad = self.ref
+        if stamp is not None and getattr(self, 'ref_stamp', None) is not None:
+            dt = float(np.clip(stamp - self.ref_stamp, 0.0, self.max_extrapolation))
+            xd, vd = xd + vd * dt + 0.5 * ad * dt * dt, vd + ad * dt
         m = self.model
         if self.law == 'computed_torque':
             e, ed = xd - q, vd - qd

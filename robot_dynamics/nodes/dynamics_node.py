@@ -13,7 +13,9 @@ Reference (``reference`` parameter): 'joint' -> ``reference/joint_trajectory``
 ``task_frame`` origin). Malformed messages are rejected with a warning; nothing is published
 without a valid, fresh state and reference. ``~/tracking_error`` (Float64MultiArray): [e, ed] of the controlled coordinates.
 Services: ``~/enable`` (SetBool), ``~/hold``
-(Trigger: track the current configuration at rest). Gains ``kp``, ``kd`` can be changed at
+(Trigger: track the current configuration at rest). The reference sample is extrapolated
+(second order, from its own derivatives) from its header stamp to the state's stamp, so the
+reference's sampling lag does not become tracking error. Gains ``kp``, ``kd`` can be changed at
 run time (``ros2 param set``).
 """
 import numpy as np
@@ -29,6 +31,11 @@ from robot_dynamics.control import DynamicsController
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
+
+
+def _sec(stamp):
+    t = stamp.sec + 1e-9 * stamp.nanosec
+    return t if t > 0 else None
 
 
 class DynamicsNode(Node):
@@ -82,7 +89,7 @@ class DynamicsNode(Node):
         pt = msg.points[0]
         try:
             self.ctrl.set_reference(list(pt.positions), list(pt.velocities), list(pt.accelerations),
-                                    names=list(msg.joint_names))
+                                    names=list(msg.joint_names), stamp=_sec(msg.header.stamp))
         except RobotDynamicsError as exc:
             self._reject(f'reference: {exc}')
 
@@ -94,7 +101,7 @@ class DynamicsNode(Node):
             zero = np.zeros(3)
             try:
                 self.ctrl.set_reference(self.task[0][axes], self.task.get(1, zero)[axes],
-                                        self.task.get(2, zero)[axes])
+                                        self.task.get(2, zero)[axes], stamp=_sec(msg.header.stamp))
             except RobotDynamicsError as exc:
                 self._reject(f'task reference: {exc}')
 
@@ -126,7 +133,7 @@ class DynamicsNode(Node):
         self.last_q = q
         if not self.enabled or self.ctrl.ref is None:
             return
-        out = self.ctrl.compute(q, qd)
+        out = self.ctrl.compute(q, qd, stamp=_sec(msg.header.stamp))
         if not out.controllable:
             self.get_logger().warning(f'not controllable: {out.message}', throttle_duration_sec=1.0)
         if out.clipped:

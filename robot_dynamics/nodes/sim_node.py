@@ -1,8 +1,8 @@
 """sim_node: the simulated plant standing in for hardware (ros2_control-compatible topics).
 
-Integrates the robot at ``rate`` Hz with the closed-chain projection engine
-(:class:`robot_dynamics.sim.ConstrainedPlant`, seed 002; a tree is the special case without
-loops), holding the latest actuator command (zero-order hold). Publishes ``/joint_states``
+Integrates the robot at ``rate`` Hz with the plant named by ``plant`` (default 'rigid': the
+closed-chain projection engine :class:`robot_dynamics.sim.ConstrainedPlant`, seed 002; a tree
+is the special case without loops; see :mod:`robot_dynamics.plants`), holding the latest actuator command (zero-order hold). Publishes ``/joint_states``
 (every joint, passive ones included; ``effort`` = applied generalized force) at
 ``publish_rate`` Hz and the URDF on ``/robot_description`` (latched).
 
@@ -27,7 +27,7 @@ from std_srvs.srv import SetBool, Trigger
 from robot_dynamics.control import hold_command
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, finite_list,
                                           load_model_param, spin_node)
-from robot_dynamics.sim import ConstrainedPlant
+from robot_dynamics.plants import make_plant
 
 
 class SimNode(Node):
@@ -51,7 +51,8 @@ class SimNode(Node):
         if self.hold_mode not in ('gravity', 'zero'):
             raise ValueError(f"hold must be 'gravity' or 'zero', got {self.hold_mode!r}")
         self.idx = np.array([m.joint_index(j) for j in self.joints], dtype=np.int64)
-        self.plant = ConstrainedPlant(m, np.asarray(q0, float), dt=1.0 / self.rate)
+        kind = dp('plant', 'rigid').value
+        self.plant = make_plant(kind, m, np.asarray(q0, float), dt=1.0 / self.rate)
         self.substeps = max(1, int(round(self.rate / self.publish_rate)))
         self.cmd = None
         self.cmd_time = None

@@ -1,0 +1,38 @@
+"""Registry of simulated plants (what ``sim_node`` integrates), keyed by a name.
+
+``make_plant(kind, model, q0=None, dt=1e-3, **options)`` returns a
+:class:`robot_dynamics.sim.Plant` (``reset``, ``step(tau, dt)``, ``q``, ``qd``, ``t``).
+Built in: ``'rigid'`` — the closed-chain rigid-body plant of the projection method
+(:class:`~robot_dynamics.sim.ConstrainedPlant`; a tree is the case without loops).
+Other plants (hydraulic, series-elastic) register themselves with :func:`register_plant`.
+"""
+from __future__ import annotations
+
+from .errors import InputError
+
+_REGISTRY = {}
+
+
+def register_plant(kind, factory):
+    """Register ``factory(model, q0=None, dt=..., **options) -> Plant`` under ``kind``."""
+    _REGISTRY[kind] = factory
+
+
+def plant_kinds():
+    """Names of the registered plants."""
+    return sorted(_REGISTRY)
+
+
+def make_plant(kind, model, q0=None, dt=1e-3, **options):
+    """Build a registered plant; unknown kinds raise InputError listing the known ones."""
+    if kind not in _REGISTRY:
+        raise InputError(f"unknown plant '{kind}' (known: {plant_kinds()})")
+    return _REGISTRY[kind](model, q0=q0, dt=dt, **options)
+
+
+def _rigid(model, q0=None, dt=1e-3, **options):
+    from .sim import ConstrainedPlant
+    return ConstrainedPlant(model, q0, dt=dt, **options)
+
+
+register_plant('rigid', _rigid)
