@@ -25,6 +25,7 @@ from .kinematics import (body_jacobian, forward_kinematics, frame_acceleration,
                          space_jacobian)
 from .dynamics import (crba, forward_dynamics, gravity_torques, kinetic_energy,
                        nonlinear_effects, potential_energy, rnea)
+from . import pkm  # noqa: E402  (rd.pkm.*)
 from .constraints import (constraint_bias, constraint_jacobian, constraint_row_names,
                           constraint_terms, loop_errors, loop_residual)
 

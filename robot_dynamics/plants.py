@@ -11,6 +11,8 @@ from __future__ import annotations
 from .errors import InputError
 
 _REGISTRY = {}
+# plants provided by other modules: imported on first use, they call register_plant()
+_PROVIDERS = {'hydraulic': 'robot_dynamics.hydraulics', 'sea': 'robot_dynamics.sea'}
 
 
 def register_plant(kind, factory):
@@ -25,6 +27,9 @@ def plant_kinds():
 
 def make_plant(kind, model, q0=None, dt=1e-3, **options):
     """Build a registered plant; unknown kinds raise InputError listing the known ones."""
+    if kind not in _REGISTRY and kind in _PROVIDERS:
+        import importlib
+        importlib.import_module(_PROVIDERS[kind])
     if kind not in _REGISTRY:
         raise InputError(f"unknown plant '{kind}' (known: {plant_kinds()})")
     return _REGISTRY[kind](model, q0=q0, dt=dt, **options)

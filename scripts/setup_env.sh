@@ -23,7 +23,7 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
 fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 PY="$VENV/bin/python"
-"$PY" -m pip install -q --upgrade pip==26.3 >/dev/null
+"$PY" -m pip install -q --upgrade pip==26.3 2> >(grep -v "is ignored: it is neither" >&2) >/dev/null
 REQS=(-r requirements/core.txt -r requirements/ros.txt)
 [ "$WITH_TEST" = 1 ] && REQS+=(-r requirements/test.txt)
 # (the filter drops pip's notices about absent local find-links mirrors)

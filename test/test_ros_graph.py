@@ -7,7 +7,6 @@ the command stream stops, malformed messages rejected, and no process left behin
 """
 import io
 import os
-import threading
 import time
 
 import numpy as np
@@ -15,106 +14,19 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')  # installed by scripts/test.sh; never missing in CI
 
-from geometry_msgs.msg import PoseStamped  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
-from std_srvs.srv import SetBool  # noqa: E402
-from visualization_msgs.msg import MarkerArray  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.bringup import load_bringup  # noqa: E402
 from robot_dynamics.launcher import Launcher  # noqa: E402
-from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE  # noqa: E402
+from robot_dynamics.nodes._common import QOS_STATE  # noqa: E402
+from ros_helpers import Probe, run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 PUBLISH_RATE = 100.0     # config/<robot>.yaml: sim_node publish_rate
 COMMAND_TIMEOUT = 0.2    # config/<robot>.yaml: sim_node command_timeout
-
-
-class Probe:
-    """A test-side node recording the graph's topics with arrival times."""
-
-    def __init__(self, model):
-        self.ctx = rclpy.Context()
-        rclpy.init(context=self.ctx)
-        self.node = rclpy.create_node('probe', context=self.ctx)
-        self.ex = SingleThreadedExecutor(context=self.ctx)
-        self.ex.add_node(self.node)
-        self.model = model
-        self.lock = threading.Lock()
-        self.js, self.hold, self.err, self.pose, self.ref = [], [], [], [], []
-        self.residual, self.markers = [], []
-        n = self.node
-        # deep reliable queues: the probe may process callbacks in bursts, nothing is lost
-        deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
-        n.create_subscription(JointState, 'joint_states', lambda m: self._rec(self.js, m), deep)
-        n.create_subscription(Bool, '/sim_node/holding', lambda m: self._rec(self.hold, m), deep)
-        n.create_subscription(Float64MultiArray, '/dynamics_node/tracking_error',
-                              lambda m: self._rec(self.err, m), deep)
-        n.create_subscription(PoseStamped, '/kinematics_node/tool/pose', lambda m: self._rec(self.pose, m), deep)
-        n.create_subscription(PoseStamped, 'reference/pose', lambda m: self._rec(self.ref, m), deep)
-        n.create_subscription(Float64MultiArray, '/kinematics_node/loop_residual',
-                              lambda m: self._rec(self.residual, m), deep)
-        n.create_subscription(MarkerArray, '/kinematics_node/markers', lambda m: self._rec(self.markers, m), deep)
-        self.cmd_pub = n.create_publisher(Float64MultiArray, '/effort_controller/commands', QOS_COMMAND)
-        self.enable = n.create_client(SetBool, '/dynamics_node/enable')
-        self._stop = False
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _rec(self, lst, msg):
-        with self.lock:
-            lst.append((time.monotonic(), msg))
-
-    def _spin(self):
-        while not self._stop:
-            self.ex.spin_once(timeout_sec=0.05)
-
-    def wait_for(self, cond, timeout, what):
-        t_end = time.monotonic() + timeout
-        while time.monotonic() < t_end:
-            if cond():
-                return
-            time.sleep(0.05)
-        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
-
-    def call_enable(self, value):
-        assert self.enable.wait_for_service(timeout_sec=15.0), 'dynamics_node/enable not available'
-        fut = self.enable.call_async(SetBool.Request(data=value))
-        self.wait_for(fut.done, 10.0, 'enable service response')
-        return time.monotonic()
-
-    def close(self):
-        self._stop = True
-        self.thread.join(timeout=2.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.ctx)
-
-
-def _run_graph(robot, body):
-    b = load_bringup(robot)
-    out = io.StringIO()
-    launcher = Launcher(b, out=out)
-    model = rd.load_model(b.urdf)
-    probe = Probe(model)
-    launcher.start()
-    try:
-        probe.wait_for(lambda: len(probe.err) > 10, 60.0, f'{robot}: controller output')
-        body(launcher, probe, model, out)
-        dead = launcher.poll()
-        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
-    finally:
-        probe.close()
-        launcher.shutdown()
-    # shutdown leaves no process behind
-    for name, p in launcher.procs.items():
-        assert p.poll() is not None, f'{name} still running'
-        with pytest.raises(ProcessLookupError):
-            os.kill(p.pid, 0)
-    return out.getvalue()
 
 
 def _common_checks(launcher, probe, model, out):
@@ -210,7 +122,7 @@ def test_crank_graph_tracks_joint_reference(robot):
         assert np.percentile(errs, 95) < 0.02, np.percentile(errs, 95)
         assert errs.max() < 0.05, errs.max()
         _hold_and_rejection_checks(launcher, probe, model, out)
-    _run_graph(robot, body)
+    run_graph(robot, body)
 
 
 def test_five_bar_graph_tracks_task_space_circle():
@@ -239,7 +151,7 @@ def test_five_bar_graph_tracks_task_space_circle():
         xs = np.array([p.x for _, p in poses])
         assert xs.max() - xs.min() > 0.03
         _hold_and_rejection_checks(launcher, probe, model, out)
-    _run_graph('five_bar', body)
+    run_graph('five_bar', body)
 
 
 def test_launcher_reports_a_dying_node(tmp_path):

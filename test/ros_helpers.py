@@ -1,0 +1,120 @@
+"""Helpers for the real-process ROS 2 tests: a probe node and a graph runner.
+
+``Probe(model)`` records the standard topics of a robot graph (joint states, hold flag,
+tracking error, tool pose, reference pose, loop residual, markers) with arrival times in its
+own rclpy context, spun in a thread; ``probe.subscribe(attr, msg_type, topic)`` records any
+other topic into ``probe.<attr>``. ``run_graph(robot_or_config, body)`` starts the nodes with
+the built-in launcher, waits for the controller output, runs ``body(launcher, probe, model,
+out)`` and checks that no node died and that no process is left behind.
+"""
+import io
+import os
+import threading
+import time
+
+import pytest
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import SetBool
+from visualization_msgs.msg import MarkerArray
+
+import robot_dynamics as rd
+from robot_dynamics.bringup import load_bringup
+from robot_dynamics.launcher import Launcher
+from robot_dynamics.nodes._common import QOS_COMMAND
+
+DEEP = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class Probe:
+    """A test-side node recording the graph's topics with arrival times."""
+
+    def __init__(self, model):
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx)
+        self.node = rclpy.create_node('probe', context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self.model = model
+        self.lock = threading.Lock()
+        self.js, self.hold, self.err, self.pose, self.ref = [], [], [], [], []
+        self.residual, self.markers = [], []
+        n = self.node
+        # deep reliable queues: the probe may process callbacks in bursts, nothing is lost
+        deep = DEEP
+        n.create_subscription(JointState, 'joint_states', lambda m: self._rec(self.js, m), deep)
+        n.create_subscription(Bool, '/sim_node/holding', lambda m: self._rec(self.hold, m), deep)
+        n.create_subscription(Float64MultiArray, '/dynamics_node/tracking_error',
+                              lambda m: self._rec(self.err, m), deep)
+        n.create_subscription(PoseStamped, '/kinematics_node/tool/pose', lambda m: self._rec(self.pose, m), deep)
+        n.create_subscription(PoseStamped, 'reference/pose', lambda m: self._rec(self.ref, m), deep)
+        n.create_subscription(Float64MultiArray, '/kinematics_node/loop_residual',
+                              lambda m: self._rec(self.residual, m), deep)
+        n.create_subscription(MarkerArray, '/kinematics_node/markers', lambda m: self._rec(self.markers, m), deep)
+        self.cmd_pub = n.create_publisher(Float64MultiArray, '/effort_controller/commands', QOS_COMMAND)
+        self.enable = n.create_client(SetBool, '/dynamics_node/enable')
+        self._stop = False
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def subscribe(self, attr, msg_type, topic, qos=DEEP):
+        """Record ``topic`` into the list ``self.<attr>`` as (arrival time, msg)."""
+        setattr(self, attr, [])
+        self.node.create_subscription(msg_type, topic, lambda m: self._rec(getattr(self, attr), m), qos)
+
+    def _rec(self, lst, msg):
+        with self.lock:
+            lst.append((time.monotonic(), msg))
+
+    def _spin(self):
+        while not self._stop:
+            self.ex.spin_once(timeout_sec=0.05)
+
+    def wait_for(self, cond, timeout, what):
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            if cond():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+    def call_enable(self, value):
+        assert self.enable.wait_for_service(timeout_sec=15.0), 'dynamics_node/enable not available'
+        fut = self.enable.call_async(SetBool.Request(data=value))
+        self.wait_for(fut.done, 10.0, 'enable service response')
+        return time.monotonic()
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=2.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def run_graph(robot, body, ready=None, timeout=60.0):
+    b = load_bringup(robot)
+    out = io.StringIO()
+    launcher = Launcher(b, out=out)
+    model = rd.load_model(b.urdf)
+    probe = Probe(model)
+    launcher.start()
+    try:
+        probe.wait_for(ready or (lambda: len(probe.err) > 10), timeout, f'{robot}: graph ready')
+        body(launcher, probe, model, out)
+        dead = launcher.poll()
+        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
+    finally:
+        probe.close()
+        launcher.shutdown()
+    # shutdown leaves no process behind
+    for name, p in launcher.procs.items():
+        assert p.poll() is not None, f'{name} still running'
+        with pytest.raises(ProcessLookupError):
+            os.kill(p.pid, 0)
+    return out.getvalue()
+
+
