@@ -277,12 +277,7 @@ def _constraints(par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, qd, want_A,
                     bias[r] = s
 
 
-@njit(cache=_CACHE)
-def _finite(x):
-    for v in x.flat:
-        if not np.isfinite(v):
-            return False
-    return True
+_finite = K._all_finite
 
 
 @njit(cache=_CACHE)
