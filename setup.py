@@ -65,6 +65,7 @@ setup(
             'kinematics_node = robot_dynamics.nodes.kinematics_node:main',
             'dynamics_node = robot_dynamics.nodes.dynamics_node:main',
             'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
+            'ip_controller = robot_dynamics.nodes.ip_controller:main',
         ],
     },
 )

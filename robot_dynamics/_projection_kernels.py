@@ -411,6 +411,32 @@ def _projector(A, eps, P, Ap, s_out):
 
 
 @njit(cache=_CACHE)
+def _is_pd(Mat, rel_tol):
+    """Cholesky test of positive definiteness with pivots > rel_tol * max(diag)."""
+    n = Mat.shape[0]
+    scale = 0.0
+    for j in range(n):
+        if Mat[j, j] > scale:
+            scale = Mat[j, j]
+    tol = rel_tol * max(scale, 1e-300)
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = Mat[j, j]
+        for c in range(j):
+            s -= L[j, c] * L[j, c]
+        if not s > tol:
+            return False
+        dj = np.sqrt(s)
+        L[j, j] = dj
+        for r in range(j + 1, n):
+            s2 = Mat[r, j]
+            for c in range(j):
+                s2 -= L[r, c] * L[j, c]
+            L[r, j] = s2 / dj
+    return True
+
+
+@njit(cache=_CACHE)
 def _solve_spd(Mat, rhs, out):
     """Cholesky solve (Mat symmetric positive definite). Returns False if not SPD."""
     n = Mat.shape[0]
@@ -512,6 +538,10 @@ def cfd(par, geo, ine, grav, fpar, fR, fp, lpf, lpr, rkind, ru, rw,
             PM[a, b] = acc
     Mc = np.empty((n, n))
     g_used = gamma
+    # Prop. 2: every variant needs M positive definite (z^T Mc z = z^T M z); a joint that
+    # moves no inertia (massless subtree) would otherwise give a silently wrong qdd
+    if not _is_pd(M, 1e-12):
+        return 2, r, T, U, g_used
     if variant == VARIANT_MC:
         # (22)-(24): Mc = M + PM - MP  (MP = (PM)^T), rhs + M C qd
         for a in range(n):

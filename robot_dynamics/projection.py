@@ -204,8 +204,10 @@ def _cfd_raw(model, pack, q, qd, tau, variant_code, gamma, eps):
         raise InputError('constrained_forward_dynamics: q, qd or tau contains non-finite values')
     if st == 2:
         raise SingularMassMatrixError(
-            None, f"constrained_forward_dynamics: the (constraint) inertia matrix of "
-                  f"'{model.name}' is not positive definite at q = {q}")
+            None, f"constrained_forward_dynamics: the inertia matrix of '{model.name}' (or its "
+                  f"constraint inertia matrix) is not positive definite at q = {q}: the "
+                  f"projection method needs M > 0 (seed 002, Prop. 2); a joint that moves only "
+                  f"massless links makes M singular: give those links a (small) mass")
     return out, int(r), T, U, g
 
 

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _projection_kernels as PK
-from .errors import InputError, RobotDynamicsError
+from .errors import InputError, RobotDynamicsError, SingularMassMatrixError
 from .projection import (_VP, DEFAULT_EPS, VARIANTS, _eps, _kin_pack, _pack, _vec, assemble)
 
 __all__ = ['Plant', 'ConstrainedPlant', 'BranchMonitor', 'StepInfo', 'BranchEvent', 'SimLog',
@@ -353,9 +353,11 @@ class ConstrainedPlant(Plant):
                 f"simulation of '{self.model.name}' produced non-finite values at t = "
                 f"{self.t:.6g} s (state or tau)")
         if st == 2:
-            raise RobotDynamicsError(
-                f"simulation of '{self.model.name}': singular constraint inertia matrix at "
-                f"t = {self.t:.6g} s")
+            raise SingularMassMatrixError(
+                None, f"simulation of '{self.model.name}': the inertia matrix (or the constraint "
+                      f"inertia matrix) is not positive definite at t = {self.t:.6g} s: the "
+                      f"projection method needs M > 0 (seed 002, Prop. 2); give massless links "
+                      f"a (small) mass")
 
     # ------------------------------------------------------------------ stepping
     def step(self, tau=None, dt=None):

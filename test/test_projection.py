@@ -464,3 +464,21 @@ def test_kernel_projector_is_the_shared_one():
     np.testing.assert_allclose(res.Apinv, pi.pinv, atol=1e-12)
     assert res.rank == pi.rank == 2 and res.eps == pj.DEFAULT_EPS
     assert PK.VARIANT_MC == pj.VARIANTS['Mc']
+
+
+def test_massless_subtree_is_reported_not_silently_wrong():
+    """A joint moving only massless links makes M singular: every variant raises."""
+    import robot_dynamics as rd
+    from robot_dynamics.sim import ConstrainedPlant
+    path = rd.data_path('urdf/four_bar.urdf')
+    xml = open(path).read().replace('<mass value="0.8"/>', '<mass value="0"/>').replace(
+        'ixx="1.6e-5" ixy="0" ixz="0" iyy="0.006" iyz="0" izz="0.006"',
+        'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"')
+    m = rd.load_model(xml, loops=path.replace('.urdf', '.loops.yaml'))
+    assert m.mass[m.joint_index('rocker_joint')] == 0
+    q = m.reference_q()
+    for variant in ('Mc', 'Mc_sym', 'Mc_gamma'):
+        with pytest.raises(rd.SingularMassMatrixError, match='Prop. 2'):
+            rd.constrained_forward_dynamics(m, q, np.zeros(m.nq), np.zeros(m.nq), variant=variant)
+    with pytest.raises(rd.SingularMassMatrixError):
+        ConstrainedPlant(m).step(np.zeros(m.nq))

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""(u, ud, udd) of the assumed Gough-Stewart platform (seed 004) along the roll motion:
+microseconds per call, single sample and batched per sample, in the same run as
+
+* ours, recursive (``rd.pkm.inverse_dynamics_d2``: public API incl. input checks and Newton IK)
+  and the compiled kernel alone (``pkm_id_d2_batch`` on pre-packed arrays);
+* (a1) finite differences of our own first-order inverse dynamics: u at a 5-point stencil
+  (one batched kernel call per sample; ud, udd from the stencil);
+* (a2) finite differences of the projection-method inverse dynamics (seed 002,
+  ``rd.projected_inverse_dynamics`` on the 21-DOF tree with 15 constraints, 5 calls);
+* (b) Pinocchio: ``pinocchio.rnea`` on the same 21-DOF spanning tree (the limb inverse dynamics
+  part only, no constraint elimination: a lower bound of a Pinocchio-based first-order ID).
+  Pinocchio has no 2nd-order time derivatives of the ID; 5 calls are what an FD of it costs.
+
+Example::
+
+    .venv/bin/python bench/bench_recursive.py [--batch 1000] [--repeats 5]
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.pkm import _recursive_kernels as RK  # noqa: E402
+from robot_dynamics.pkm.gough_stewart import RollMotion  # noqa: E402
+from robot_dynamics.pkm.recursive import (inverse_dynamics_d2, inverse_dynamics_d2_full,  # noqa: E402
+                                          limb_to_tree, limbs_from_model)
+
+
+def timeit(f, repeats, min_time=0.05):
+    f()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        dt = time.perf_counter() - t0
+        if dt > min_time:
+            break
+        n *= 2
+    res = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        res.append((time.perf_counter() - t0) / n)
+    return min(res), statistics.median(res)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--batch', type=int, default=1000)
+    ap.add_argument('--repeats', type=int, default=5)
+    a = ap.parse_args()
+    model = rd.load_model(os.path.join(ROOT, 'urdf', 'gough_stewart.urdf'))
+    lim = limbs_from_model(model)
+    roll = RollMotion()
+    t1 = 0.13
+    args1 = roll(t1)
+    ts = np.linspace(0, 1, a.batch, endpoint=False)
+    argsB = roll(ts)
+    rows = []
+
+    def add(name, f, per=1):
+        b, m = timeit(f, a.repeats)
+        rows.append((name, b / per * 1e6, m / per * 1e6))
+
+    add('ours: inverse_dynamics_d2, single call', lambda: inverse_dynamics_d2(model, *args1))
+    add(f'ours: inverse_dynamics_d2, batch {a.batch}, per sample',
+        lambda: inverse_dynamics_d2(model, *argsB), a.batch)
+    # compiled kernel alone
+    X, V, Vd, Vdd, Vddd = argsB
+    R = np.ascontiguousarray(X[:, :3, :3])
+    p = np.ascontiguousarray(X[:, :3, 3])
+    VT = np.ascontiguousarray(np.stack([V, Vd, Vdd, Vddd], 1))
+    S = len(ts)
+    out = (np.empty((S, 5, 6, 6)), np.empty((S, 3, 6)), np.empty((S, 3, 6)),
+           np.empty((S, 3, 6, 6)), np.empty(S, np.int64))
+
+    def kern(k):
+        RK.pkm_id_d2_batch(lim.BR, lim.Bp, lim.X, lim.M, lim.act, lim.gravity, R[k:k + 1],
+                           p[k:k + 1], VT[k:k + 1], lim.th_ref, 1e-13, 30,
+                           *(o[:1] for o in out))
+    add('ours: compiled kernel, single sample', lambda: kern(13))
+    add(f'ours: compiled kernel, batch {S}, per sample',
+        lambda: RK.pkm_id_d2_batch(lim.BR, lim.Bp, lim.X, lim.M, lim.act, lim.gravity, R, p, VT,
+                                   lim.th_ref, 1e-13, 30, *out), S)
+    # (a1) FD of our own u: 5-point stencil, one batched call
+    h = 1e-3
+    st = t1 + h * np.arange(-2, 3)
+    argsS = roll(st)
+    add('(a1) FD of our u (5-point stencil, batched)', lambda: inverse_dynamics_d2(model, *argsS))
+    # (a2) FD of the projection-method ID (5 calls)
+    rr = inverse_dynamics_d2_full(model, *argsS)
+    qs = limb_to_tree(lim, rr.theta[:, 0], model.nq)
+    qds = limb_to_tree(lim, rr.theta[:, 1], model.nq)
+    thdd = rr.theta_a[:, 2]
+
+    def proj():
+        for k in range(5):
+            rd.projected_inverse_dynamics(model, qs[k], qds[k], thdd[k])
+    add('(a2) FD of projection-method ID (5 calls)', proj)
+    try:
+        import pinocchio as pin
+        pm = pin.buildModelFromUrdf(os.path.join(ROOT, 'urdf', 'gough_stewart.urdf'))
+        pdata = pm.createData()
+        order = [model.joint_index(pm.names[j]) for j in range(1, pm.njoints)]
+        qp, vp = qs[:, order], qds[:, order]
+        ap_ = limb_to_tree(lim, rr.theta[:, 2], model.nq)[:, order]
+
+        def pino():
+            for k in range(5):
+                pin.rnea(pm, pdata, qp[k], vp[k], ap_[k])
+        add('(b) Pinocchio rnea on the 21-DOF tree x 5 (FD stencil, no elimination)', pino)
+        add('(b) Pinocchio rnea on the 21-DOF tree, one call',
+            lambda: pin.rnea(pm, pdata, qp[2], vp[2], ap_[2]))
+    except ImportError:
+        rows.append(('(b) Pinocchio not installed', float('nan'), float('nan')))
+    print(f'# {platform.processor() or platform.machine()}, python {platform.python_version()}, '
+          f'numpy {np.__version__}; paper: 0.75 ms/call (MATLAB, i7-4810MQ)')
+    print(f'{"what":72s} {"best us":>10s} {"median us":>10s}')
+    for name, b, m in rows:
+        print(f'{name:72s} {b:10.2f} {m:10.2f}')
+
+
+if __name__ == '__main__':
+    main()

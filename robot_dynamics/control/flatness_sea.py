@@ -1,0 +1,106 @@
+"""Flatness-based exactly linearising controller of the planar 3RRR SEA-PKM (seed 004, brief A8).
+
+SEA model: ``u = K (q_m - theta_a)`` (+ optional spring-parallel damper), ``M_m qdd_m = tau - u
+(- D_m qd_m)``; link side ``M_t pdd + b = J_IK^T u`` (task-space form of the recursive ID).
+The flat output is the EE position p (relative degree 4 per coordinate) and the preload
+``lambda = n^T u`` (relative degree 2). One evaluation::
+
+    theta = IK(p); u = K (q_m - theta_a); ud = K (qd_m - J_IK pd)
+    pdd  = M_t^-1 (J_IK^T u - b)                                  (A7)
+    pddd = M_t^-1 (J_IK^T ud + Jd_IK^T u - b1),  b1 = wd(pddd = 0)
+    nu   = p_d'''' + k3 (p_d''' - pddd) + k2 (p_d'' - pdd) + k1 (p_d' - pd) + k0 (p_d - p)
+    nu_l = lam_d'' + kl1 (lam_d' - lamd) + kl0 (lam_d - lam)
+    [J_IK^T; n^T] udd = [wdd(nu) - Jdd_IK^T u - 2 Jd_IK^T ud; nu_l - ndd^T u - 2 nd^T ud]
+    tau  = u + M_m (thetadd_a + K^-1 udd) + D_m qd_m
+
+Gains: all poles at ``-p`` (``k3 = 4p, k2 = 6p^2, k1 = 4p^3, k0 = p^4``); the error then obeys
+``e'''' + k3 e''' + k2 e'' + k1 e' + k0 e = 0``. With ``feedforward_only=True`` the law is
+``tau = u_d + M_m (thetadd_a,d + K^-1 udd_d) + Kp (q_m,d - q_m) + Kd (qd_m,d - qd_m)``.
+Units: N m, rad, m, s. Undamped springs only (``damping = 0``) for the exact linearisation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..pkm.planar_sea import Planar3RRR, Planar3RRRParams, solve_preload
+
+__all__ = ['SEAFlatnessController', 'pole_gains']
+
+
+def pole_gains(p, order=4):
+    """Gains placing all ``order`` poles at ``-p``: binomial coefficients times powers of p,
+    returned lowest first (k0, k1, ..)."""
+    from math import comb
+    return np.array([comb(order, k) * p ** (order - k) for k in range(order)])
+
+
+class SEAFlatnessController:
+    """``tau = controller(p, pd, q_m, qd_m, yd, lam_d)`` for the planar 3RRR SEA-PKM.
+
+    p, pd (2,): EE position/velocity (from the link-side encoders via the PKM FK, or measured);
+    q_m, qd_m (3,): motor angles/velocities; yd (5, 2): desired EE position .. snap; lam_d (3,):
+    preload set-point and its 1st/2nd derivatives (default 0). Returns tau (3,) [N m].
+    Attributes after a call: ``u``, ``ud`` (measured spring torque and rate), ``lam``.
+    """
+
+    def __init__(self, params: Planar3RRRParams = Planar3RRRParams(), poles=30.0,
+                 lambda_poles=30.0, feedforward_only=False, kp=0.0, kd=0.0):
+        if params.damping != 0.0:
+            raise InputError('SEAFlatnessController: the exact linearisation assumes undamped '
+                             'springs (params.damping = 0)')
+        self.params = params
+        self.pkm = Planar3RRR(params)
+        self.k = pole_gains(float(poles), 4)
+        self.kl = pole_gains(float(lambda_poles), 2)
+        self.ff = bool(feedforward_only)
+        self.kp, self.kd = float(kp), float(kd)
+        self.K = params.stiffness
+        self.Mm = params.motor_inertia
+
+    def __call__(self, p, pd, q_m, qd_m, yd, lam_d=None):
+        P = self.params
+        p = np.asarray(p, float).reshape(2)
+        pd = np.asarray(pd, float).reshape(2)
+        q_m = np.asarray(q_m, float).reshape(3)
+        qd_m = np.asarray(qd_m, float).reshape(3)
+        yd = np.asarray(yd, float).reshape(5, 2)
+        lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
+        if self.ff:
+            r = self.pkm.inverse_dynamics_d2(yd, lam_d)
+            tha = r.theta[:, :, 0]
+            qmd = tha[0] + r.u / self.K
+            qdmd = tha[1] + r.ud / self.K
+            return (r.u + self.Mm * (tha[2] + r.udd / self.K) + self.kp * (qmd - q_m)
+                    + self.kd * (qdmd - qd_m) + P.motor_damping * qd_m)
+        # pass 1: theta, J_IK, bias b and M_t (3 samples, one compiled call)
+        Mt, b, J = self.pkm.task_space_dynamics(p, pd)
+        Mt, b, J = Mt[0], b[0], J[0]
+        th = self.pkm.ik(p)
+        u = self.K * (q_m - th[:, 0])
+        ud = self.K * (qd_m - J @ pd)
+        pdd = np.linalg.solve(Mt, J.T @ u - b)
+        # pass 2: b1 = wd(pddd = 0) and Jd_IK at (p, pd, pdd)
+        S2 = np.zeros((5, 2))
+        S2[0], S2[1], S2[2] = p, pd, pdd
+        r2 = self.pkm.inverse_dynamics_d2(S2)
+        pddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[1].T @ u - r2.w[1])
+        k0, k1, k2, k3 = self.k
+        nu = (yd[4] + k3 * (yd[3] - pddd) + k2 * (yd[2] - pdd) + k1 * (yd[1] - pd)
+              + k0 * (yd[0] - p))
+        # pass 3: wdd(nu), J_IK derivatives, n derivatives, thetadd_a
+        S2[3], S2[4] = pddd, nu
+        r3 = self.pkm.inverse_dynamics_d2(S2)
+        n = r3.n
+        lam = n[0] @ u
+        lamd = n[1] @ u + n[0] @ ud
+        nul = lam_d[2] + self.kl[1] * (lam_d[1] - lamd) + self.kl[0] * (lam_d[0] - lam)
+        A = np.vstack([r3.J_IK[0].T, n[0]])
+        rhs = np.concatenate([r3.w[2] - r3.J_IK[2].T @ u - 2 * r3.J_IK[1].T @ ud,
+                              [nul - n[2] @ u - 2 * n[1] @ ud]])
+        udd = np.linalg.solve(A, rhs)
+        self.u, self.ud, self.lam = u, ud, lam
+        return u + self.Mm * (r3.theta[2, :, 0] + udd / self.K) + P.motor_damping * qd_m
+
+
+_ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2

@@ -1,0 +1,311 @@
+"""Modular inertia-partitioning controller (seed 000, Dastranj & Mattila, eq. 25-29) and PD+.
+
+One :class:`DofModule` per minimal coordinate (the paper's "module = one degree of freedom").
+Module ``j`` computes row ``j`` of
+
+* law ``'paper'`` (eq. 28/29)::
+
+      Q_a[j] = (Gamma thdd_d + Gamma_dot thd_d)[j] - ½ thd_dᵀ dGamma[j] thd_d - Qg[j]
+               - kp[j] e[j] - kv[j] ed[j]
+
+* law ``'pdplus'`` (Paden & Panja)::
+
+      Q_a[j] = (Gamma thdd_d + C(theta, thd) thd_d)[j] - Qg[j] - kp[j] e[j] - kv[j] ed[j]
+
+with ``e = theta - theta_d``, ``ed = thd - thd_d``, every model term at the **actual**
+``theta`` and ``Gamma_dot = sum_k dGamma[k] thd_k`` with the **actual** ``thd`` (brief 000,
+pitfall 6), ``C`` the Christoffel matrix. Each module needs the full state (Gamma couples the
+DoFs): modular, not decentralised. ``Qg`` is the generalized gravity force of the partitioned
+model; ``Q_ext`` (k,) (e.g. a measured wrench through :meth:`PartitionedModel.wrench_force`)
+may be passed and is compensated like gravity.
+
+Stability diagnostics (brief 000 A7, [ERRATUM] of the paper's eq. 35): with
+``V = ½ edᵀ Gamma ed + ½ eᵀ Kp e``, the closed loop of the exact model gives
+
+* ``'pdplus'``: ``Vdot = -edᵀ Kv ed`` (exactly);
+* ``'paper'``:  ``Vdot = -edᵀ (Kv + ½ Gamma_dot_d - N_d) ed``, ``Gamma_dot_d = sum_k dGamma[k]
+  thd_d,k``, ``(N_d)_ab = sum_k dGamma_bk/dtheta_a thd_d,k``; it is ``<= 0`` for every ``ed``
+  only if ``S = Kv + ½ Gamma_dot_d - sym(N_d)`` is positive semidefinite, reported as
+  ``lyapunov_margin = lambda_min(S)`` (negative: the paper's argument does not hold at this
+  state).
+
+Gains: ``kp`` [N·m/rad or N/m], ``kv`` [N·m·s/rad or N·s/m], per coordinate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..partitioning import PartitionedModel, christoffel
+
+__all__ = ['LAWS', 'DofModule', 'IPController', 'IPOutput', 'lyapunov', 'vdot_paper_matrix',
+           'rmse', 'brief_trajectory', 'fk_paper', 'simulate_tracking', 'TrackingRun',
+           'TABLE_III_RMSE']
+
+LAWS = ('paper', 'pdplus')
+
+
+def vdot_paper_matrix(dGamma, thd_d, kv):
+    """``Kv + ½ Gamma_dot_d - N_d`` (k, k): ``Vdot = -edᵀ (this) ed`` under the paper's law."""
+    Gd = np.einsum('kab,k->ab', dGamma, thd_d)
+    Nd = np.einsum('abk,k->ab', dGamma, thd_d)
+    return np.diag(kv) + 0.5 * Gd - Nd
+
+
+def lyapunov(Gamma, kp, e, ed):
+    """``V = ½ edᵀ Gamma ed + ½ eᵀ Kp e`` (eq. 30) [J]."""
+    return 0.5 * ed @ Gamma @ ed + 0.5 * e @ (kp * e)
+
+
+def rmse(x, xd):
+    """Per-axis RMS error ``sqrt(mean((x - xd)²))`` over uniformly sampled rows (N, d) -> (d,)."""
+    x, xd = np.asarray(x, float), np.asarray(xd, float)
+    if x.shape != xd.shape or x.ndim != 2 or len(x) == 0:
+        raise InputError(f'rmse needs two (N, d) arrays of equal shape, got {x.shape}, {xd.shape}')
+    return np.sqrt(np.mean((x - xd) ** 2, axis=0))
+
+
+class DofModule:
+    """The controller module of one minimal coordinate (paper eq. 25-28).
+
+    ``index`` is the row in the active coordinates; ``kp``, ``kv`` its gains.
+    """
+
+    def __init__(self, name, index, kp, kv):
+        self.name, self.index, self.kp, self.kv = name, int(index), float(kp), float(kv)
+
+    def model_force(self, law, terms, Gdot, C, thd_d, thdd_d, Qext):
+        """Model-based part ``Q_m[j]`` (eq. 25; PD+ row for law 'pdplus')."""
+        j = self.index
+        if law == 'paper':
+            q = (terms.Gamma[j] @ thdd_d + Gdot[j] @ thd_d
+                 - 0.5 * thd_d @ terms.dGamma[j] @ thd_d)
+        else:
+            q = terms.Gamma[j] @ thdd_d + C[j] @ thd_d
+        return q - terms.Qg[j] - Qext[j]
+
+    def correction(self, e, ed):
+        """Decoupled PD ``Q_c[j] = -kp e[j] - kv ed[j]`` (eq. 27)."""
+        return -self.kp * e[self.index] - self.kv * ed[self.index]
+
+    def __call__(self, law, terms, Gdot, C, e, ed, thd_d, thdd_d, Qext):
+        """``Q_a[j] = Q_m[j] + Q_c[j]`` (eq. 28)."""
+        return self.model_force(law, terms, Gdot, C, thd_d, thdd_d, Qext) + self.correction(e, ed)
+
+
+@dataclass
+class IPOutput:
+    """One controller step (k = active coordinates).
+
+    Q (k,): actuator generalized forces [N·m | N]; e, ed (k,); V [J]; Vdot [W]: the exact
+    closed-loop Vdot of the active law (corrected expression for 'paper'); lyapunov_margin:
+    lambda_min of the Vdot matrix's symmetric part (>= 0: V non-increasing for every ed);
+    cond: cond(Gamma); loop_margin: loop map margin (m to the dead centre for the triangle);
+    terms: the :class:`~robot_dynamics.partitioning.PartitionTerms`.
+    """
+
+    Q: np.ndarray
+    e: np.ndarray
+    ed: np.ndarray
+    V: float
+    Vdot: float
+    lyapunov_margin: float
+    cond: float
+    loop_margin: float
+    terms: object
+
+
+class IPController:
+    """Modular controller on a :class:`PartitionedModel` (law 'paper' or 'pdplus').
+
+    ``kp``, ``kv``: scalars or dicts {coordinate: gain} (default 20, Table II). The modules are
+    rebuilt from the partitioned model's active coordinates at every call, so reconfiguring
+    the model (payload, locked DoFs, body parameters) needs no change here. :meth:`compute`
+    returns an :class:`IPOutput` in the active coordinates; :meth:`actuator_efforts` expands
+    to all minimal coordinates (locked ones get ``lock_effort``).
+    """
+
+    def __init__(self, pmodel: PartitionedModel, law='paper', kp=20.0, kv=20.0):
+        if law not in LAWS:
+            raise InputError(f'law must be one of {LAWS}, got {law!r}')
+        self.pm = pmodel
+        self.law = law
+        self.gains = {}
+        self.set_gains(kp, kv)
+
+    def set_gains(self, kp=None, kv=None):
+        """Gains: scalar (all coordinates) or {name: value}; must be > 0."""
+        for which, g in (('kp', kp), ('kv', kv)):
+            if g is None:
+                continue
+            items = g.items() if isinstance(g, dict) else [(c, g) for c in self.pm.all_coords]
+            for c, v in items:
+                if c not in self.pm.all_coords:
+                    raise InputError(f"{which}: unknown coordinate '{c}' ({self.pm.all_coords})")
+                if not (np.isfinite(v) and v > 0):
+                    raise InputError(f'{which}[{c}] must be finite and > 0, got {v!r}')
+                self.gains.setdefault(c, {})[which] = float(v)
+
+    @property
+    def modules(self):
+        """One :class:`DofModule` per active coordinate."""
+        return [DofModule(c, j, self.gains[c]['kp'], self.gains[c]['kv'])
+                for j, c in enumerate(self.pm.coords)]
+
+    def compute(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None, q_guess=None):
+        """One control step; all arrays (k,) in the active coordinates ``pm.coords``."""
+        k = self.pm.k
+        arr = [np.asarray(x, float).reshape(-1) for x in (theta, thd, theta_d, thd_d, thdd_d)]
+        for nm, x in zip(('theta', 'thd', 'theta_d', 'thd_d', 'thdd_d'), arr):
+            if x.shape != (k,) or not np.all(np.isfinite(x)):
+                raise InputError(f'{nm} must be {k} finite values ({self.pm.coords}), got {x}')
+        theta, thd, theta_d, thd_d, thdd_d = arr
+        Qext = np.zeros(k) if Q_ext is None else np.asarray(Q_ext, float).reshape(k)
+        t = self.pm.terms(theta, q_guess)
+        Gdot = t.Gamma_dot(thd)
+        C = christoffel(t.dGamma, thd) if self.law == 'pdplus' else None
+        e, ed = theta - theta_d, thd - thd_d
+        mods = self.modules
+        Q = np.array([mod(self.law, t, Gdot, C, e, ed, thd_d, thdd_d, Qext) for mod in mods])
+        kp = np.array([m.kp for m in mods])
+        kv = np.array([m.kv for m in mods])
+        if self.law == 'pdplus':
+            S = np.diag(kv)
+        else:
+            S = vdot_paper_matrix(t.dGamma, thd_d, kv)
+        ev = np.linalg.eigvalsh(t.Gamma)
+        return IPOutput(Q, e, ed, lyapunov(t.Gamma, kp, e, ed), float(-ed @ S @ ed),
+                        float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]), float(ev[-1] / ev[0]),
+                        float(self.pm.loop_map.margin(self.pm.full_theta(theta))), t)
+
+    def vector_law(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None):
+        """The stacked law (eq. 29 / PD+) in matrix form, for cross-checking the modules."""
+        t = self.pm.terms(theta)
+        k = self.pm.k
+        Qext = np.zeros(k) if Q_ext is None else np.asarray(Q_ext, float)
+        kp = np.array([self.gains[c]['kp'] for c in self.pm.coords])
+        kv = np.array([self.gains[c]['kv'] for c in self.pm.coords])
+        e, ed = theta - theta_d, thd - thd_d
+        if self.law == 'paper':
+            Qm = t.Gamma @ thdd_d + t.Gamma_dot(thd) @ thd_d - 0.5 * t.grad_quadratic(thd_d)
+        else:
+            Qm = t.Gamma @ thdd_d + christoffel(t.dGamma, thd) @ thd_d
+        return Qm - t.Qg - Qext - kp * e - kv * ed
+
+    def actuator_efforts(self, out, lock_effort=None):
+        """Expand ``out.Q`` to all minimal coordinates ``pm.all_coords``; locked coordinates get
+        ``lock_effort`` ({name: value}, default 0: a locked DoF is held by its brake)."""
+        Q = np.zeros(len(self.pm.all_coords))
+        Q[self.pm.sel] = out.Q
+        for c in self.pm.locked:
+            Q[self.pm.all_coords.index(c)] = (lock_effort or {}).get(c, 0.0)
+        return Q
+
+
+# ----------------------------------------------------------------------------- example helpers
+#: [ASSUMPTION] brief 000 par. 4.4: q_d(t) = q_c + a sin(2 pi t / T) on (phi, theta, delta).
+BRIEF_CENTER = (0.0, 0.3, 0.12)
+BRIEF_AMPLITUDE = (0.5, 0.2, 0.06)
+BRIEF_PERIOD = 10.0
+#: Paper Table III: Cartesian tracking RMSE x, y, z [m].
+TABLE_III_RMSE = (0.002, 0.003, 0.014)
+
+
+def brief_trajectory(center=BRIEF_CENTER, amplitude=BRIEF_AMPLITUDE, period=BRIEF_PERIOD):
+    """The assumed reference of brief 000 (C-infinity sinusoid): a
+    :class:`robot_dynamics.trajectories.Sinusoid`; ``traj(t)`` -> (3, 3) = (q_d, qd_d, qdd_d)."""
+    from ..trajectories import Sinusoid
+    return Sinusoid(amplitude, 1.0 / period, 0.0, center)
+
+
+def fk_paper(phi, theta, zeta, L=2.0):
+    """End-effector position of eq. (42) [m] (ignores the base offset p_B1F1, as the paper):
+    ``x = L cos(phi)(cos(theta) + cos(theta - zeta))``, ``y = ... sin(phi) ...``,
+    ``z = L (sin(theta) + sin(theta - zeta))``. Broadcasts; returns (..., 3)."""
+    r = L * (np.cos(theta) + np.cos(theta - zeta))
+    return np.stack([r * np.cos(phi), r * np.sin(phi), L * (np.sin(theta) + np.sin(theta - zeta))], -1)
+
+
+@dataclass
+class TrackingRun:
+    """Result of :func:`simulate_tracking` (one row per control step, uniform sampling).
+
+    t (N,); theta, theta_d (N, k); Q (N, k); V, Vdot, lyapunov_margin, cond, loop_margin (N,);
+    x, x_d (N, 3): eq. (42) positions of actual and desired (both through eq. 42);
+    rmse (3,): per-axis Cartesian RMSE [m]; max_phi: largest loop residual of the plant.
+    """
+
+    t: np.ndarray
+    theta: np.ndarray
+    theta_d: np.ndarray
+    Q: np.ndarray
+    V: np.ndarray
+    Vdot: np.ndarray
+    lyapunov_margin: np.ndarray
+    cond: np.ndarray
+    loop_margin: np.ndarray
+    x: np.ndarray
+    x_d: np.ndarray
+    rmse: np.ndarray
+    max_phi: float
+
+
+def simulate_tracking(ctrl, T=20.0, dt=1e-3, plant_model=None, traj=None, e0=(0.0, 0.0, 0.0),
+                      events=(), integrator='rk4', zeta_joint='elbow_zeta'):
+    """Closed loop of ``ctrl`` with the **projection-method plant** of the spanning tree (seed
+    002 :class:`robot_dynamics.ConstrainedPlant`, an independent dynamics route), the control
+    held over each step of ``dt`` (ZOH).
+
+    plant_model: the plant's Model (default the controller's; pass a modified one for a
+    model mismatch); traj: callable t -> (3, k) (default :func:`brief_trajectory`); e0 (k,):
+    initial error theta(0) - theta_d(0); events: [(t_event, fn(ctrl, plant) -> plant | None)]
+    applied once when t >= t_event (e.g. add a payload to both). Cartesian positions through
+    eq. (42) with ``zeta`` read from the plant's ``zeta_joint``.
+    """
+    from ..sim import ConstrainedPlant
+    pm = ctrl.pm
+    model = pm.model if plant_model is None else plant_model
+    traj = brief_trajectory() if traj is None else traj
+    r0 = traj(0.0)
+    lm = pm.loop_map.evaluate(pm.full_theta(r0[0] + np.asarray(e0, float)))
+    plant = ConstrainedPlant(model, lm.q, lm.G[:, pm.sel] @ r0[1], dt=dt, integrator=integrator)
+    zi = model.joint_index(zeta_joint)
+    pending = sorted(events, key=lambda ev: ev[0])
+    N = int(round(T / dt))
+    rows = []
+    max_phi = 0.0
+    for _ in range(N + 1):
+        t = plant.t
+        while pending and t >= pending[0][0] - 1e-12:
+            res = pending.pop(0)[1](ctrl, plant)
+            plant = res if res is not None else plant
+        q, qd = plant.q.copy(), plant.qd.copy()
+        idx = pm.loop_map.idx[pm.sel]
+        r = traj(t)
+        out = ctrl.compute(q[idx], qd[idx], r[0], r[1], r[2], q_guess=q)
+        rows.append((t, q[idx], r[0], out.Q, out.V, out.Vdot, out.lyapunov_margin, out.cond,
+                     out.loop_margin, q[pm.loop_map.idx], q[zi]))
+        if len(rows) > N:
+            break
+        info = plant.step(ctrl.actuator_efforts(out), dt)
+        max_phi = max(max_phi, float(info.phi_norm))
+    cols = list(zip(*rows))
+    th_full = np.array(cols[9])
+    zeta = np.array(cols[10])
+    # desired zeta from the loop map (closed form or numeric) at theta_d
+    th_d = np.array(cols[2])
+    ci = [pm.all_coords.index(c) for c in pm.coords]
+    zd = []
+    for k in range(len(th_d)):
+        full = th_full[k].copy()
+        full[ci] = th_d[k]
+        zd.append(pm.loop_map.evaluate(full, None).q[zi])
+    x = fk_paper(th_full[:, 0], th_full[:, 1], zeta)
+    full_d = th_full.copy()
+    full_d[:, ci] = th_d
+    x_d = fk_paper(full_d[:, 0], full_d[:, 1], np.array(zd))
+    return TrackingRun(np.array(cols[0]), np.array(cols[1]), th_d, np.array(cols[3]),
+                       np.array(cols[4]), np.array(cols[5]), np.array(cols[6]), np.array(cols[7]),
+                       np.array(cols[8]), x, x_d, rmse(x, x_d), max_phi)

@@ -1,0 +1,688 @@
+"""Inertia partitioning in minimal coordinates (seed 000, Dastranj & Mattila).
+
+Every rigid body ``i`` of the robot contributes a *local generalized inertia*
+``Gamma_i(theta) = J_iᵀ M_i J_i`` (eq. 14), ``J_i`` (6, k) being the body Jacobian of its
+reference frame {B_i} **in the minimal (independent) coordinates** ``theta`` (k,) and ``M_i``
+(6, 6) its spatial inertia in {B_i}; ``Gamma = sum_i Gamma_i`` (eq. 15). Closed loops are
+handled through a *loop map* ``q = g(theta)`` from the minimal coordinates to every joint of
+the URDF spanning tree (``q`` (n,)), with ``G = dq/dtheta`` (n, k) and
+``H = d2q/dtheta2`` (n, k, k):
+
+    J_i(theta) = J_i^tree(g(theta)) G(theta)
+
+* :class:`TriangleLoopMap`: closed form of a sidecar submechanism with
+  ``resolver: isosceles_triangle`` (the paper's elbow triangle, eq. 38-40:
+  ``zeta = 2 asin(c / 2 L0) - pi``, ``zeta' = 2 / sqrt(4 L0² - c²)``,
+  ``zeta'' = 2 c (4 L0² - c²)^(-3/2)``, ``c = l0 + delta``; each base angle ``-zeta / 2``);
+* :class:`NumericLoopMap`: any other loops: Newton assembly (seed 002 engine) and implicit
+  differentiation ``A G = 0``, ``A H[:, :, m] = -Phi''(G, G_m)`` (second derivatives of the
+  closure from the exact bias ``Adot qd`` of :func:`robot_dynamics.constraint_terms`, by
+  polarisation);
+* :class:`TreeLoopMap`: no loops, ``theta = q``.
+
+Derivatives ``dGamma[m] = dGamma/dtheta_m`` are analytic: for the tree Jacobian in the local
+frame, ``dJ_{:,l}/dq_j = ad(J_{:,l}) J_{:,j}`` for ``l`` upstream of ``j`` (zero otherwise),
+and the chain rule through ``G`` and ``H`` (brief 000, A2).
+
+Conventions: twists and wrenches **linear first** (``(v, w)``, ``(f, tau)``, Pinocchio, the
+package convention; the paper orders angular first), body frames = URDF joint (child link)
+frames, SI units, gravity ``model.gravity`` in the world frame. Generalized forces are in the
+units of the minimal coordinates (N·m for angles, N for strokes).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError, RobotDynamicsError, UnknownNameError
+from .model import REVOLUTE
+
+__all__ = ['PartitioningError', 'LoopMapDomainError', 'Body', 'LoopMapResult', 'TreeLoopMap',
+           'TriangleLoopMap', 'NumericLoopMap', 'make_loop_map', 'PartitionedModel',
+           'PartitionTerms', 'spatial_inertia', 'christoffel', 'coriolis_vector',
+           'triangle_zeta', 'model_with_body']
+
+
+class PartitioningError(RobotDynamicsError):
+    """A model, loop map or reconfiguration request the partitioning layer cannot handle."""
+
+
+class LoopMapDomainError(PartitioningError):
+    """A minimal coordinate outside the admissible range of a loop map (e.g. the cylinder
+    stroke beyond the dead centre of the triangle). ``joint``, ``value``, ``bounds``."""
+
+    def __init__(self, joint, value, bounds, message):
+        self.joint, self.value, self.bounds = joint, value, bounds
+        super().__init__(message)
+
+
+def _hat(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _ad(V):
+    """Lie bracket matrix of a linear-first twist (same as :func:`robot_dynamics.lie.ad`)."""
+    A = np.zeros((6, 6))
+    W = _hat(V[3:])
+    A[:3, :3] = W
+    A[3:, 3:] = W
+    A[:3, 3:] = _hat(V[:3])
+    return A
+
+
+def _Ad_inv(R, p):
+    """Ad(T^-1) for T = (R, p), linear first: maps a twist in the parent to the child."""
+    Rt = R.T
+    A = np.zeros((6, 6))
+    A[:3, :3] = Rt
+    A[3:, 3:] = Rt
+    A[:3, 3:] = -Rt @ _hat(p)
+    return A
+
+
+def _rot(axis, angle):
+    a = np.asarray(axis, float)
+    K = _hat(a)
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """Spatial inertia (6, 6) about the frame origin, linear first.
+
+    ``mass`` [kg], ``com`` (3,) [m] in the frame, ``inertia_com`` (3, 3) [kg m²] about the COM,
+    axes parallel to the frame. ``[[m I, -m [c]], [m [c], I_C - m [c][c]]]`` (the paper's
+    eq. 12 with the blocks reordered for linear-first twists); ``½ Vᵀ M V`` is the kinetic energy.
+    """
+    c = np.asarray(com, float)
+    C = _hat(c)
+    M = np.zeros((6, 6))
+    M[:3, :3] = mass * np.eye(3)
+    M[:3, 3:] = -mass * C
+    M[3:, :3] = mass * C
+    M[3:, 3:] = np.asarray(inertia_com, float) - mass * C @ C
+    return M
+
+
+# ----------------------------------------------------------------------------- loop maps
+@dataclass
+class LoopMapResult:
+    """Loop map at theta: ``q`` (n,) all tree joints, ``G = dq/dtheta`` (n, k),
+    ``H[:, a, b] = d2q/dtheta_a dtheta_b`` (n, k, k)."""
+
+    q: np.ndarray
+    G: np.ndarray
+    H: np.ndarray
+
+
+class TreeLoopMap:
+    """Identity map of a robot without loops: theta = q (all movable joints)."""
+
+    kind = 'tree'
+
+    def __init__(self, model):
+        self.model = model
+        self.independent = list(model.joint_names)
+        self.idx = np.arange(model.nq)
+
+    def evaluate(self, theta, q_guess=None):
+        n = self.model.nq
+        return LoopMapResult(np.array(theta, float), np.eye(n), np.zeros((n, n, n)))
+
+    def margin(self, theta):
+        """Distance to the nearest loop singularity (inf: none)."""
+        return np.inf
+
+
+def triangle_zeta(delta, L0, l0):
+    """Closed-form triangle loop map (eq. 39-40, brief 000 par. 2.5).
+
+    ``c = l0 + delta`` (cylinder length, m), apex supplement ``zeta = 2 asin(c / 2 L0) - pi``
+    (rad, in (-pi, 0)), ``zeta' = 2 / sqrt(4 L0² - c²)`` (rad/m),
+    ``zeta'' = 2 c (4 L0² - c²)^(-3/2)`` (rad/m²). Requires ``0 < c < 2 L0``
+    (:class:`LoopMapDomainError` otherwise). Returns (zeta, zeta', zeta'').
+    """
+    c = l0 + float(delta)
+    if not (np.isfinite(c) and 0.0 < c < 2.0 * L0):
+        raise LoopMapDomainError(
+            'delta', float(delta), (-l0, 2.0 * L0 - l0),
+            f'triangle loop map: stroke delta = {float(delta)!r} m gives cylinder length '
+            f'c = {c!r} m outside the admissible (0, 2 L0) = (0, {2 * L0}) m, i.e. delta in '
+            f'({-l0}, {2 * L0 - l0}) m; delta = {2 * L0 - l0} m is the dead centre (zeta\' -> inf)')
+    s = 4.0 * L0 * L0 - c * c
+    return 2.0 * np.arcsin(c / (2.0 * L0)) - np.pi, 2.0 / np.sqrt(s), 2.0 * c * s ** -1.5
+
+
+class TriangleLoopMap:
+    """Closed-form map of the sidecar's ``isosceles_triangle`` submechanisms.
+
+    Every loop of the model must be covered by such a submechanism. Parameters (sidecar
+    ``submechanisms[i].parameters``): ``L0``, ``l0`` [m], ``stroke_joint`` (independent
+    prismatic), ``apex_joint`` (= ``apex_sign`` · zeta), ``base_angle_joints`` (each
+    = sign · (-zeta / 2)), ``base_angle_signs``. The map is checked against the loop closure
+    at construction (:class:`PartitioningError` if the declared signs do not close the loop).
+    """
+
+    kind = 'closed_form'
+
+    def __init__(self, model, check=True):
+        self.model = model
+        self.independent = list(model.independent)
+        self.idx = model.independent_indices
+        self.triangles = []
+        covered = set()
+        for k, sm in enumerate(model.submechanisms):
+            if sm.get('resolver') != 'isosceles_triangle':
+                continue
+            p = sm.get('parameters') or {}
+            key = f"submechanisms[{k}] '{sm['name']}'"
+            try:
+                L0, l0 = float(p['L0']), float(p['l0'])
+                s = model.joint_index(p['stroke_joint'])
+                a = model.joint_index(p['apex_joint'])
+                bj = [model.joint_index(j) for j in p.get('base_angle_joints', [])]
+            except KeyError as exc:
+                raise PartitioningError(f'{model.loops_source}: {key}: parameters need '
+                                        f'{exc} (L0, l0, stroke_joint, apex_joint)') from None
+            bs = [float(x) for x in p.get('base_angle_signs', [1.0] * len(bj))]
+            if p['stroke_joint'] not in self.independent:
+                raise PartitioningError(f'{model.loops_source}: {key}: stroke_joint '
+                                        f"'{p['stroke_joint']}' must be an independent coordinate")
+            if len(bs) != len(bj) or not (L0 > 0 and l0 > 0):
+                raise PartitioningError(f'{model.loops_source}: {key}: invalid parameters')
+            self.triangles.append(dict(name=sm['name'], L0=L0, l0=l0, stroke=s,
+                                       col=self.independent.index(p['stroke_joint']),
+                                       apex=a, apex_sign=float(p.get('apex_sign', 1.0)),
+                                       base=bj, base_signs=bs, stroke_name=p['stroke_joint']))
+            covered.update(sm.get('loops', []))
+        missing = [lp.name for lp in model.loops if lp.name not in covered]
+        if missing or not self.triangles:
+            raise PartitioningError(f'{model.name}: loops {missing or "(none declared)"} have no '
+                                    f'closed-form resolver; use NumericLoopMap')
+        dep = {t['apex'] for t in self.triangles} | {b for t in self.triangles for b in t['base']}
+        free = set(range(model.nq)) - dep - set(self.idx.tolist())
+        if free:
+            raise PartitioningError(f'{model.name}: joints {[model.joint_names[i] for i in sorted(free)]}'
+                                    f' are neither independent nor resolved by a triangle')
+        if check:
+            from .constraints import loop_residual
+            ref = model.reference_q()[self.idx]
+            r = np.abs(loop_residual(model, self.evaluate(ref).q)).max()
+            if r > 1e-9:
+                raise PartitioningError(f'{model.loops_source}: the declared isosceles_triangle map '
+                                        f'does not close the loops at the reference configuration '
+                                        f'(residual {r:.3g}); check apex_sign/base_angle_signs')
+
+    def evaluate(self, theta, q_guess=None):
+        theta = np.asarray(theta, float)
+        n, k = self.model.nq, len(self.idx)
+        q = np.zeros(n)
+        G = np.zeros((n, k))
+        H = np.zeros((n, k, k))
+        q[self.idx] = theta
+        G[self.idx, np.arange(k)] = 1.0
+        for t in self.triangles:
+            d = theta[t['col']]
+            try:
+                z, z1, z2 = triangle_zeta(d, t['L0'], t['l0'])
+            except LoopMapDomainError as exc:
+                raise LoopMapDomainError(t['stroke_name'], exc.value, exc.bounds,
+                                         f"joint '{t['stroke_name']}' ({t['name']}): {exc}") from None
+            c = t['col']
+            for j, sgn in [(t['apex'], t['apex_sign'])] + [(b, -0.5 * s) for b, s in
+                                                           zip(t['base'], t['base_signs'])]:
+                q[j] = sgn * z
+                G[j, c] = sgn * z1
+                H[j, c, c] = sgn * z2
+        return LoopMapResult(q, G, H)
+
+    def margin(self, theta):
+        """Smallest distance [m] of a stroke to the dead centre ``2 L0 - l0`` (or to c = 0)."""
+        theta = np.asarray(theta, float)
+        return min(min(2 * t['L0'] - t['l0'] - theta[t['col']], theta[t['col']] + t['l0'])
+                   for t in self.triangles)
+
+
+class NumericLoopMap:
+    """Loop map of arbitrary loops: Newton assembly + implicit differentiation.
+
+    ``q`` solves ``phi(q) = 0`` with the independent joints fixed (seed 002
+    :func:`robot_dynamics.assemble`, warm-started from ``q_guess`` or the last solution);
+    ``G``: ``A_u G_u = -A_theta`` (least squares on the rank-deficient rows of planar loops);
+    ``H``: ``A_u H_u[:, a, b] = -B(G_a, G_b)`` with ``B`` the symmetric bilinear form of the
+    closure's second derivative, from the exact bias ``Adot(v) v`` by polarisation.
+    ``rank_tol`` [units of A]: relative rank tolerance of the dependent block; a rank-deficient
+    block (a loop singularity) raises :class:`LoopMapDomainError`.
+    """
+
+    kind = 'numeric'
+
+    def __init__(self, model, rank_tol=1e-9, tol=1e-12):
+        self.model = model
+        self.independent = list(model.independent)
+        self.idx = model.independent_indices
+        self.dep = np.array([i for i in range(model.nq) if i not in set(self.idx.tolist())],
+                            dtype=np.int64)
+        self.rank_tol, self.tol = rank_tol, tol
+        self._last = model.reference_q()
+
+    def _solve_dep(self, A):
+        Au = A[:, self.dep]
+        U, s, Vt = np.linalg.svd(Au, full_matrices=False)
+        r = int(np.sum(s > self.rank_tol * max(s[0], 1e-300)))
+        if r < len(self.dep):
+            raise LoopMapDomainError(None, None, None,
+                                     f'{self.model.name}: loop singularity (rank {r} < '
+                                     f'{len(self.dep)} dependent joints); sigma = {s}')
+        return lambda b: Vt[:r].T @ ((U[:, :r].T @ b) / s[:r])
+
+    def evaluate(self, theta, q_guess=None):
+        from .constraints import constraint_terms
+        from .projection import assemble
+        theta = np.asarray(theta, float)
+        n, k = self.model.nq, len(self.idx)
+        guess = self._last.copy() if q_guess is None else np.array(q_guess, float)
+        guess[self.idx] = theta
+        q = assemble(self.model, q_guess=guess, fixed=list(self.independent), tol=self.tol).q
+        self._last = q.copy()
+        A = constraint_terms(self.model, q).A
+        solve = self._solve_dep(A)
+        G = np.zeros((n, k))
+        G[self.idx, np.arange(k)] = 1.0
+        for c in range(k):
+            G[self.dep, c] = solve(-A[:, self.idx[c]])
+
+        def bias(v):
+            return constraint_terms(self.model, q, v, jacobian=False).bias
+        Bd = [bias(G[:, a]) for a in range(k)]
+        H = np.zeros((n, k, k))
+        for a in range(k):
+            H[self.dep, a, a] = solve(-Bd[a])
+            for b in range(a + 1, k):
+                Bab = 0.5 * (bias(G[:, a] + G[:, b]) - Bd[a] - Bd[b])
+                H[self.dep, a, b] = H[self.dep, b, a] = solve(-Bab)
+        return LoopMapResult(q, G, H)
+
+    def margin(self, theta):
+        """Smallest singular value of the dependent block of A at theta (0 = singular)."""
+        from .constraints import constraint_terms
+        q = self.evaluate(theta).q
+        return float(np.linalg.svd(constraint_terms(self.model, q).A[:, self.dep],
+                                   compute_uv=False)[len(self.dep) - 1])
+
+
+def make_loop_map(model, kind='auto'):
+    """Loop map of ``model``: 'tree' (no loops), 'closed_form' (sidecar triangle resolvers),
+    'numeric', or 'auto' (closed form where the sidecar declares one for every loop, else
+    numeric)."""
+    if kind == 'auto':
+        if not model.loops:
+            return TreeLoopMap(model)
+        if any(sm.get('resolver') == 'isosceles_triangle' for sm in model.submechanisms):
+            return TriangleLoopMap(model)
+        return NumericLoopMap(model)
+    maps = {'tree': TreeLoopMap, 'closed_form': TriangleLoopMap, 'numeric': NumericLoopMap}
+    if kind not in maps:
+        raise PartitioningError(f"loop map kind must be one of {['auto', *maps]}, got {kind!r}")
+    if kind == 'tree' and model.loops:
+        raise PartitioningError(f"{model.name} has loops: a 'tree' loop map would ignore them")
+    return maps[kind](model)
+
+
+# ----------------------------------------------------------------------------- bodies
+@dataclass
+class Body:
+    """One rigid body of the partition (one ``Gamma_i``).
+
+    ``joint``: index of the tree joint that moves it (its frame is attached to that joint
+    frame); ``R`` (3, 3), ``p`` (3,): constant placement of the body reference frame {B_i} in
+    the joint frame; ``mass`` [kg], ``com`` (3,) [m] in {B_i}, ``inertia_com`` (3, 3) [kg m²]
+    about the COM with axes of {B_i}.
+    """
+
+    name: str
+    joint: int
+    mass: float
+    com: np.ndarray
+    inertia_com: np.ndarray
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @property
+    def M(self):
+        """Spatial inertia (6, 6) in {B_i}, linear first."""
+        return spatial_inertia(self.mass, self.com, self.inertia_com)
+
+
+@dataclass
+class PartitionTerms:
+    """Partitioned model at (theta, thetad). k = number of (unlocked) minimal coordinates.
+
+    q (n,): all tree joints; G (n, k), H (n, k, k): loop map; J (nb, 6, k): body Jacobians of
+    {B_i} (local, linear first); dJ (nb, 6, k, k): ``dJ[..., m] = dJ/dtheta_m``;
+    Gamma_i (nb, k, k); Gamma (k, k); dGamma (k, k, k): ``dGamma[m] = dGamma/dtheta_m``;
+    Qg (k,): generalized gravity force; potential [J]; R, p: world placement of each body
+    frame (nb, 3, 3), (nb, 3); bodies: names.
+    """
+
+    theta: np.ndarray
+    q: np.ndarray
+    G: np.ndarray
+    H: np.ndarray
+    J: np.ndarray
+    dJ: np.ndarray
+    Gamma_i: np.ndarray
+    Gamma: np.ndarray
+    dGamma: np.ndarray
+    Qg: np.ndarray
+    potential: float
+    R: np.ndarray
+    p: np.ndarray
+    bodies: list
+
+    def Gamma_dot(self, thetad):
+        """``sum_m dGamma[m] thetad_m`` (eq. 20), (k, k)."""
+        return np.einsum('mab,m->ab', self.dGamma, thetad)
+
+    def grad_quadratic(self, a, b=None):
+        """``(grad_theta (aᵀ Gamma b))_m = aᵀ dGamma[m] b``, (k,)."""
+        return np.einsum('a,mab,b->m', a, self.dGamma, a if b is None else b)
+
+
+def christoffel(dGamma, thetad):
+    """Christoffel Coriolis matrix ``C_ab = sum_k ½(dG_ab/dq_k + dG_ak/dq_b - dG_bk/dq_a) qd_k``
+    (k, k) from ``dGamma[m] = dGamma/dtheta_m``; ``Gamma_dot - 2 C`` is skew-symmetric."""
+    T1 = np.einsum('kab,k->ab', dGamma, thetad)
+    T2 = np.einsum('bak,k->ab', dGamma, thetad)
+    T3 = np.einsum('abk,k->ab', dGamma, thetad)
+    return 0.5 * (T1 + T2 - T3)
+
+
+def coriolis_vector(dGamma, thetad):
+    """``Gamma_dot qd - ½ grad(qdᵀ Gamma qd)`` (eq. 34), (k,)."""
+    return (np.einsum('mab,m,b->a', dGamma, thetad, thetad)
+            - 0.5 * np.einsum('a,mab,b->m', thetad, dGamma, thetad))
+
+
+class PartitionedModel:
+    """Partitioned-inertia model of a robot in minimal coordinates (reconfigurable).
+
+    Parameters
+    ----------
+    model : Model (URDF spanning tree + loops sidecar)
+    loop_map : 'auto' | 'closed_form' | 'numeric' | 'tree' | a loop-map object
+    neglect_bodies : link names whose bodies are left out (e.g. the paper's massless cylinder)
+
+    Bodies are the URDF bodies (one per movable joint, fixed links merged, body frame = joint
+    frame) with non-zero mass, plus any added with :meth:`add_body`. The coordinates are
+    ``loop_map.independent`` minus the locked ones (:meth:`lock`).
+
+    Reconfiguration (paper eq. 21-24): :meth:`add_body` / :meth:`add_payload`,
+    :meth:`remove_body`, :meth:`set_body_params`, :meth:`lock` / :meth:`unlock`. Only the
+    affected ``Gamma_i`` change; the controller built on this object follows automatically.
+    """
+
+    def __init__(self, model, loop_map='auto', neglect_bodies=()):
+        self.model = model
+        self.loop_map = make_loop_map(model, loop_map) if isinstance(loop_map, str) else loop_map
+        self.all_coords = list(self.loop_map.independent)
+        self.gravity = np.array(model.gravity, float)
+        # the link name of each joint's body (the URDF child link)
+        self._joint_link = {}
+        for f, par in zip(model.frame_names, model.frame_parent):
+            if par >= 0 and np.allclose(model.frame_R[model.frame_index(f)], np.eye(3)) and \
+                    np.allclose(model.frame_p[model.frame_index(f)], 0) and par not in self._joint_link:
+                self._joint_link[int(par)] = f
+        neglect = set(neglect_bodies)
+        names = set(self._joint_link.values())
+        bad = neglect - names
+        if bad:
+            raise UnknownNameError(f'neglect_bodies: {sorted(bad)} are not body links of '
+                                   f'{model.name} (bodies: {sorted(names)})')
+        self.bodies = []
+        for i in range(model.nq):
+            nm = self._joint_link.get(i, model.joint_names[i])
+            if model.mass[i] > 0 and nm not in neglect:
+                self.bodies.append(Body(nm, i, float(model.mass[i]), model.com[i].copy(),
+                                        model.inertia_com[i].copy()))
+        self.locked = {}          # coordinate name -> locked value
+        self._prepare()
+
+    # ------------------------------------------------------------------ reconfiguration
+    def _prepare(self):
+        m = self.model
+        self.free = [c for c in self.all_coords if c not in self.locked]
+        self.sel = np.array([self.all_coords.index(c) for c in self.free], dtype=np.int64)
+        n = m.nq
+        self._Ml = [b.M for b in self.bodies]
+        # support masks: upstream[l, j] for every body's joint path
+        self._sup = []
+        for b in self.bodies:
+            s = np.zeros(n, bool)
+            if b.joint >= 0:
+                s[m.support[b.joint]] = True
+            self._sup.append(s)
+
+    @property
+    def coords(self):
+        """Names of the active minimal coordinates (order of theta)."""
+        return list(self.free)
+
+    @property
+    def k(self):
+        return len(self.free)
+
+    def body_names(self):
+        return [b.name for b in self.bodies]
+
+    def _body(self, name):
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise UnknownNameError(f"no body '{name}' in the partition (bodies: {self.body_names()})")
+
+    def add_body(self, name, frame, mass, com=(0, 0, 0), inertia_com=None):
+        """Attach a rigid body (e.g. a payload) to URDF frame ``frame``; its reference frame is
+        that frame. ``Gamma += J_frameᵀ M_body J_frame`` (and its gravity). Returns the Body."""
+        if name in self.body_names():
+            raise PartitioningError(f"a body named '{name}' already exists")
+        f = self.model.frame_index(frame)
+        j = int(self.model.frame_parent[f])
+        if j < 0:
+            raise PartitioningError(f"frame '{frame}' is fixed to the world: the body would not move")
+        if not (np.isfinite(mass) and mass >= 0):
+            raise InputError(f'body mass must be finite and >= 0, got {mass!r}')
+        I = np.zeros((3, 3)) if inertia_com is None else np.asarray(inertia_com, float)
+        if I.shape != (3, 3) or not np.allclose(I, I.T) or np.linalg.eigvalsh(I).min() < -1e-12:
+            raise InputError(f'inertia_com must be a symmetric PSD 3x3 matrix, got {I!r}')
+        b = Body(name, j, float(mass), np.asarray(com, float).reshape(3), I,
+                 self.model.frame_R[f].copy(), self.model.frame_p[f].copy())
+        self.bodies.append(b)
+        self._prepare()
+        return b
+
+    def add_payload(self, mass, inertia_com=None, com=(0, 0, 0), frame='tool', name='payload'):
+        """:meth:`add_body` for a payload at the tool frame (replaces an existing one)."""
+        if name in self.body_names():
+            self.remove_body(name)
+        return self.add_body(name, frame, mass, com, inertia_com)
+
+    def remove_body(self, name):
+        """Remove body ``name`` (its Gamma_i and gravity disappear)."""
+        self.bodies.remove(self._body(name))
+        self._prepare()
+
+    def set_body_params(self, name, mass=None, com=None, inertia_com=None):
+        """Change one body's inertial parameters; only its ``Gamma_i`` changes."""
+        b = self._body(name)
+        if mass is not None:
+            if not (np.isfinite(mass) and mass >= 0):
+                raise InputError(f'body mass must be finite and >= 0, got {mass!r}')
+            b.mass = float(mass)
+        if com is not None:
+            b.com = np.asarray(com, float).reshape(3)
+        if inertia_com is not None:
+            b.inertia_com = np.asarray(inertia_com, float).reshape(3, 3)
+        self._prepare()
+
+    def lock(self, values):
+        """Lock minimal coordinates ``{name: value}`` (eq. 22-24: ``Gamma_new = P Gamma Pᵀ``)."""
+        for c, v in dict(values).items():
+            if c not in self.all_coords:
+                raise UnknownNameError(f"'{c}' is not a minimal coordinate ({self.all_coords})")
+            self.locked[c] = float(v)
+        if not [c for c in self.all_coords if c not in self.locked]:
+            raise PartitioningError('cannot lock every coordinate')
+        self._prepare()
+
+    def unlock(self, names=None):
+        """Unlock ``names`` (default: all)."""
+        for c in (list(self.locked) if names is None else names):
+            self.locked.pop(c, None)
+        self._prepare()
+
+    def copy(self):
+        """Independent copy (bodies and locks), sharing the constant Model."""
+        return copy.deepcopy(self)
+
+    def full_theta(self, theta):
+        """Full minimal coordinates (all, locked ones at their lock value) from the active ones."""
+        th = np.empty(len(self.all_coords))
+        for c, v in self.locked.items():
+            th[self.all_coords.index(c)] = v
+        th[self.sel] = theta
+        return th
+
+    def theta_of(self, q):
+        """Active minimal coordinates from a full tree configuration q (n,)."""
+        return np.asarray(q, float)[self.loop_map.idx][self.sel]
+
+    # ------------------------------------------------------------------ evaluation
+    def _tree(self, q):
+        """World placement, local Jacobian (6, n) and its derivative (6, n, n) of every body."""
+        m = self.model
+        n = m.nq
+        Rj = np.empty((n, 3, 3))
+        pj = np.empty((n, 3))
+        Jj = np.zeros((n, 6, n))
+        for i in range(n):
+            par = m.parents[i]
+            if m.joint_types[i] == REVOLUTE:
+                Rl = m.R_fixed[i] @ _rot(m.axes[i], q[i])
+                pl = m.p_fixed[i]
+            else:
+                Rl = m.R_fixed[i]
+                pl = m.p_fixed[i] + m.R_fixed[i] @ m.axes[i] * q[i]
+            if par < 0:
+                Rj[i], pj[i] = Rl, pl
+            else:
+                Rj[i] = Rj[par] @ Rl
+                pj[i] = pj[par] + Rj[par] @ pl
+                Jj[i] = _Ad_inv(Rl, pl) @ Jj[par]
+            Jj[i][:, i] += m.screw_local[i]
+        nb = len(self.bodies)
+        R = np.empty((nb, 3, 3))
+        p = np.empty((nb, 3))
+        J = np.empty((nb, 6, n))
+        dJ = np.zeros((nb, 6, n, n))
+        for b_i, b in enumerate(self.bodies):
+            j = b.joint
+            R[b_i] = Rj[j] @ b.R
+            p[b_i] = pj[j] + Rj[j] @ b.p
+            J[b_i] = _Ad_inv(b.R, b.p) @ Jj[j]
+            sup = np.flatnonzero(self._sup[b_i])
+            for a, l in enumerate(sup):               # l upstream of jj: ad(J_l) J_jj
+                adl = _ad(J[b_i][:, l])
+                for jj in sup[a + 1:]:
+                    dJ[b_i][:, l, jj] = adl @ J[b_i][:, jj]
+        return R, p, J, dJ
+
+    def terms(self, theta, q_guess=None):
+        """:class:`PartitionTerms` at the active minimal coordinates ``theta`` (k,).
+
+        ``q_guess``: full tree configuration used to warm-start a numeric loop map.
+        Raises :class:`LoopMapDomainError` outside the loop map's admissible range.
+        """
+        theta = np.asarray(theta, float).reshape(-1)
+        if theta.shape != (self.k,) or not np.all(np.isfinite(theta)):
+            raise InputError(f'theta must be {self.k} finite values ({self.free}), got {theta}')
+        lm = self.loop_map.evaluate(self.full_theta(theta), q_guess)
+        G = lm.G[:, self.sel]
+        H = lm.H[:, self.sel][:, :, self.sel]
+        R, p, Jt, dJt = self._tree(lm.q)
+        nb, k = len(self.bodies), self.k
+        J = np.einsum('bin,nk->bik', Jt, G)
+        # dJ/dtheta_m = sum_j dJt[:, :, j] G[j, m] @ G + Jt @ H[:, :, m]
+        dJ = (np.einsum('binj,nk,jm->bikm', dJt, G, G) + np.einsum('bin,nkm->bikm', Jt, H))
+        Gi = np.empty((nb, k, k))
+        dG = np.zeros((k, k, k))
+        Qg = np.zeros(k)
+        V = 0.0
+        for b_i, b in enumerate(self.bodies):
+            MJ = self._Ml[b_i] @ J[b_i]
+            Gi[b_i] = J[b_i].T @ MJ
+            X = np.einsum('ikm,il->mkl', dJ[b_i], MJ)
+            dG += X + X.transpose(0, 2, 1)
+            f = b.mass * (R[b_i].T @ self.gravity)
+            Qg += J[b_i].T @ np.concatenate([f, np.cross(b.com, f)])
+            V -= b.mass * self.gravity @ (p[b_i] + R[b_i] @ b.com)
+        return PartitionTerms(theta, lm.q, G, H, J, dJ, Gi, Gi.sum(0) if nb else np.zeros((k, k)),
+                              dG, Qg, V, R, p, self.body_names())
+
+    def frame_jacobian(self, terms, frame):
+        """Body Jacobian (6, k) of any URDF frame in the minimal coordinates (local, linear
+        first)."""
+        from .kinematics import frame_jacobian
+        return frame_jacobian(self.model, terms.q, frame, 'local') @ terms.G
+
+    def wrench_force(self, terms, frame, wrench, reference='local'):
+        """Generalized force (k,) of a wrench ``(f, tau)`` [N, N·m] applied at the origin of
+        ``frame`` (eq. 16, ``Jᵀ W``). ``reference``: 'local' (wrench in frame axes, about its
+        origin), 'local_world_aligned' (world axes, about the frame origin) or 'world'."""
+        from .kinematics import frame_jacobian
+        Jm = frame_jacobian(self.model, terms.q, frame, reference) @ terms.G
+        return Jm.T @ np.asarray(wrench, float)
+
+    def forward_dynamics(self, theta, thetad, Q):
+        """Minimal-coordinate forward dynamics (eq. 18): ``thetadd`` (k,) for the actuator /
+        external generalized force ``Q`` (k,) (gravity is added here). Cholesky of Gamma."""
+        t = self.terms(theta)
+        rhs = np.asarray(Q, float) + t.Qg - coriolis_vector(t.dGamma, thetad)
+        L = np.linalg.cholesky(t.Gamma)
+        return np.linalg.solve(L.T, np.linalg.solve(L, rhs)), t
+
+    def inverse_dynamics(self, theta, thetad, thetadd):
+        """Actuator generalized force ``Gamma thetadd + C thetad - Qg`` (k,) (eq. 19)."""
+        t = self.terms(theta)
+        return t.Gamma @ thetadd + coriolis_vector(t.dGamma, thetad) - t.Qg
+
+    def energy(self, theta, thetad):
+        """(kinetic, potential) [J]."""
+        t = self.terms(theta)
+        return 0.5 * thetad @ t.Gamma @ thetad, t.potential
+
+
+def model_with_body(model, frame, mass, com=(0, 0, 0), inertia_com=None):
+    """A copy of ``model`` with a rigid body (e.g. a payload) merged into the body carrying
+    URDF frame ``frame`` (``com`` [m] in the frame, ``inertia_com`` [kg m²] about the COM in
+    frame axes). Used to reconfigure a *plant* the way :meth:`PartitionedModel.add_body`
+    reconfigures the controller model."""
+    import dataclasses
+    f = model.frame_index(frame)
+    j = int(model.frame_parent[f])
+    if j < 0:
+        raise PartitioningError(f"frame '{frame}' is fixed to the world")
+    Rf, pf = model.frame_R[f], model.frame_p[f]
+    c2 = pf + Rf @ np.asarray(com, float)
+    I2 = Rf @ (np.zeros((3, 3)) if inertia_com is None else np.asarray(inertia_com, float)) @ Rf.T
+    m1, c1, I1 = model.mass[j], model.com[j], model.inertia_com[j]
+    mt = m1 + mass
+    ct = (m1 * c1 + mass * c2) / mt
+
+    def shift(m, c, I):
+        d = c - ct
+        return I + m * (d @ d * np.eye(3) - np.outer(d, d))
+    mass_a, com_a, in_a = model.mass.copy(), model.com.copy(), model.inertia_com.copy()
+    mass_a[j], com_a[j], in_a[j] = mt, ct, shift(m1, c1, I1) + shift(mass, c2, I2)
+    return dataclasses.replace(model, mass=mass_a, com=com_a, inertia_com=in_a)

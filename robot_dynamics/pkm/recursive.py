@@ -1,0 +1,361 @@
+"""Recursive Lie-group 2nd-order time derivatives of the inverse dynamics of fully parallel PKM
+(seed 004: Mueller, Kumar, Kordik, RA-L 2023), with the errata of the brief corrected.
+
+For a kinematically non-redundant PKM with ``L = 6`` structurally identical serial limbs of
+``N = 6`` one-DOF joints each (6-UPS Gough-Stewart platform: U = 2R, P actuated, S = 3R) and the
+platform pose as task coordinates (``P_t = D_t = I``)::
+
+    u   = J_IK^-T  sum_l F_l^T Q_l                                      (eq. 14)
+    ud  = J_IK^-T (sum_l (F_l^T Qd_l + Fd_l^T Q_l) - Jd_IK^T u)           (eq. 19)
+    udd = J_IK^-T (sum_l (F_l^T Qdd_l + 2 Fd_l^T Qd_l + Fdd_l^T Q_l)
+                   - Jdd_IK^T u - 2 Jd_IK^T ud)                          (eq. 20)
+
+with, per limb: Newton IK of ``C_N(theta) = C_p``; the body-fixed platform Jacobian
+``J_p = [Ad_{C_p^-1 C_i} X_i]`` (eq. 22); its derivatives from Lemma 1 written as the backward
+suffix sums ``DV_i = DV_{i+1} + J_{p,i+1} thd_{i+1}`` (brief par. 2.6, immune to E5/E10)
+``Jd_i = -ad(DV_i) J_i``, ``Jdd_i = -ad(DVd_i) J_i - ad(DV_i) Jd_i``,
+``Jddd_i = -ad(DVdd_i) J_i - 2 ad(DVd_i) Jd_i - ad(DV_i) Jdd_i`` (= corrected eq. 25, E4);
+higher-order IK ``theta^(nu) = J_t^-1 (V_t^(nu-1) - c^nu)`` with
+``c^4 = Jddd thd + 3 Jdd thdd + 3 Jd thddd`` (E1, E2); ``Fd = -F Jd F``,
+``Fdd = -F (Jdd F + 2 Jd Fd)`` (E3); the forward twist recursion to 3rd order and the backward
+Newton-Euler recursion with its 1st and 2nd derivatives over all N bodies (loop range E8),
+gravity as option G1 (gravity-free kinematics, gravity only in the ``M_i`` terms: exact for any
+inertia, E9/E10). The cut-joint bodies of limbs 1..L-1 are massless, so their ``Q`` entries
+vanish and ``sum F^T Q = sum Fbar^T Qbar`` (E7).
+
+All limbs are evaluated together in one compiled call (limb axis), and a batch of time samples
+is accepted (leading axis; the IK of each sample is warm-started from the previous one).
+
+Frames and units (as the rest of the package): twists linear first ``(v, w)`` in m/s, rad/s;
+the task twist ``V_t`` and its derivatives are **body-fixed in the platform frame** (the
+platform link of the URDF); ``Vd_t = d/dt V_t`` of the body-fixed coordinates (not the classical
+acceleration: they differ by ``w x v``, brief Q8). ``u`` in N (prismatic) or N m (revolute), in
+the order of ``model.actuated``.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..errors import InputError, RobotDynamicsError
+from . import _recursive_kernels as RK
+
+__all__ = ['PKMStructureError', 'PKMSingularityError', 'PKMLimbs', 'limbs_from_model',
+           'inverse_dynamics_d2', 'inverse_dynamics_d2_full', 'ID2Result',
+           'task_space_dynamics', 'limb_to_tree']
+
+
+class PKMStructureError(RobotDynamicsError):
+    """The model is not a PKM this algorithm handles (limbs not disjoint serial chains, limbs of
+    different length, a cut joint that is not spherical, an unclosed reference configuration,
+    no actuated joint in a limb ...). The message names the model and the limb/loop/joint."""
+
+
+class PKMSingularityError(RobotDynamicsError):
+    """IK failed or a limb Jacobian J_t / the IK Jacobian J_IK is singular at some samples.
+    ``samples``: indices of the failing samples; ``status``: per-sample codes (1 IK not
+    converged, 2 singular J_t, 3 singular J_IK, 4 non-finite input, 5 IK solution outside the
+    URDF joint limits)."""
+
+    def __init__(self, message, samples=None, status=None):
+        self.samples = samples
+        self.status = status
+        super().__init__(message)
+
+
+class PKMLimbs:
+    """Limb data of a PKM in the POE form of the paper (eq. 21), all limbs of equal length N.
+
+    Attributes: ``BR`` (L, N, 3, 3), ``Bp`` (L, N, 3) reference pose of body i in body i-1
+    (i = 0: in the world); ``X`` (L, N, 6) joint screws in the body frames (linear first);
+    ``M`` (L, N, 6, 6) body inertias in the body frames (kg, kg m, kg m^2); the last body
+    frame of every limb is the platform frame. ``act`` (L,) index of the actuated joint in each
+    limb; ``tree_index`` (L, N) index in the model's q of each limb joint (-1 for cut joints);
+    ``limb_names`` (L,); ``order`` (L,) limb of each actuated joint of ``model.actuated``;
+    ``platform`` frame name; ``gravity`` (3,).
+    """
+
+    def __init__(self, BR, Bp, X, M, act, tree_index, limb_names, order, platform, gravity,
+                 model_name=''):
+        self.BR = np.ascontiguousarray(BR, float)
+        self.Bp = np.ascontiguousarray(Bp, float)
+        self.X = np.ascontiguousarray(X, float)
+        self.M = np.ascontiguousarray(M, float)
+        self.act = np.ascontiguousarray(act, np.int64)
+        self.tree_index = np.asarray(tree_index, np.int64)
+        self.limb_names = list(limb_names)
+        self.order = np.asarray(order, np.int64)
+        self.platform = platform
+        self.gravity = np.asarray(gravity, float)
+        self.model_name = model_name
+        self.L, self.N = self.X.shape[:2]
+        self.th_ref = np.zeros((self.L, self.N))
+        self.lower = self.upper = None
+
+    def __repr__(self):
+        return (f'PKMLimbs({self.model_name!r}: {self.L} limbs x {self.N} joints, platform '
+                f'{self.platform!r}, limbs {self.limb_names})')
+
+
+def _Ad(R, p):
+    from ..lie import hat
+    A = np.zeros((6, 6))
+    A[:3, :3] = R
+    A[3:, 3:] = R
+    A[:3, 3:] = hat(p) @ R
+    return A
+
+
+def _inertia6(m, c, I_o):
+    from ..lie import hat
+    M = np.zeros((6, 6))
+    M[:3, :3] = m * np.eye(3)
+    M[:3, 3:] = -m * hat(c)
+    M[3:, :3] = m * hat(c)
+    M[3:, 3:] = I_o
+    return M
+
+
+def limbs_from_model(model, platform=None):
+    """Extract the limb data (:class:`PKMLimbs`) of a 6-limb PKM from a robot_dynamics Model.
+
+    The spanning tree must consist of L disjoint serial chains from the root: one limb carries
+    the ``platform`` link (default: the common parent body of the loops' ``frame_b``), every
+    other limb ends at a ``spherical`` (or ``point``) cut joint whose cut frames are
+    ``frame_a`` (limb side) and ``frame_b`` (fixed to the platform). The cut S joint is modelled
+    as R(x) R(y) R(z) about the axes of ``frame_a``, 0 at the reference configuration of the
+    sidecar (which must be closed). Each limb has one actuated joint. The result is cached on
+    the model.
+    """
+    key = ('_pkm_limbs', platform)
+    cache = model.__dict__.setdefault('_pkm_cache', {})
+    if key in cache:
+        return cache[key]
+    from ..kinematics import forward_kinematics
+    name = model.name
+    if not model.loops:
+        raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
+    if platform is None:
+        bodies = {int(model.frame_parent[model.frame_index(lp.frame_b)]) for lp in model.loops}
+        if len(bodies) != 1:
+            raise PKMStructureError(f"model '{name}': the loops' frame_b are not all on one body; "
+                                    "pass platform=<link name>")
+        jp = bodies.pop()
+        cands = [f for i, f in enumerate(model.frame_names) if model.frame_parent[i] == jp]
+        platform = 'platform' if 'platform' in cands else cands[0]
+    fp = model.frame_index(platform)
+    jL = int(model.frame_parent[fp])
+    if jL < 0:
+        raise PKMStructureError(f"model '{name}': platform '{platform}' is fixed to the world")
+    q_ref = model.reference_q()
+    T = forward_kinematics(model, q_ref, as_array=True)      # (nf, 4, 4)
+    T_p = T[fp]
+    limbs = []      # (name, tree joints, frame_a index or None)
+    for lp in model.loops:
+        if lp.type not in ('spherical', 'point'):
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}' is '{lp.type}'; the recursive "
+                                    "2nd-order ID supports spherical cut joints (UPS-type limbs)")
+        fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
+        if model.frame_parent[fb] != jL:
+            fa, fb = fb, fa
+        if model.frame_parent[fb] != jL:
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}': neither cut frame is fixed "
+                                    f"to the platform '{platform}'")
+        ja = int(model.frame_parent[fa])
+        if ja < 0:
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
+        gap = np.linalg.norm(T[fa][:3, 3] - T[fb][:3, 3])
+        if gap > 1e-9:
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}' is open by {gap:.3g} m at the "
+                                    "sidecar's reference configuration (must be closed)")
+        limbs.append((lp.name, list(model.support[ja]), fa))
+    limbs.append(('platform_limb', list(model.support[jL]), None))
+    used = [j for _, js, _ in limbs for j in js]
+    if len(set(used)) != len(used) or len(used) != model.nq:
+        raise PKMStructureError(f"model '{name}': the limbs are not disjoint serial chains covering "
+                                "every joint (branching tree or shared joints)")
+    Ns = {len(js) + (3 if fa is not None else 0) for _, js, fa in limbs}
+    if len(Ns) != 1:
+        raise PKMStructureError(f"model '{name}': limbs of different length {sorted(Ns)}; the limbs "
+                                "must be structurally identical")
+    N = Ns.pop()
+    L = len(limbs)
+    if N != 6 or L != 6:
+        raise PKMStructureError(f"model '{name}': {L} limbs x {N} joints; the spatial route needs "
+                                "6 limbs of 6 joints (delta_p = 6, kinematically non-redundant)")
+    BR = np.zeros((L, N, 3, 3))
+    Bp = np.zeros((L, N, 3))
+    X = np.zeros((L, N, 6))
+    M = np.zeros((L, N, 6, 6))
+    act = np.zeros(L, np.int64)
+    tree_index = -np.ones((L, N), np.int64)
+    actuated = set(model.actuated_indices.tolist())
+    for l, (lname, js, fa) in enumerate(limbs):
+        a = [i for i, j in enumerate(js) if j in actuated]
+        if len(a) != 1:
+            raise PKMStructureError(f"model '{name}': limb '{lname}' has {len(a)} actuated joints "
+                                    "(need exactly 1)")
+        act[l] = a[0]
+        for i, j in enumerate(js):
+            tree_index[l, i] = j
+            BR[l, i] = model.R_fixed[j]
+            Bp[l, i] = model.p_fixed[j]
+            X[l, i] = model.screw_local[j]
+            M[l, i] = _inertia6(model.mass[j], model.com[j], model.inertia_origin[j])
+        if fa is not None:
+            n = len(js)
+            BR[l, n] = model.frame_R[fa]
+            Bp[l, n] = model.frame_p[fa]
+            BR[l, n + 1] = BR[l, n + 2] = np.eye(3)
+            for k in range(3):
+                X[l, n + k, 3 + k] = 1.0
+            Ta = T[fa]
+        # last body frame -> platform frame: C_N' = C_N T = C_{N-1} (B_N T) exp(Ad_T^-1 X_N th)
+        if fa is not None:
+            Tr = np.linalg.inv(Ta) @ T_p
+        else:
+            Tr = np.eye(4)
+            Tr[:3, :3] = model.frame_R[fp]
+            Tr[:3, 3] = model.frame_p[fp]
+        Ti = np.linalg.inv(Tr)
+        B = np.eye(4)
+        B[:3, :3], B[:3, 3] = BR[l, N - 1], Bp[l, N - 1]
+        B = B @ Tr
+        BR[l, N - 1], Bp[l, N - 1] = B[:3, :3], B[:3, 3]
+        X[l, N - 1] = _Ad(Ti[:3, :3], Ti[:3, 3]) @ X[l, N - 1]
+        AdT = _Ad(Tr[:3, :3], Tr[:3, 3])
+        M[l, N - 1] = AdT.T @ M[l, N - 1] @ AdT
+    act_idx = model.actuated_indices
+    order = np.array([[l for l in range(L) if tree_index[l, act[l]] == j][0] for j in act_idx])
+    out = PKMLimbs(BR, Bp, X, M, act, tree_index, [n for n, _, _ in limbs], order, platform,
+                   model.gravity, name)
+    lo = np.full((L, N), -np.inf)
+    hi = np.full((L, N), np.inf)
+    m = tree_index >= 0
+    lo[m] = model.lower[tree_index[m]]
+    hi[m] = model.upper[tree_index[m]]
+    out.lower, out.upper = lo, hi
+    cache[key] = out
+    return out
+
+
+ID2Result = namedtuple('ID2Result', 'u ud udd theta theta_a J_IK w status')
+ID2Result.__doc__ = """Result of :func:`inverse_dynamics_d2_full` (S = samples; squeezed for a
+single sample):
+
+u, ud, udd (S, 6): actuator forces and their 1st/2nd time derivatives, ``model.actuated`` order
+theta (S, 5, L, N): limb joint coordinates and derivatives 0..4 (limb order, cut joints included)
+theta_a (S, 5, 6): actuated joint coordinates and derivatives 0..4 (``model.actuated`` order)
+J_IK (S, 3, 6, 6): IK Jacobian ``theta_a_dot = J_IK V_t`` and its 1st/2nd time derivatives
+w (S, 3, 6): ``J_IK^T u`` and its derivatives (task-space generalized force, platform frame)
+status (S,) int: 0 everywhere (failures raise :class:`PKMSingularityError`)."""
+
+
+def _batch(x, shape, name):
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape == shape:
+        return a[None], True
+    if a.ndim == len(shape) + 1 and a.shape[1:] == shape:
+        return a, False
+    raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), '
+                     f'got {a.shape}')
+
+
+def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, gravity=None,
+                             theta_guess=None, tol=1e-13, max_iter=30):
+    """Recursive inverse dynamics of a PKM with its 1st and 2nd time derivatives (seed 004).
+
+    ``model``: a :class:`robot_dynamics.Model` of a 6-limb PKM (spanning tree + spherical cut
+    joints, e.g. ``urdf/gough_stewart.urdf``) or a :class:`PKMLimbs`.
+    ``x`` (4, 4) or (S, 4, 4): platform pose in the world (homogeneous matrix of the
+    ``platform`` frame); ``xd, xdd, xddd, xdddd`` (6,) or (S, 6): body-fixed platform twist
+    ``V_t = (v, w)`` [m/s, rad/s] and its 1st, 2nd, 3rd time derivatives (the motion up to snap).
+    ``gravity`` (3,) world gravity (default the model's). ``theta_guess`` (L, N) IK start of the
+    first sample (default: the reference configuration, all limb angles 0 there).
+
+    Returns :class:`ID2Result`. Raises :class:`PKMSingularityError` if the IK fails or a
+    Jacobian is singular, :class:`~robot_dynamics.errors.InputError` on bad shapes/values.
+    """
+    limbs = model if isinstance(model, PKMLimbs) else limbs_from_model(model, platform)
+    X, single = _batch(x, (4, 4), 'x')
+    Vs = [_batch(v, (6,), nm)[0] for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'),
+                                                (xdddd, 'xdddd'))]
+    S = X.shape[0]
+    for v, nm in zip(Vs, ('xd', 'xdd', 'xddd', 'xdddd')):
+        if v.shape[0] != S:
+            raise InputError(f'{nm} has {v.shape[0]} samples, x has {S}')
+    if not np.all(np.isfinite(X)):
+        raise InputError('x contains non-finite values')
+    VT = np.ascontiguousarray(np.stack(Vs, axis=1))
+    if not np.all(np.isfinite(VT)):
+        raise InputError('the task derivatives contain non-finite values')
+    R = np.ascontiguousarray(X[:, :3, :3])
+    if np.max(np.abs(np.einsum('sji,sjk->sik', R, R) - np.eye(3))) > 1e-9:
+        raise InputError('x: the rotation part is not orthonormal')
+    p = np.ascontiguousarray(X[:, :3, 3])
+    g = limbs.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
+    L, N = limbs.L, limbs.N
+    th0 = limbs.th_ref if theta_guess is None else np.asarray(theta_guess, float).reshape(L, N)
+    TH = np.empty((S, 5, L, N))
+    U = np.empty((S, 3, L))
+    WT = np.empty((S, 3, 6))
+    JIK = np.empty((S, 3, L, 6))
+    st = np.empty(S, np.int64)
+    RK.pkm_id_d2_batch(limbs.BR, limbs.Bp, limbs.X, limbs.M, limbs.act, g, R, p, VT,
+                       np.ascontiguousarray(th0), tol, max_iter, TH, U, WT, JIK, st)
+    if limbs.lower is not None:
+        out = np.any((TH[:, 0] < limbs.lower - 1e-12) | (TH[:, 0] > limbs.upper + 1e-12), axis=(1, 2))
+        st[(st == 0) & out] = 5
+    bad = np.nonzero(st)[0]
+    if len(bad):
+        what = {1: 'IK did not converge (pose outside the workspace?)', 2: 'singular limb Jacobian',
+                3: 'singular IK Jacobian J_IK (parallel singularity)', 4: 'non-finite input',
+                5: 'IK solution outside the URDF joint limits'}
+        raise PKMSingularityError(f"{limbs.model_name}: {len(bad)} of {S} samples failed, first "
+                                  f"sample {bad[0]}: {what[int(st[bad[0]])]}", bad, st)
+    o = limbs.order
+    u = U[:, :, o]
+    th_a = TH[:, :, o, limbs.act[o]]
+    J = JIK[:, :, o, :]
+    res = ID2Result(u[:, 0], u[:, 1], u[:, 2], TH, th_a, J, WT, st)
+    if single:
+        res = ID2Result(*(r[0] for r in res))
+    return res
+
+
+def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, **kw):
+    """``(u, ud, udd)`` of :func:`inverse_dynamics_d2_full` (same arguments): the actuator forces
+    of the PKM for the platform motion up to snap, and their 1st and 2nd time derivatives,
+    (6,) each or (S, 6) for a batch, in the order of ``model.actuated``."""
+    r = inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, **kw)
+    return r.u, r.ud, r.udd
+
+
+def task_space_dynamics(model, x, xd, *, platform=None, gravity=None):
+    """Task-space mass matrix and bias (brief A7): ``w = M_t Vd_t + b`` with ``w = J_IK^T u``.
+
+    ``x`` (4, 4), ``xd`` (6,) body-fixed platform twist. Returns ``(M_t (6, 6), b (6,), J_IK
+    (6, 6))``; forward dynamics: ``Vd_t = M_t^-1 (J_IK^T u - b)``. Computed from 7 evaluations
+    of the recursive ID (batched in one compiled call).
+    """
+    xd = np.asarray(xd, float).reshape(6)
+    X = np.broadcast_to(np.asarray(x, float), (7, 4, 4))
+    V = np.broadcast_to(xd, (7, 6))
+    Vd = np.zeros((7, 6))
+    Vd[1:] = np.eye(6)
+    Z = np.zeros((7, 6))
+    r = inverse_dynamics_d2_full(model, X, V, Vd, Z, Z, platform=platform, gravity=gravity)
+    b = r.w[0, 0]
+    Mt = (r.w[1:, 0] - b).T
+    return Mt, b, r.J_IK[0, 0]
+
+
+def limb_to_tree(limbs, theta, model_nq):
+    """Map limb coordinates ``theta`` (..., L, N) to the model's tree coordinates (..., nq)
+    (cut-joint entries dropped)."""
+    theta = np.asarray(theta, float)
+    out = np.zeros(theta.shape[:-2] + (model_nq,))
+    m = limbs.tree_index >= 0
+    out[..., limbs.tree_index[m]] = theta[..., m]
+    return out
