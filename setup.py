@@ -66,6 +66,7 @@ setup(
             'dynamics_node = robot_dynamics.nodes.dynamics_node:main',
             'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
             'ip_controller = robot_dynamics.nodes.ip_controller:main',
+            'ik_node = robot_dynamics.nodes.ik_node:main',
         ],
     },
 )

@@ -1,0 +1,215 @@
+"""Virtual decomposition control of hydraulic parallel-serial booms (seed 001, eq. 8, 36-48,
+70-77, 90-93), on the structure model of :mod:`robot_dynamics.vdc`.
+
+One control step (:meth:`VDCController.step`), all quantities at the MEASURED configuration::
+
+    qd_r  = qd_d + lam (q_d - q),  qdd_r = qdd_d + lam (qd_d - qd)          (eq. 36/37)
+    V, V_r, dV_r/dt  base -> tip (dU^T/dt with the measured rates)          (eq. 24-48)
+    F_r*_A = M_A dV_r/dt + C_A(w) V_r + G_A + K_A (V_r - V)                  (eq. 8)
+    f_cr (eq. 76 = 68 on required wrenches), F_r,Bc (eq. 77) tip -> base
+    f_pr = f_cr + f_f(xd_r)                                 (friction at the REQUIRED rate)
+    u_fr = f_pr'/beta + (A_a^2/V_a + A_b^2/V_b) xd + k_x (xd_r - xd) + k_f (f_pr - f_p)  (eq. 90)
+    u    = valve_inverse(u_fr), saturated to +-u_max                        (eq. 89/91)
+
+``f_pr'`` (never specified by the paper): ``fdot='difference'`` the backward difference at the
+control period (default, as the brief's run), or pass ``fpr_dot`` explicitly (oracle / analytic).
+Gains: ``lam`` [1/s], ``K_A = k_scale M_A`` [1/s], ``k_f = kf_pole / beta`` [m^2... N^-1 s^-1
+scaled so that beta k_f = kf_pole 1/s], ``k_x = kx_ratio k_f`` (``kx_ratio`` N s/m).
+References: per segment (q_d, qd_d, qdd_d) (rad or m) from an analytic trajectory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..hydraulics import A_A, A_B, UMAX, _volumes, friction, valve_inverse
+from ..vdc import _body_wrenches, _bwd, _fwd
+
+
+class VDCController:
+    """VDC + pressure/flow controller for a :class:`~robot_dynamics.vdc.Structure`.
+
+    ``params``: the controller's :class:`~robot_dynamics.hydraulics.HydraulicParams` (may
+    differ from the plant's: robustness). ``step(q, qd, pa, pb, ref, FD=None, fpr_dot=None)``
+    -> valve voltages (ns,). ``diag`` holds the last diagnostics (dict of arrays).
+    """
+
+    def __init__(self, structure, params, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4,
+                 dt=1e-3, dp_min=1e5):
+        self.st, self.hp = structure, params
+        ns = self.ns = structure.ns
+        self.lam = np.broadcast_to(np.asarray(lam, float), (ns,)).copy()
+        if np.any(self.lam <= 0) or k_scale <= 0 or kf_pole <= 0 or kx_ratio <= 0 or dt <= 0:
+            raise InputError('VDC gains lam, k_scale, kf_pole, kx_ratio and dt must be > 0')
+        self.Kb = np.ascontiguousarray(k_scale * structure.Mb)
+        self.kf = np.full(ns, kf_pole / params.beta)
+        self.kx = kx_ratio * self.kf
+        self.dt, self.dp_min = float(dt), float(dp_min)
+        self._V = np.zeros((ns, 6, 6))
+        self._Vd = np.zeros((ns, 6, 6))
+        self._Vr = np.zeros((ns, 6, 6))
+        self._Vdr = np.zeros((ns, 6, 6))
+        self._Rw = np.zeros((ns, 6, 3, 3))
+        self._pw = np.zeros((ns, 6, 3))
+        self._clo = np.zeros((ns, 12))
+        self._clor = np.zeros((ns, 12))
+        self._Fs = np.zeros((ns, 4, 6))
+        self._fc = np.zeros(ns)
+        self._FBc = np.zeros((ns, 6))
+        self._FE = np.zeros((ns, 6))
+        self._z6 = np.zeros(6)
+        self._zn = np.zeros(ns)
+        self.reset()
+
+    def reset(self):
+        """Forget the previous f_pr (the backward difference restarts at 0)."""
+        self.fpr_prev = None
+        self.diag = {}
+
+    def required(self, q, qd, ref, FD=None):
+        """Required quantities at (q, qd) for ref = (q_d, qd_d, qdd_d) (3, ns).
+
+        Returns (f_pr (ns,), xd_r (ns,), xd (ns,), x (ns,)) and fills the work arrays."""
+        st = self.st
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        ref = np.asarray(ref, float)
+        if ref.shape != (3, self.ns) or q.shape != (self.ns,) or qd.shape != (self.ns,):
+            raise InputError(f'need q, qd ({self.ns},) and ref (3, {self.ns})')
+        qd_r = ref[1] + self.lam * (ref[0] - q)
+        qdd_r = ref[2] + self.lam * (ref[1] - qd)
+        _fwd(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, q, qd, qd, self._zn, self._z6,
+             self._z6, self._V, self._Vd, self._Rw, self._pw, self._clo)
+        _fwd(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, q, qd, qd_r, qdd_r, self._z6,
+             self._z6, self._Vr, self._Vdr, self._Rw, self._pw, self._clor)
+        _body_wrenches(st.Mb, st.mb, st.cb, st.Ib, self.Kb, st.gravity, self._Vr, self._Vdr,
+                       self._V, self._Rw, True, self._Fs)
+        FD = self._z6 if FD is None else np.ascontiguousarray(FD, dtype=float)
+        _bwd(st.kind, st.geo, st.RE, st.rE, q, self._clor, self._Fs, FD, self._fc, self._FBc,
+             self._FE, st.eps)
+        x = np.where(st.kind == 0, self._clo[:, 0] - st.geo[:, 2], q)
+        xd = self._clo[:, 3] * qd
+        xd_r = self._clor[:, 4].copy()
+        P = self.hp.P
+        fpr = np.array([self._fc[k] + friction(P[k], xd_r[k]) for k in range(self.ns)])
+        return fpr, xd_r, xd, x
+
+    def step(self, q, qd, pa, pb, ref, FD=None, fpr_dot=None):
+        """One control step -> valve voltages u (ns,) [V], saturated to +-u_max."""
+        fpr, xd_r, xd, x = self.required(q, qd, ref, FD)
+        hp, P = self.hp, self.hp.P
+        pa = np.asarray(pa, float)
+        pb = np.asarray(pb, float)
+        fp = P[:, A_A] * pa - P[:, A_B] * pb
+        if fpr_dot is None:
+            fpr_dot = np.zeros(self.ns) if self.fpr_prev is None else (fpr - self.fpr_prev) / self.dt
+        self.fpr_prev = fpr
+        u = np.zeros(self.ns)
+        uf = np.zeros(self.ns)
+        for k in range(self.ns):
+            va, vb = _volumes(P[k], x[k])
+            uf[k] = (fpr_dot[k] / hp.beta + (P[k, A_A] ** 2 / va + P[k, A_B] ** 2 / vb) * xd[k]
+                     + self.kx[k] * (xd_r[k] - xd[k]) + self.kf[k] * (fpr[k] - fp[k]))
+            u[k] = valve_inverse(P[k], uf[k], x[k], pa[k], pb[k], hp.p_s, hp.p_r, self.dp_min)
+        us = np.clip(u, -P[:, UMAX], P[:, UMAX])
+        if not np.all(np.isfinite(us)):
+            us[:] = 0.0          # never output NaN: close the valves
+        self.diag = dict(fpr=fpr, fp=fp, xd_r=xd_r, xd=xd, x=x, uf=uf, u=us,
+                         saturated=np.abs(u) > P[:, UMAX], fpr_dot=np.asarray(fpr_dot, float))
+        return us
+
+    def lyapunov(self, fpr=None, fp=None):
+        """Accompanying function sum_A 1/2 e_A^T M_A e_A + sum (f_pr - f_p)^2 / (2 beta k_x)
+        (eq. 94-98) of the last step (e_A = V_r - V)."""
+        st = self.st
+        e = self._Vr[:, :4] - self._V[:, :4]
+        v = 0.5 * np.einsum('kai,kaij,kaj->', e, st.Mb, e)
+        d = self.diag
+        fpr = d['fpr'] if fpr is None else fpr
+        fp = d['fp'] if fp is None else fp
+        return float(v + np.sum((fpr - fp) ** 2 / (2 * self.hp.beta * self.kx)))
+
+    def dissipation(self):
+        """sum_A e_A^T K_A e_A (the mechanical part of the Lyapunov dissipation) of the last step."""
+        e = self._Vr[:, :4] - self._V[:, :4]
+        return float(np.einsum('kai,kaij,kaj->', e, self.Kb, e))
+
+
+def quintic_legs(points, durations, t):
+    """Straight-line rest-to-rest legs through ``points`` (K, d) with ``durations`` (K-1,):
+    ``s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5``. Returns (4, d): position, velocity,
+    acceleration, jerk at time t (hold before/after)."""
+    P = np.asarray(points, float)
+    T = np.asarray(durations, float)
+    times = np.concatenate([[0.0], np.cumsum(T)])
+    out = np.zeros((4, P.shape[1]))
+    if t <= 0:
+        out[0] = P[0]
+        return out
+    if t >= times[-1]:
+        out[0] = P[-1]
+        return out
+    i = int(np.searchsorted(times, t, side='right') - 1)
+    h = T[i]
+    s = (t - times[i]) / h
+    prof = (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5, (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / h,
+            (60 * s - 180 * s ** 2 + 120 * s ** 3) / h ** 2, (60 - 360 * s + 360 * s ** 2) / h ** 3)
+    d = P[i + 1] - P[i]
+    out[0] = P[i] + prof[0] * d
+    for k in (1, 2, 3):
+        out[k] = prof[k] * d
+    return out
+
+
+class TaskReference:
+    """Tool-point reference of a structure with as many task axes as segments, mapped to
+    segment coordinates analytically: Newton IK on the exact forward kinematics (warm start),
+    ``qd = J^-1 pd``, ``qdd = J^-1 (pdd - Jd qd)`` (J, Jd qd from the structure recursion; no
+    numerical differentiation in time). ``axes``: world axes of the task (e.g. (0, 2)).
+    ``path(t) -> (4, d)`` task position/derivatives. ``__call__(t) -> (3, ns)``.
+    """
+
+    def __init__(self, structure, path, axes, q_guess):
+        self.st, self.path, self.axes = structure, path, list(axes)
+        if len(self.axes) != structure.ns:
+            raise InputError('TaskReference needs one task axis per segment')
+        self.q = np.asarray(q_guess, float).copy()
+
+    def tool_point(self, q, qd=None):
+        """World tool position p (d,), Jacobian (d, ns) and Jd qd (d,) at (q, qd)."""
+        st, ns = self.st, self.st.ns
+        qd = np.zeros(ns) if qd is None else qd
+        st.forward(q, qd)
+        R = st.Rw[-1, 4]
+        V = st.V[-1, 4]
+        acc = R @ (st.Vd[-1, 4, :3] + np.cross(V[3:], V[:3]))
+        p = st.pw[-1, 4][self.axes]
+        J = np.zeros((3, ns))
+        for j in range(ns):
+            e = np.zeros(ns)
+            e[j] = 1.0
+            st.forward(q, np.zeros(ns), qd_use=e)
+            J[:, j] = R @ st.V[-1, 4, :3]
+        return p, J[self.axes], acc[self.axes]
+
+    def ik(self, p_d, tol=1e-12, it=30):
+        q = self.q
+        for _ in range(it):
+            p, J, _ = self.tool_point(q)
+            dq = np.linalg.solve(J, p_d - p)
+            q = q + dq
+            if np.abs(dq).max() < tol:
+                break
+        else:
+            raise InputError(f'IK did not converge for tool point {p_d}')
+        self.q = q
+        return q
+
+    def __call__(self, t):
+        P = self.path(t)
+        q = self.ik(P[0])
+        _, J, _ = self.tool_point(q)
+        qd = np.linalg.solve(J, P[1])
+        _, J, a0 = self.tool_point(q, qd)
+        qdd = np.linalg.solve(J, P[2] - a0)
+        return np.array([q, qd, qdd])

@@ -1,0 +1,154 @@
+"""ik_node: constraint-embedding inverse kinematics (seed 003) task -> every joint.
+
+Subscribes the task reference ``reference/pose`` (PoseStamped), ``reference/twist``
+(TwistStamped), ``reference/accel`` (AccelStamped) as published by trajectory_node in task mode
+(the components of the PKM task, e.g. world x and z of the platform frame, are taken from the
+position / linear parts), and ``~/ee_wrench`` (WrenchStamped, force/torque on the platform,
+world axes, about the platform frame origin) for the feed-forward. A sample is processed when
+its three parts carry the same header stamp.
+
+Publishes, per sample:
+
+* ``reference/joint_trajectory`` (JointTrajectory, one point, the model's ``independent``
+  joints: positions/velocities/accelerations) - the joint reference of dynamics_node
+  (law 'pidc', reference 'joint');
+* ``~/joint_trajectory`` (JointTrajectory, ALL URDF joints, passive ones included, p/v/a) for a
+  ros2_control joint_trajectory_controller;
+* ``~/joint_states`` (JointState, all joints, positions and velocities);
+* ``~/feedforward`` (Float64MultiArray, actuated joints in sidecar order): the actuator forces
+  of the task-space inverse dynamics (eq. 45) for the reference motion and the latest wrench;
+* ``~/diagnostics`` (Float64MultiArray, labelled: outer iterations per limb, max inner
+  iterations, task residual [m], loop residual, cond(F_(l)) per limb, cond(J_IK), near_singular).
+
+Service ``~/reset_seed`` (Trigger): back to the reference assembly mode. On failure (unreachable
+target, branch switch, non-convergence, singularity) the node keeps the last valid reference,
+logs the error and publishes nothing for that sample.
+Parameters: ``robot_description``, ``loops``, ``scheme`` (nested | compound), ``tol`` (1e-10),
+``max_outer`` (20), ``kappa_warn`` (30: cond(F) above which a near-singularity is reported).
+"""
+import numpy as np
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, load_model_param, spin_node
+from robot_dynamics.pkm.embedding import IKTracker
+
+_AX = {'x': 0, 'y': 1, 'z': 2}
+
+
+def _stamp(h):
+    return (h.stamp.sec, h.stamp.nanosec)
+
+
+class IKNode(Node):
+    """Constraint-embedding IK node."""
+
+    def __init__(self):
+        super().__init__('ik_node')
+        self.model = m = load_model_param(self)
+        dp = self.declare_parameter
+        self.tracker = IKTracker(m, scheme=dp('scheme', 'nested').value,
+                                 kappa_warn=float(dp('kappa_warn', 30.0).value),
+                                 tol=float(dp('tol', 1e-10).value),
+                                 max_outer=int(dp('max_outer', 20).value))
+        pk = self.tracker.pkm
+        self.comp = [_AX[c] for c in pk.task]
+        self.act_idx = m.actuated_indices
+        self.ind_idx = m.independent_indices
+        self.parts = {}
+        self.wrench = None
+        self.pub_ref = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+        self.pub_jt = self.create_publisher(JointTrajectory, '~/joint_trajectory', QOS_COMMAND)
+        self.pub_js = self.create_publisher(JointState, '~/joint_states', QOS_STATE)
+        self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+        self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
+        self.create_subscription(PoseStamped, 'reference/pose', lambda msg: self.on_part(0, msg), QOS_COMMAND)
+        self.create_subscription(TwistStamped, 'reference/twist', lambda msg: self.on_part(1, msg), QOS_COMMAND)
+        self.create_subscription(AccelStamped, 'reference/accel', lambda msg: self.on_part(2, msg), QOS_COMMAND)
+        self.create_subscription(WrenchStamped, '~/ee_wrench', self.on_wrench, QOS_COMMAND)
+        self.create_service(Trigger, '~/reset_seed', self.on_reset)
+        nl = len(pk.limbs)
+        self.labels = ([f'outer_{lb.name}' for lb in pk.limbs] + ['inner_max', 'task_residual',
+                       'loop_residual'] + [f'cond_F_{lb.name}' for lb in pk.limbs]
+                       + ['cond_J_IK', 'near_singular'])
+        self.n_fail = 0
+        self.get_logger().info(f'constraint-embedding IK: {nl} limbs, task {pk.task} of frame '
+                               f"'{pk.platform_frame}', publishes {m.nq} joints")
+
+    def on_wrench(self, msg):
+        w = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
+                      msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
+        if np.all(np.isfinite(w)):
+            self.wrench = w
+        else:
+            self.get_logger().warn('non-finite ee_wrench rejected', throttle_duration_sec=1.0)
+
+    def on_reset(self, request, response):
+        self.tracker.reset()
+        response.success, response.message = True, 'seed reset to the reference assembly mode'
+        return response
+
+    def on_part(self, k, msg):
+        if k == 0:
+            v = msg.pose.position
+        elif k == 1:
+            v = msg.twist.linear
+        else:
+            v = msg.accel.linear
+        self.parts[k] = (_stamp(msg.header), np.array([v.x, v.y, v.z])[self.comp], msg.header)
+        if len(self.parts) == 3 and len({p[0] for p in self.parts.values()}) == 1:
+            x, xd, xdd = (self.parts[i][1] for i in range(3))
+            header = self.parts[0][2]
+            self.parts = {}
+            self.process(header, x, xd, xdd)
+
+    def process(self, header, x, xd, xdd):
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd)) and np.all(np.isfinite(xdd))):
+            self.get_logger().warn('non-finite task reference rejected', throttle_duration_sec=1.0)
+            return
+        pk = self.tracker.pkm
+        try:
+            sol, mo = self.tracker.step(x, xd, xdd)
+            td = pk.task_dynamics(sol, xd, xdd, self.wrench, motion=mo)
+        except RobotDynamicsError as exc:            # keep the last valid reference
+            self.n_fail += 1
+            self.get_logger().error(f'IK failed, keeping the last valid reference: {exc}',
+                                    throttle_duration_sec=1.0)
+            return
+        m = self.model
+        names = list(m.joint_names)
+        pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
+                                  accelerations=mo.qdd.tolist())
+        self.pub_jt.publish(JointTrajectory(header=header, joint_names=names, points=[pt]))
+        i = self.ind_idx
+        pti = JointTrajectoryPoint(positions=mo.q[i].tolist(), velocities=mo.qd[i].tolist(),
+                                   accelerations=mo.qdd[i].tolist())
+        self.pub_ref.publish(JointTrajectory(header=header, joint_names=list(m.independent),
+                                             points=[pti]))
+        self.pub_js.publish(JointState(header=header, name=names, position=mo.q.tolist(),
+                                       velocity=mo.qd.tolist()))
+        ff = Float64MultiArray(data=td.u.tolist())
+        ff.layout.dim.append(MultiArrayDimension(label=','.join(m.actuated), size=len(td.u), stride=len(td.u)))
+        self.pub_ff.publish(ff)
+        d = ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
+             sol.task_residual, sol.loop_residual] + list(sol.cond_F)
+             + [mo.cond_J_IK, float(self.tracker.near_singular)])
+        dm = Float64MultiArray(data=d)
+        dm.layout.dim.append(MultiArrayDimension(label=','.join(self.labels), size=len(d), stride=len(d)))
+        self.pub_diag.publish(dm)
+        if self.tracker.near_singular:
+            self.get_logger().warn(f'near input singularity: cond(F) = {max(sol.cond_F):.1f}',
+                                   throttle_duration_sec=1.0)
+
+
+def main(args=None):
+    spin_node(IKNode, args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,983 @@
+"""Constraint embedding for PKM with hybrid limbs (seed 003, Mueller), corrected.
+
+General: any PKM described by a URDF spanning tree + loops sidecar whose ``submechanisms``
+declare the limbs. Each limb becomes its own tree model (:class:`Limb`) that contains the
+platform; its intra-limb loops are resolved locally (Newton, or a closed-form linear resolver
+declared in the sidecar), so each hybrid limb is a serial chain in a few independent
+coordinates ``q_(l)``. No global constraint system is ever formed.
+
+Sidecar (format robot_dynamics/loops/1), one entry per limb in ``submechanisms``::
+
+    - name: limb2
+      joints: [l2_j1, ...]            # URDF tree joints of the limb (parents inside or world)
+      loops: [l2_R7, l2_U8]           # intra-limb cut joints (must be edge-disjoint: hybrid limb)
+      dependent: [l2_j2, ...]         # optional: y of every loop (default: pivoted QR of G)
+      platform_joint: l2_U6           # a cut loop (revolute/universal/spherical) joining the limb
+                                      # to the platform: becomes 1-3 massless virtual revolute
+                                      # joints '<loop>_1', ... of the limb tree; or a list of
+                                      # URDF joints (the platform is in this limb's URDF subtree)
+      platform_frame: tool            # the platform frame F_p as seen from this limb
+      resolver: {l2_R7: {type: linear, matrix: [[-1], [1]]}, l2_U8: {type: newton}}
+      parameters: {task: [x, z], limb_task: [x, y, z]}
+
+``limb_task`` are the world components of the platform-origin position that the separated limb
+controls (delta_p(l) of them, = the limb DOF delta_l); ``task`` the PKM task coordinates x
+(delta_p of them, the same for every limb); non-task components are held at their value in the
+reference configuration (the PKM workspace W, e.g. y = 0 for IRSBot-2). D_t(l) is the 0/1
+selection of ``task`` inside ``limb_task``. Only translational task components are supported.
+
+Conventions: SI units, angles in rad. Twists/Jacobians are in the ``local_world_aligned``
+reference of :mod:`robot_dynamics.kinematics` (linear rows first), so for the translational
+task ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2) this equals the
+paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] / forces [N]; task
+forces are forces [N] on the platform origin in world axes. The inertia of the platform body is
+carried by exactly one limb (the one whose URDF subtree contains it; virtual joints are
+massless), so it is counted once (brief erratum 17).
+
+Algorithms (see docs/constraint_embedding.md for the equations and the corrections):
+
+* loop resolution: ``H_l = [-G_y^-1 G_q; I]`` per loop (eq. 18), ``Hdot qd`` via the exact
+  closure bias ``-G_y^-1 Gdot theta_dot`` (eq. 19 in product form);
+* limb IK: nested scheme (Alg. 1 with the corrected sign ``dx = x* - x``, inner Newton per loop =
+  the reconstructed Alg. 2) or the corrected compound scheme (Alg. 3 with the constraint
+  correction of eq. 33); continuation from a seed; branch tracking by the signs of det(L_t) and
+  det(G_y): a switch raises :class:`BranchSwitchError`, non-convergence :class:`IKError`;
+* velocity/acceleration IK: ``F = L_t^-1 D_t``, ``theta_dot = H F V_t``, corrected eq. (29):
+  ``q_ddot = F V_t_dot - L_t^-1 Ldot_t q_dot``;
+* task-space EOM ``M_t V_t_dot + b_t = J_IK^T u + W_t^EE`` with ``M_t = sum (HF)^T M_l (HF)``,
+  ``b_t = C_t V_t + W_t^grav`` evaluated by the limb RNEA (the Newton-Euler form of eqs. 39-45);
+  inverse dynamics ``u = J_IK^-T (M_t V_t_dot + b_t - W_t^EE)``, forward dynamics, FK from the
+  actuated joints (Newton on the same equations).
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..constraints import constraint_terms
+from ..dynamics import crba, rnea
+from ..errors import InputError, RobotDynamicsError
+from ..kinematics import _frame_state, forward_kinematics, world_state
+from ..model import REVOLUTE, Model
+
+__all__ = ['PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
+           'PKM', 'Limb', 'get_pkm', 'IKSolution', 'TaskMotion', 'TaskDynamics', 'solve_ik',
+           'task_motion', 'task_dynamics', 'inverse_dynamics', 'forward_dynamics',
+           'forward_kinematics_pkm', 'IKTracker']
+
+
+# --------------------------------------------------------------------------- errors
+class PKMError(RobotDynamicsError):
+    """Base class of the constraint-embedding errors."""
+
+
+class PKMSpecError(PKMError):
+    """The limb decomposition in the sidecar is unusable (names the limb/key)."""
+
+
+class IKError(PKMError):
+    """The IK did not converge (unreachable target, too large a step, singularity).
+
+    Attributes: ``limb`` (name), ``iterations``, ``residual`` (task error [m]),
+    ``loop_residual`` (max closure residual)."""
+
+    def __init__(self, message, limb=None, iterations=None, residual=None, loop_residual=None):
+        self.limb = limb
+        self.iterations = iterations
+        self.residual = residual
+        self.loop_residual = loop_residual
+        super().__init__(message)
+
+
+class BranchSwitchError(IKError):
+    """The IK converged on another assembly mode (sign of det L_t or det G_y flipped)."""
+
+
+class SingularityError(PKMError):
+    """An input (L_t) or output (J_IK) singularity: the requested quantity is undefined."""
+
+
+_COMP = {'x': 0, 'y': 1, 'z': 2}
+
+
+def _rot(axis, t):
+    k = np.asarray(axis, float)
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(t) * K + (1 - math.cos(t)) * K @ K
+
+
+def _cross(a, b):
+    """Cross product of (..., 3) arrays (much cheaper than np.cross for small arrays)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _fstate(lm, st, f, vel):
+    """World (R, p, w, v, alpha, a) of frame index f from a world_state dict."""
+    j = lm.frame_parent[f]
+    Ro, po = lm.frame_R[f], lm.frame_p[f]
+    if j < 0:
+        z = np.zeros(3)
+        return Ro, po, z, z, z, z
+    Rj = st['R'][j]
+    r = Rj @ po
+    w, al = st['w'][j], st['alpha'][j]
+    if not vel:
+        return Rj @ Ro, st['p'][j] + r, w, st['v'][j], al, st['a'][j]
+    wr = _cross(w, r)
+    return (Rj @ Ro, st['p'][j] + r, w, st['v'][j] + wr, al,
+            st['a'][j] + _cross(al, r) + _cross(w, wr))
+
+
+def _jac(lm, st, f, p):
+    """LWA Jacobian (6, n) of frame f whose origin is at p (world)."""
+    J = np.zeros((6, lm.nq))
+    j = lm.frame_parent[f]
+    if j < 0:
+        return J
+    sup = lm.support[j]
+    ax = st['axis'][sup]
+    rev = (lm.joint_types[sup] == REVOLUTE)[:, None]
+    J[:3, sup] = np.where(rev, _cross(ax, p - st['p'][sup]), ax).T
+    J[3:, sup] = np.where(rev, ax, 0.0).T
+    return J
+
+
+def _frame_terms(lm, st, f, vel):
+    R, p, w, v, al, a = _fstate(lm, st, f, vel)
+    return p, _jac(lm, st, f, p), (np.concatenate([a, al]) if vel else None)
+
+
+_CT = namedtuple('_CT', 'phi A bias')
+
+
+def _closure(lm, st, vel):
+    """phi (m,), A (m, n), bias = Adot qd (m,) of the limb loops (rows of constraints.py)."""
+    phis, As, bs = [], [], []
+    for lp in lm.loops:
+        fa, fb = lm.frame_index(lp.frame_a), lm.frame_index(lp.frame_b)
+        Ra, pa, wa, va, ala, aa = _fstate(lm, st, fa, vel)
+        Rb, pb, wb, vb, alb, ab = _fstate(lm, st, fb, vel)
+        Ja, Jb = _jac(lm, st, fa, pa), _jac(lm, st, fb, pb)
+        d = pb - pa
+        if len(lp.pos_dirs):
+            nw = lp.pos_dirs @ Ra.T                           # (k, 3) world directions
+            phis.append(nw @ d)
+            As.append(nw @ (Jb[:3] - Ja[:3]) + _cross(nw, d) @ Ja[3:])
+            if vel:
+                nd = _cross(wa, nw)
+                ndd = _cross(ala, nw) + _cross(wa, nd)
+                bs.append(ndd @ d + 2.0 * nd @ (vb - va) + nw @ (ab - aa))
+        if len(lp.rot_pairs):
+            uw = lp.rot_pairs[:, 0] @ Ra.T
+            ww = lp.rot_pairs[:, 1] @ Rb.T
+            phis.append(np.einsum('ij,ij->i', uw, ww))
+            As.append(_cross(uw, ww) @ (Ja[3:] - Jb[3:]))
+            if vel:
+                ud, wd = _cross(wa, uw), _cross(wb, ww)
+                udd = _cross(ala, uw) + _cross(wa, ud)
+                wdd = _cross(alb, ww) + _cross(wb, wd)
+                bs.append(np.einsum('ij,ij->i', udd, ww) + 2.0 * np.einsum('ij,ij->i', ud, wd)
+                          + np.einsum('ij,ij->i', uw, wdd))
+    return _CT(np.concatenate(phis), np.vstack(As), np.concatenate(bs) if vel else None)
+
+
+# --------------------------------------------------------------------------- data
+@dataclass
+class LoopCE:
+    """One intra-limb loop: constraint rows of the limb model, dependent/independent joints
+    (limb-local indices), the rows kept for G_y (rank-revealing selection) and the resolver."""
+    name: str
+    rows: np.ndarray          # all rows of this loop in the limb constraint vector
+    sel: np.ndarray           # selected independent rows (len = len(y))
+    y: np.ndarray             # dependent joints (limb-local)
+    q: np.ndarray             # independent joints of the loop (limb-local)
+    kind: str = 'newton'      # 'newton' | 'linear'
+    K: np.ndarray | None = None   # linear resolver: y = y0 + K (q - q0)
+    y0: np.ndarray | None = None
+    q0: np.ndarray | None = None
+    tol: float | None = None
+    max_iter: int | None = None
+
+
+@dataclass
+class Limb:
+    """A limb as its own tree model (platform included).
+
+    ``model``: limb tree (:class:`Model`); ``gidx`` (n_l,): index of each limb joint in the
+    global model (-1 for a virtual joint of the platform joint); ``frame``: platform frame name;
+    ``task_rows`` (delta_p(l),): world components of the platform position controlled by the
+    limb; ``D`` (delta_p(l), delta_p): D_t(l); ``qi``/``yi``: independent/dependent limb joints;
+    ``act`` limb-local indices of the actuated joints; ``virtual``: (loop, limb-side frame,
+    platform-side frame, axes in the limb-side frame) or None.
+    """
+    name: str
+    model: Model
+    gidx: np.ndarray
+    frame: str
+    fidx: int
+    task_rows: np.ndarray
+    D: np.ndarray
+    loops: list
+    qi: np.ndarray
+    yi: np.ndarray
+    act: np.ndarray
+    act_names: list
+    virtual: tuple | None = None
+    ref: np.ndarray | None = None
+    signs: dict = field(default_factory=dict)
+
+    @property
+    def nq(self):
+        return self.model.nq
+
+
+IKSolution = namedtuple('IKSolution', 'x theta q outer inner task_residual loop_residual '
+                                      'cond_F signs')
+IKSolution.__doc__ = """Result of :func:`solve_ik`.
+
+x (delta_p,) task coordinates [m]; theta: list of limb configurations (n_l,) [rad];
+q (n,): global URDF configuration (every joint, passive included); outer: outer iterations per
+limb; inner: list per limb of the inner (loop) iteration counts of every outer step;
+task_residual: max |x* - x| over limbs [m]; loop_residual: max closure residual of all limbs
+(position rows m, orientation rows -); cond_F: condition number of F_(l) per limb;
+signs: branch signature per limb (signs of det L_t and det G_y)."""
+
+TaskMotion = namedtuple('TaskMotion', 'theta thetad thetadd H F Lt J_IK q qd qdd cond_F '
+                                      'cond_J_IK')
+TaskMotion.__doc__ = """Velocity/acceleration IK (per limb lists, global arrays).
+
+theta, thetad, thetadd: lists (n_l,) per limb; H: list (n_l, delta_l); F: list
+(delta_l, delta_p); Lt: list (delta_p(l), delta_l); J_IK (n_act, delta_p) [rad/m];
+q, qd, qdd (n,) global; cond_F (per limb), cond_J_IK."""
+
+TaskDynamics = namedtuple('TaskDynamics', 'u M_t b_t g_t C_t_V_t W_t_ee J_IK motion '
+                                          'reflected_mass cond_M_t cond_J_IK')
+TaskDynamics.__doc__ = """Task-space dynamics at a task state.
+
+u (n_act,) actuator forces [N m | N] (order model.actuated); M_t (delta_p, delta_p) [kg];
+b_t = C_t V_t + W_t^grav, g_t = W_t^grav, C_t_V_t (delta_p,) [N]; W_t_ee (delta_p,) task force
+of the end-effector wrench; J_IK (n_act, delta_p); motion: :class:`TaskMotion`;
+reflected_mass: eigenvalues of M_t [kg]; cond_M_t, cond_J_IK."""
+
+
+# --------------------------------------------------------------------------- set-up
+class PKM:
+    """Limb decomposition of a PKM model (built once, cached on the model by :func:`get_pkm`).
+
+    Parameters: ``model`` (global :class:`Model` with a sidecar declaring the limbs),
+    ``tol`` (IK tolerance, m / closure units), ``max_outer``, ``max_inner``, ``scheme``
+    ('nested' | 'compound').
+    """
+
+    def __init__(self, model, tol=1e-10, max_outer=20, max_inner=20, scheme='nested'):
+        self.model = model
+        self.tol, self.max_outer, self.max_inner, self.scheme = tol, max_outer, max_inner, scheme
+        src = model.loops_source or model.source
+        subs = [s for s in (model.submechanisms or []) if 'platform_frame' in s]
+        if not subs:
+            raise PKMSpecError(f"{src}: submechanisms: no limb (an entry with 'platform_frame') "
+                               f"is declared; the constraint embedding needs the limbs")
+        task = None
+        self.limbs = []
+        used = set()
+        for i, sm in enumerate(subs):
+            key = f"{src}: submechanisms[{sm['name']}]"
+            par = sm.get('parameters') or {}
+            t = list(par.get('task', []))
+            lt = list(par.get('limb_task', t))
+            for c in t + lt:
+                if c not in _COMP:
+                    raise PKMSpecError(f"{key}.parameters: task component {c!r} not supported "
+                                       f"(translational components x, y, z only)")
+            if not t or any(c not in lt for c in t):
+                raise PKMSpecError(f"{key}.parameters: 'task' must be a non-empty subset of "
+                                   f"'limb_task', got task={t}, limb_task={lt}")
+            if task is None:
+                task = t
+            elif t != task:
+                raise PKMSpecError(f"{key}.parameters.task: {t} differs from the first limb's {task}")
+            limb = self._build_limb(sm, key, lt, t)
+            overlap = used & set(int(g) for g in limb.gidx if g >= 0)
+            if overlap:
+                raise PKMSpecError(f"{key}.joints: joints shared with another limb: "
+                                   f"{[model.joint_names[g] for g in sorted(overlap)]}")
+            used |= set(int(g) for g in limb.gidx if g >= 0)
+            self.limbs.append(limb)
+        self.task = task
+        self.ntask = len(task)
+        self.platform_frame = self.limbs[0].frame
+        act = list(model.actuated)
+        self.act_map = []                    # (limb index, limb-local joint) per actuated joint
+        for a in act:
+            for li, lb in enumerate(self.limbs):
+                if a in lb.act_names:
+                    self.act_map.append((li, int(lb.model.joint_index(a))))
+                    break
+            else:
+                raise PKMSpecError(f"{src}: actuated joint '{a}' belongs to no limb")
+        self.x_ref_full = self._platform_pos(self.limbs[0], self.limbs[0].ref)
+        self.x_ref = self.x_ref_full[[_COMP[c] for c in task]]
+        for lb in self.limbs:
+            d = self._platform_pos(lb, lb.ref) - self.x_ref_full
+            if np.linalg.norm(d) > 1e-8:
+                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' is "
+                                   f"{np.linalg.norm(d):.3g} m away from the first limb's in the "
+                                   f"reference configuration (not assembled)")
+            lb.signs = self._signature(lb, lb.ref)
+
+    # ----------------------------------------------------------------- limb model
+    def _build_limb(self, sm, key, limb_task, task):
+        M = self.model
+        joints = sm.get('joints')
+        if not joints:
+            raise PKMSpecError(f'{key}.joints: a limb needs its list of tree joints')
+        g = sorted(M.joint_index(j) for j in joints)
+        gset = set(g)
+        for j in g:
+            p = int(M.parents[j])
+            if p >= 0 and p not in gset:
+                raise PKMSpecError(f"{key}.joints: the parent joint '{M.joint_names[p]}' of "
+                                   f"'{M.joint_names[j]}' is not in the limb (a limb must be a "
+                                   f"subtree hanging from the world)")
+        loc = {j: k for k, j in enumerate(g)}
+        names = [M.joint_names[j] for j in g]
+        parents = [loc[int(M.parents[j])] if M.parents[j] >= 0 else -1 for j in g]
+        arr = {k: [getattr(M, k)[j] for j in g] for k in
+               ('joint_types', 'axes', 'R_fixed', 'p_fixed', 'mass', 'com', 'inertia_com',
+                'lower', 'upper', 'velocity_limit', 'effort_limit')}
+        utypes = [M.joint_urdf_types[j] for j in g]
+        fnames, fpar, fR, fp = [], [], [], []
+        for f, nm in enumerate(M.frame_names):
+            pj = int(M.frame_parent[f])
+            if pj < 0 or pj in gset:
+                fnames.append(nm)
+                fpar.append(loc[pj] if pj >= 0 else -1)
+                fR.append(M.frame_R[f])
+                fp.append(M.frame_p[f])
+        virtual = None
+        pjs = sm.get('platform_joint')
+        if isinstance(pjs, str):
+            lps = {lp.name: lp for lp in M.loops}
+            if pjs not in lps:
+                raise PKMSpecError(f"{key}.platform_joint: '{pjs}' is neither a loop of the "
+                                   f"sidecar nor a list of joints")
+            lp = lps[pjs]
+            pa = int(M.frame_parent[M.frame_index(lp.frame_a)])
+            pb = int(M.frame_parent[M.frame_index(lp.frame_b)])
+            if pa in gset or (pa < 0 and pb not in gset):
+                side, other, first = lp.frame_a, lp.frame_b, True
+            elif pb in gset or pb < 0:
+                side, other, first = lp.frame_b, lp.frame_a, False
+            else:
+                raise PKMSpecError(f"{key}.platform_joint: neither cut frame of '{pjs}' is on the limb")
+            if lp.type == 'revolute':
+                axes = [lp.axis]
+            elif lp.type == 'universal':
+                axes = [lp.axes[0], lp.axes[1]] if first else [lp.axes[1], lp.axes[0]]
+            elif lp.type in ('spherical', 'point', 'point3d'):
+                axes = list(np.eye(3))
+            else:
+                raise PKMSpecError(f"{key}.platform_joint: loop type '{lp.type}' cannot be a "
+                                   f"platform joint (revolute, universal, spherical)")
+            s = M.frame_index(side)
+            ps = int(M.frame_parent[s])
+            P = int(M.frame_parent[M.frame_index(other)])
+            if P < 0 or P in gset:
+                raise PKMSpecError(f"{key}.platform_joint: the platform side of '{pjs}' must be a "
+                                   f"moving body outside the limb")
+            vnames = [f'{pjs}_{k + 1}' for k in range(len(axes))]
+            for k, ax in enumerate(axes):
+                names.append(vnames[k])
+                parents.append((loc[ps] if ps >= 0 else -1) if k == 0 else len(names) - 2)
+                arr['joint_types'].append(REVOLUTE)
+                arr['axes'].append(np.asarray(ax, float))
+                arr['R_fixed'].append(M.frame_R[s] if k == 0 else np.eye(3))
+                arr['p_fixed'].append(M.frame_p[s] if k == 0 else np.zeros(3))
+                arr['mass'].append(0.0)
+                arr['com'].append(np.zeros(3))
+                arr['inertia_com'].append(np.zeros((3, 3)))
+                arr['lower'].append(-np.inf)
+                arr['upper'].append(np.inf)
+                arr['velocity_limit'].append(np.inf)
+                arr['effort_limit'].append(0.0)
+                utypes.append('continuous')
+            o = M.frame_index(other)
+            Ro, po = M.frame_R[o], M.frame_p[o]
+            last = len(names) - 1
+            for f, nm in enumerate(M.frame_names):
+                if int(M.frame_parent[f]) == P:
+                    fnames.append(nm)
+                    fpar.append(last)
+                    fR.append(Ro.T @ M.frame_R[f])
+                    fp.append(Ro.T @ (M.frame_p[f] - po))
+            virtual = (pjs, side, other, [np.asarray(a, float) for a in axes], lp.type)
+        elif pjs is not None:
+            if not isinstance(pjs, list) or any(j not in names for j in pjs):
+                raise PKMSpecError(f'{key}.platform_joint: must be a loop name or a list of '
+                                   f'joints of the limb, got {pjs!r}')
+        nl = len(names)
+        lm = Model(name=f"{M.name}:{sm['name']}", source=M.source, joint_names=names,
+                   parents=np.array(parents, dtype=np.int64),
+                   joint_types=np.array(arr['joint_types'], dtype=np.int64),
+                   joint_urdf_types=utypes, axes=np.array(arr['axes']).reshape(nl, 3),
+                   R_fixed=np.array(arr['R_fixed']).reshape(nl, 3, 3),
+                   p_fixed=np.array(arr['p_fixed']).reshape(nl, 3),
+                   mass=np.array(arr['mass'], float), com=np.array(arr['com']).reshape(nl, 3),
+                   inertia_com=np.array(arr['inertia_com']).reshape(nl, 3, 3),
+                   lower=np.array(arr['lower'], float), upper=np.array(arr['upper'], float),
+                   velocity_limit=np.array(arr['velocity_limit'], float),
+                   effort_limit=np.array(arr['effort_limit'], float),
+                   frame_names=fnames, frame_parent=np.array(fpar, dtype=np.int64),
+                   frame_R=np.array(fR).reshape(-1, 3, 3), frame_p=np.array(fp).reshape(-1, 3),
+                   root_link=M.root_link, gravity=M.gravity.copy())
+        frame = sm.get('platform_frame')
+        if frame not in set(fnames):
+            raise PKMSpecError(f"{key}.platform_frame: '{frame}' is not a frame of the limb tree")
+        lps = {lp.name: lp for lp in M.loops}
+        lm.loops = []
+        for ln in sm.get('loops', []) or []:
+            lp = lps[ln]
+            for fr in (lp.frame_a, lp.frame_b):
+                if fr not in set(fnames):
+                    raise PKMSpecError(f"{key}.loops: cut frame '{fr}' of loop '{ln}' is not on "
+                                       f"the limb tree (an inter-limb loop must be the "
+                                       f"platform_joint)")
+            lm.loops.append(lp)
+        gidx = np.array(g + [-1] * (nl - len(g)), dtype=np.int64)
+        act_names = [j for j in M.actuated if j in set(names)]
+        ref = self._limb_config(lm, gidx, virtual, M.reference_q())
+        loops, dep = self._partition(sm, key, lm, ref, act_names)
+        qi = np.array([k for k in range(nl) if k not in set(dep)], dtype=np.int64)
+        yi = np.array(sorted(dep), dtype=np.int64)
+        D = np.zeros((len(limb_task), len(task)))
+        for c, comp in enumerate(task):
+            D[limb_task.index(comp), c] = 1.0
+        limb = Limb(name=sm['name'], model=lm, gidx=gidx, frame=frame,
+                    fidx=lm.frame_index(frame),
+                    task_rows=np.array([_COMP[c] for c in limb_task], dtype=np.int64), D=D,
+                    loops=loops, qi=qi, yi=yi,
+                    act=np.array([lm.joint_index(a) for a in act_names], dtype=np.int64),
+                    act_names=act_names, virtual=virtual, ref=ref)
+        if len(qi) != len(limb_task):
+            raise PKMSpecError(f"{key}: the limb has delta_l = {len(qi)} independent coordinates "
+                               f"but controls {len(limb_task)} task components (limb_task); the "
+                               f"embedding needs non-redundant limbs (delta_p(l) = delta_l)")
+        res = self._loop_max(limb, ref)
+        if res > 1e-8:
+            raise PKMSpecError(f"{key}: the reference configuration violates the closure of the "
+                               f"limb loops (max residual {res:.3g}); give a closed "
+                               f"reference_configuration")
+        return limb
+
+    @staticmethod
+    def _limb_config(lm, gidx, virtual, qg):
+        """Limb configuration from a global configuration (virtual joints from the cut)."""
+        th = np.zeros(lm.nq)
+        m = gidx >= 0
+        th[m] = qg[gidx[m]]
+        return th
+
+    def limb_config(self, limb, qg):
+        """Limb configuration (n_l,) from a global URDF configuration ``qg`` (n,); the virtual
+        platform-joint angles are recovered from the relative orientation of the cut frames."""
+        th = self._limb_config(limb.model, limb.gidx, limb.virtual, qg)
+        if limb.virtual is not None:
+            _, side, other, axes, typ = limb.virtual
+            T = forward_kinematics(self.model, qg, [side, other], as_array=True)
+            R = T[0, :3, :3].T @ T[1, :3, :3]
+            nv = len(axes)
+            if typ == 'revolute':
+                k = axes[0]
+                e = np.eye(3)[int(np.argmin(np.abs(k)))]
+                e = e - (e @ k) * k
+                e /= np.linalg.norm(e)
+                ang = [math.atan2(k @ np.cross(e, R @ e), e @ (R @ e))]
+            elif typ == 'universal':
+                a1, a2 = axes
+                v = R @ a2
+                t1 = math.atan2(a1 @ np.cross(a2, v), a2 @ v)
+                w = R.T @ a1
+                t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
+                ang = [t1, t2]
+            else:                          # R = Rx(a) Ry(b) Rz(c)
+                ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
+                       math.atan2(-R[0, 1], R[0, 0])]
+            th[-nv:] = ang
+        return th
+
+    def _partition(self, sm, key, lm, ref, act_names):
+        """Per loop: joints (limb-local), dependent/independent split, row selection, resolver."""
+        ct = constraint_terms(lm, ref)
+        dep_names = sm.get('dependent')
+        res_spec = sm.get('resolver') or {}
+        if not isinstance(res_spec, dict):
+            raise PKMSpecError(f'{key}.resolver: must be a mapping loop -> {{type: ...}}')
+        loops, r0, seen, dep_all = [], 0, set(), []
+        act = set(lm.joint_index(a) for a in act_names)
+        for lp in lm.loops:
+            rows = np.arange(r0, r0 + lp.nrows)
+            r0 += lp.nrows
+            sa = set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_a)]]) \
+                if lm.frame_parent[lm.frame_index(lp.frame_a)] >= 0 else set()
+            sb = set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_b)]]) \
+                if lm.frame_parent[lm.frame_index(lp.frame_b)] >= 0 else set()
+            lj = sorted(sa ^ sb)
+            if seen & set(lj):
+                raise PKMSpecError(f"{key}.loops: loop '{lp.name}' shares joints with another "
+                                   f"loop of the limb (not a hybrid limb: loops must be "
+                                   f"edge-disjoint)")
+            seen |= set(lj)
+            G = ct.A[rows][:, lj]
+            sv = np.linalg.svd(G, compute_uv=False)
+            rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0]))) if len(sv) else 0
+            if dep_names is not None:
+                y = [k for k in lj if lm.joint_names[k] in set(dep_names)]
+                if len(y) != rank:
+                    raise PKMSpecError(f"{key}.dependent: loop '{lp.name}' has {rank} independent "
+                                       f"constraints but {len(y)} dependent joints were declared "
+                                       f"({[lm.joint_names[k] for k in y]})")
+            else:                   # pivoted QR on G, actuated joints last (they stay independent)
+                import scipy.linalg as sla
+                cand = [k for k in lj if k not in act] + [k for k in lj if k in act]
+                _, _, piv = sla.qr(ct.A[rows][:, cand], pivoting=True)
+                y = sorted(cand[p] for p in piv[:rank])
+            q = [k for k in lj if k not in set(y)]
+            Gy = ct.A[rows][:, y]
+            import scipy.linalg as sla
+            _, _, piv = sla.qr(Gy.T, pivoting=True)
+            sel = rows[np.sort(piv[:len(y)])]
+            if len(y) and np.linalg.cond(ct.A[sel][:, y]) > 1e8:
+                raise PKMSpecError(f"{key}: loop '{lp.name}': G_y is singular at the reference "
+                                   f"configuration for the dependent joints "
+                                   f"{[lm.joint_names[k] for k in y]}; choose another partition")
+            L = LoopCE(name=lp.name, rows=rows, sel=sel, y=np.array(y, dtype=np.int64),
+                       q=np.array(q, dtype=np.int64))
+            spec = res_spec.get(lp.name, {'type': 'newton'})
+            kind = spec.get('type', 'newton') if isinstance(spec, dict) else None
+            if kind == 'linear':
+                K = np.asarray(spec.get('matrix'), float)
+                if K.shape != (len(y), len(q)):
+                    raise PKMSpecError(f"{key}.resolver.{lp.name}.matrix: shape {K.shape}, "
+                                       f"expected ({len(y)}, {len(q)}) (dependent x independent "
+                                       f"joints of the loop: {[lm.joint_names[k] for k in y]} x "
+                                       f"{[lm.joint_names[k] for k in q]})")
+                L.kind, L.K, L.y0, L.q0 = 'linear', K, ref[y].copy(), ref[q].copy()
+                rng = np.random.default_rng(0)
+                for _ in range(3):          # the resolver must close the loop exactly
+                    th = ref.copy()
+                    th[q] += rng.uniform(-0.3, 0.3, len(q))
+                    th[y] = L.y0 + K @ (th[q] - L.q0)
+                    e = np.abs(constraint_terms(lm, th, jacobian=False).phi[rows]).max()
+                    if e > 1e-9:
+                        raise PKMSpecError(f"{key}.resolver.{lp.name}: the linear resolver does "
+                                           f"not close the loop (residual {e:.3g})")
+            elif kind == 'newton':
+                L.tol = float(spec.get('tol', 0)) or None
+                L.max_iter = int(spec.get('max_iter', 0)) or None
+            else:
+                raise PKMSpecError(f"{key}.resolver.{lp.name}: type must be 'newton' or 'linear'")
+            loops.append(L)
+            dep_all += y
+        if r0 != len(ct.phi):
+            raise PKMSpecError(f'{key}: internal row bookkeeping')
+        return loops, dep_all
+
+    # ----------------------------------------------------------------- kinematics
+    def _platform_pos(self, limb, th):
+        st = world_state(limb.model, th)
+        return _frame_state(limb.model, st, limb.fidx)[1]
+
+    @staticmethod
+    def _loop_max(limb, th):
+        if not limb.model.loops:
+            return 0.0
+        return float(np.abs(constraint_terms(limb.model, th, jacobian=False).phi).max())
+
+    def _terms(self, limb, th, thd=None):
+        """Platform position p (3,), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
+        thd) and the closure terms (phi, A, bias) of the limb (None without loops).
+
+        Lean re-implementation of :func:`robot_dynamics.constraints.constraint_terms` for the
+        few frames of a limb (one world_state pass, no np.cross); test_embedding checks it
+        against the generic code."""
+        lm = limb.model
+        st = world_state(lm, th, thd)
+        p, J, acc0 = _frame_terms(lm, st, limb.fidx, thd is not None)
+        ct = _closure(lm, st, thd is not None) if lm.loops else None
+        return p, J, acc0, ct
+
+    @staticmethod
+    def _H(limb, ct, n):
+        """H (n_l, delta_l): theta_dot = H q_dot; columns ordered as limb.qi."""
+        H = np.zeros((n, len(limb.qi)))
+        col = {int(k): c for c, k in enumerate(limb.qi)}
+        for k, c in col.items():
+            H[k, c] = 1.0
+        for L in limb.loops:
+            if not len(L.y):
+                continue
+            cq = [col[int(k)] for k in L.q]
+            if L.kind == 'linear':
+                H[np.ix_(L.y, cq)] = L.K
+            else:
+                Gy = ct.A[np.ix_(L.sel, L.y)]
+                Gq = ct.A[np.ix_(L.sel, L.q)]
+                H[np.ix_(L.y, cq)] = -np.linalg.solve(Gy, Gq)
+        return H
+
+    @staticmethod
+    def _Hdot_qd(limb, ct, n):
+        """Hdot q_dot (n_l,) = [-G_y^-1 (Gdot theta_dot); 0] per Newton loop (0 for linear)."""
+        out = np.zeros(n)
+        for L in limb.loops:
+            if L.kind == 'newton' and len(L.y):
+                out[L.y] = -np.linalg.solve(ct.A[np.ix_(L.sel, L.y)], ct.bias[L.sel])
+        return out
+
+    def _signature(self, limb, th):
+        p, J, _, ct = self._terms(limb, th)
+        H = self._H(limb, ct, limb.nq)
+        Lt = J[limb.task_rows] @ H
+        s = {'L_t': float(np.sign(np.linalg.det(Lt)))}
+        for L in limb.loops:
+            if L.kind == 'newton' and len(L.y):
+                s[L.name] = float(np.sign(np.linalg.det(ct.A[np.ix_(L.sel, L.y)])))
+        return s
+
+    # ----------------------------------------------------------------- limb IK
+    def _resolve(self, limb, th, scheme_dq=None, ct=None):
+        """Close every loop of the limb at fixed q (reconstructed Alg. 2). Returns the inner
+        iteration count (max over loops)."""
+        lm = limb.model
+        its = 0
+        for L in limb.loops:
+            if L.kind == 'linear':
+                th[L.y] = L.y0 + L.K @ (th[L.q] - L.q0)
+        newton = [L for L in limb.loops if L.kind == 'newton' and len(L.y)]
+        if not newton:
+            return 0
+        tol = self.tol
+        kmax = self.max_inner
+        for k in range(kmax + 1):
+            ct = _closure(lm, world_state(lm, th), False)
+            done = True
+            for L in newton:
+                if np.abs(ct.phi[L.rows]).max() > (L.tol or tol):
+                    done = False
+                    th[L.y] -= np.linalg.solve(ct.A[np.ix_(L.sel, L.y)], ct.phi[L.sel])
+            if done:
+                return k
+            its = k + 1
+        raise IKError(f"limb '{limb.name}': loop closure did not converge in {kmax} Newton "
+                      f"iterations (residual {np.abs(ct.phi).max():.3g}); singular G_y or lost "
+                      f"assembly", limb=limb.name, iterations=its,
+                      loop_residual=float(np.abs(ct.phi).max()))
+
+    def limb_ik(self, limb, target3, seed, scheme=None):
+        """IK of one limb: platform position ``target3`` (3,) world [m] (non-controlled
+        components are ignored), from the admissible ``seed`` (n_l,). Returns
+        (theta, outer iterations, inner counts)."""
+        scheme = scheme or self.scheme
+        th = np.array(seed, float)
+        inner = []
+        tol = self.tol
+        rows = limb.task_rows
+        for k in range(self.max_outer + 1):
+            p, J, _, ct = self._terms(limb, th)
+            dx = (target3 - p)[rows]                 # corrected sign (erratum 1)
+            gmax = float(np.abs(ct.phi).max()) if ct is not None else 0.0
+            if np.abs(dx).max() <= tol and (scheme == 'nested' or gmax <= tol):
+                return th, k, inner
+            if k == self.max_outer:
+                break
+            H = self._H(limb, ct, limb.nq)
+            Lt = J[rows] @ H
+            try:
+                dq = np.linalg.solve(Lt, dx)
+            except np.linalg.LinAlgError:
+                raise SingularityError(f"limb '{limb.name}': L_t is singular (input singularity)") \
+                    from None
+            if scheme == 'nested':
+                th += H @ dq                            # predictor on the tangent space
+                inner.append(self._resolve(limb, th))
+            elif scheme == 'compound':
+                th[limb.qi] += dq
+                for L in limb.loops:                    # combined step of eq. (33)
+                    if L.kind == 'linear':
+                        th[L.y] = L.y0 + L.K @ (th[L.q] - L.q0)
+                    elif len(L.y):
+                        Gy = ct.A[np.ix_(L.sel, L.y)]
+                        col = {int(j): c for c, j in enumerate(limb.qi)}
+                        dql = dq[[col[int(j)] for j in L.q]]
+                        th[L.y] -= np.linalg.solve(Gy, ct.phi[L.sel] + ct.A[np.ix_(L.sel, L.q)] @ dql)
+                inner.append(1)
+            else:
+                raise InputError(f"scheme must be 'nested' or 'compound', got {scheme!r}")
+            if not np.all(np.isfinite(th)):
+                break
+        raise IKError(f"limb '{limb.name}': IK did not converge in {self.max_outer} outer "
+                      f"iterations (task error {np.abs(dx).max():.3g} m, closure {gmax:.3g}); "
+                      f"target unreachable or step too large", limb=limb.name,
+                      iterations=self.max_outer, residual=float(np.abs(dx).max()),
+                      loop_residual=gmax)
+
+    # ----------------------------------------------------------------- PKM IK
+    def target3(self, x):
+        x = np.asarray(x, float)
+        if x.shape != (self.ntask,) or not np.all(np.isfinite(x)):
+            raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
+                             f'got {x!r}')
+        t = self.x_ref_full.copy()
+        t[[_COMP[c] for c in self.task]] = x
+        return t
+
+    def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
+        """IK of the PKM: all limbs at task target ``x`` (delta_p,) [m].
+
+        ``seed``: an :class:`IKSolution`, a list of limb configurations, a global configuration
+        (n,), or None (reference configuration). Branch tracking compares the signs of det L_t
+        and det G_y with the seed's (with the reference's when seed is None).
+        """
+        t3 = self.target3(x)
+        if seed is None:
+            seeds = [lb.ref for lb in self.limbs]
+            sig0 = [lb.signs for lb in self.limbs]
+        elif isinstance(seed, IKSolution):
+            seeds, sig0 = seed.theta, seed.signs
+        else:
+            seed = seed if isinstance(seed, list) else np.asarray(seed, float)
+            if isinstance(seed, np.ndarray) and seed.shape == (self.model.nq,):
+                seeds = [self.limb_config(lb, seed) for lb in self.limbs]
+            elif isinstance(seed, list) and len(seed) == len(self.limbs):
+                seeds = [np.asarray(s, float) for s in seed]
+            else:
+                raise InputError('seed must be an IKSolution, a list of limb configurations or '
+                                 f'a global configuration ({self.model.nq},)')
+            sig0 = [self._signature(lb, s) for lb, s in zip(self.limbs, seeds)]
+        thetas, outer, inner, conds, sigs = [], [], [], [], []
+        tres = lres = 0.0
+        for lb, s, sg in zip(self.limbs, seeds, sig0):
+            th, k, inn = self.limb_ik(lb, t3, s, scheme)
+            p, J, _, ct = self._terms(lb, th)
+            H = self._H(lb, ct, lb.nq)
+            Lt = J[lb.task_rows] @ H
+            sig = {'L_t': float(np.sign(np.linalg.det(Lt)))}
+            for L in lb.loops:
+                if L.kind == 'newton' and len(L.y):
+                    sig[L.name] = float(np.sign(np.linalg.det(ct.A[np.ix_(L.sel, L.y)])))
+            if check_branch:
+                flips = [n for n, v in sig.items() if sg.get(n, v) != v]
+                if flips:
+                    raise BranchSwitchError(
+                        f"limb '{lb.name}': the IK converged on another assembly mode (sign of "
+                        f"det {', det '.join(flips)} flipped w.r.t. the seed); refusing the jump",
+                        limb=lb.name, iterations=k)
+            F = np.linalg.solve(Lt, lb.D)
+            thetas.append(th)
+            outer.append(k)
+            inner.append(inn)
+            conds.append(float(np.linalg.cond(F)))
+            sigs.append(sig)
+            tres = max(tres, float(np.abs((t3 - p)[lb.task_rows]).max()))
+            lres = max(lres, float(np.abs(ct.phi).max()) if ct is not None else 0.0)
+        q = self.global_q(thetas)
+        return IKSolution(np.asarray(x, float).copy(), thetas, q, outer, inner, tres, lres,
+                          conds, sigs)
+
+    def global_q(self, thetas, which=None):
+        """Global URDF vector (n,) from limb vectors (joint values or their derivatives)."""
+        q = np.zeros(self.model.nq)
+        for lb, th in zip(self.limbs, thetas):
+            m = lb.gidx >= 0
+            q[lb.gidx[m]] = th[m]
+        return q
+
+    # ----------------------------------------------------------------- motion
+    def task_motion(self, sol, xd, xdd=None):
+        """Velocity and acceleration IK at an IK solution (eqs. 17-30, corrected eq. 29)."""
+        xd = np.asarray(xd, float)
+        xdd = np.zeros(self.ntask) if xdd is None else np.asarray(xdd, float)
+        if xd.shape != (self.ntask,) or xdd.shape != (self.ntask,):
+            raise InputError(f'xd and xdd must have shape ({self.ntask},)')
+        th_l, thd_l, thdd_l, H_l, F_l, Lt_l, conds = [], [], [], [], [], [], []
+        for lb, th in zip(self.limbs, sol.theta):
+            p, J, _, ct = self._terms(lb, th)
+            H = self._H(lb, ct, lb.nq)
+            Lt = J[lb.task_rows] @ H
+            F = np.linalg.solve(Lt, lb.D)
+            qd = F @ xd
+            thd = H @ qd
+            p, J, acc0, ct = self._terms(lb, th, thd)
+            Hdqd = self._Hdot_qd(lb, ct, lb.nq) if ct is not None else np.zeros(lb.nq)
+            Ltdot_qd = acc0[lb.task_rows] + J[lb.task_rows] @ Hdqd    # P_t (Jdot H + J Hdot) qd
+            qdd = F @ xdd - np.linalg.solve(Lt, Ltdot_qd)             # corrected eq. (29)
+            thdd = H @ qdd + Hdqd
+            th_l.append(th)
+            thd_l.append(thd)
+            thdd_l.append(thdd)
+            H_l.append(H)
+            F_l.append(F)
+            Lt_l.append(Lt)
+            conds.append(float(np.linalg.cond(F)))
+        J_IK = np.array([(H_l[li] @ F_l[li])[j] for li, j in self.act_map])
+        return TaskMotion(th_l, thd_l, thdd_l, H_l, F_l, Lt_l, J_IK, self.global_q(th_l),
+                          self.global_q(thd_l), self.global_q(thdd_l), conds,
+                          float(np.linalg.cond(J_IK)))
+
+    # ----------------------------------------------------------------- dynamics
+    def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
+        """Task-space EOM and inverse dynamics (eqs. 39-45, Newton-Euler evaluation).
+
+        ``wrench`` (6,): end-effector wrench (force, moment) [N, N m] acting on the platform,
+        moment about the platform frame origin, world axes. Raises :class:`SingularityError`
+        when J_IK is singular (output singularity).
+        """
+        mo = self.task_motion(sol, xd, xdd) if motion is None else motion
+        nt = self.ntask
+        M_t = np.zeros((nt, nt))
+        Q = np.zeros(nt)
+        b = np.zeros(nt)
+        g = np.zeros(nt)
+        z = None
+        for li, lb in enumerate(self.limbs):
+            HF = mo.H[li] @ mo.F[li]
+            th, thd = mo.theta[li], mo.thetad[li]
+            z = np.zeros(lb.nq)
+            thdd0 = mo.thetadd[li] - HF @ (np.zeros(nt) if xdd is None else np.asarray(xdd, float))
+            tau = rnea(lb.model, np.vstack([th, th, th]), np.vstack([thd, thd, z]),
+                       np.vstack([mo.thetadd[li], thdd0, z]))
+            Q += HF.T @ tau[0]
+            b += HF.T @ tau[1]
+            g += HF.T @ tau[2]
+            M_t += HF.T @ crba(lb.model, th) @ HF
+        W_ee = np.zeros(nt)
+        if wrench is not None:
+            w = np.asarray(wrench, float)
+            if w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise InputError('wrench must be 6 finite numbers (force, moment)')
+            lb = self.limbs[0]
+            p, J, _, _ = self._terms(lb, mo.theta[0])
+            W_ee = (J @ mo.H[0] @ mo.F[0]).T @ w
+        M_t = 0.5 * (M_t + M_t.T)
+        J_IK = mo.J_IK
+        cj = mo.cond_J_IK
+        if not np.isfinite(cj) or cj > 1e12:
+            raise SingularityError(f'J_IK is singular (cond {cj:.3g}): output singularity, the '
+                                   f'actuator forces are undefined')
+        if J_IK.shape[0] == J_IK.shape[1]:
+            u = np.linalg.solve(J_IK.T, Q - W_ee)
+        else:                                   # redundant actuation: minimum norm
+            u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
+        ev = np.linalg.eigvalsh(M_t)
+        return TaskDynamics(u, M_t, b, g, b - g, W_ee, J_IK, mo, ev,
+                            float(ev[-1] / ev[0]) if ev[0] > 0 else np.inf, cj)
+
+    def forward_kinematics(self, q_act, seed=None, tol=1e-10, max_iter=30):
+        """Task coordinates from the actuated joints: Newton on the IK equations,
+        ``x <- x + J_IK^-1 (q_act* - q_act(IK(x)))`` until the actuator error is <= ``tol``
+        [rad | m] (the IK itself converges to ``self.tol``). Returns the :class:`IKSolution`."""
+        q_act = np.asarray(q_act, float)
+        sol = seed if isinstance(seed, IKSolution) else self.solve_ik(self.x_ref)
+        x = sol.x.copy()
+        for k in range(max_iter):
+            qa = np.array([sol.theta[li][j] for li, j in self.act_map])
+            r = q_act - qa
+            if np.abs(r).max() <= tol:
+                return sol
+            J = self.task_motion(sol, np.zeros(self.ntask)).J_IK
+            x = x + np.linalg.solve(J, r)
+            sol = self.solve_ik(x, seed=sol)
+        raise IKError(f'forward kinematics did not converge in {max_iter} iterations '
+                      f'(actuator error {np.abs(r).max():.3g})', iterations=max_iter,
+                      residual=float(np.abs(r).max()))
+
+    def forward_dynamics(self, q_act, qd_act, u, wrench=None, seed=None):
+        """Task acceleration from actuator forces: ``V_t_dot = M_t^-1 (W_t^EE + J_IK^T u - b_t)``.
+        Returns (x, xd, xdd, IKSolution)."""
+        sol = self.forward_kinematics(q_act, seed)
+        J = self.task_motion(sol, np.zeros(self.ntask)).J_IK
+        xd = np.linalg.solve(J, np.asarray(qd_act, float))
+        td = self.task_dynamics(sol, xd, None, wrench)
+        xdd = np.linalg.solve(td.M_t, td.W_t_ee + J.T @ np.asarray(u, float) - td.b_t)
+        return sol.x, xd, xdd, sol
+
+
+# --------------------------------------------------------------------------- public API
+def get_pkm(model, **kw):
+    """The :class:`PKM` of ``model`` (built on first use and cached on the model; keyword
+    arguments override the solver settings of the cached object)."""
+    pk = model.__dict__.get('_ce_pkm')
+    if pk is None:
+        pk = PKM(model)
+        model.__dict__['_ce_pkm'] = pk
+    for k, v in kw.items():
+        if k not in ('tol', 'max_outer', 'max_inner', 'scheme'):
+            raise InputError(f'unknown PKM setting {k!r}')
+        setattr(pk, k, v)
+    return pk
+
+
+def solve_ik(model, target, seed=None, scheme=None):
+    """PKM inverse kinematics (constraint embedding): task target (delta_p,) [m] -> IKSolution."""
+    return get_pkm(model).solve_ik(target, seed, scheme)
+
+
+def task_motion(model, sol, xd, xdd=None):
+    """Velocity/acceleration IK at an :class:`IKSolution`: :class:`TaskMotion`."""
+    return get_pkm(model).task_motion(sol, xd, xdd)
+
+
+def task_dynamics(model, x, xd, xdd=None, wrench=None, seed=None):
+    """IK + task-space EOM at (x, xd, xdd): :class:`TaskDynamics`."""
+    pk = get_pkm(model)
+    sol = x if isinstance(x, IKSolution) else pk.solve_ik(x, seed)
+    return pk.task_dynamics(sol, xd, xdd, wrench)
+
+
+def inverse_dynamics(model, x, xd, xdd, wrench=None, seed=None):
+    """Actuator forces u (n_act,) [N m | N] for the task motion (x, xd, xdd) (eq. 45).
+    ``x`` may be an :class:`IKSolution` (then ``seed`` is ignored)."""
+    return task_dynamics(model, x, xd, xdd, wrench, seed).u
+
+
+def forward_dynamics(model, q_act, qd_act, u, wrench=None, seed=None):
+    """Task acceleration from the actuated joint state and actuator forces:
+    returns (x, xd, xdd, IKSolution)."""
+    return get_pkm(model).forward_dynamics(q_act, qd_act, u, wrench, seed)
+
+
+def forward_kinematics_pkm(model, q_act, seed=None):
+    """Task coordinates (and the full IK solution) from the actuated joint values."""
+    return get_pkm(model).forward_kinematics(q_act, seed)
+
+
+class IKTracker:
+    """Continuation along a trajectory: keeps the last valid solution as the seed.
+
+    ``step(x, xd, xdd)`` returns (IKSolution, TaskMotion); on failure it raises and keeps the
+    last valid solution (``last``). ``kappa_warn``: threshold on cond(F_(l)) above which
+    ``near_singular`` is set (input singularity ahead). ``reset()`` returns to the reference.
+    """
+
+    def __init__(self, model, scheme=None, kappa_warn=30.0, **kw):
+        self.pkm = get_pkm(model, **kw)
+        self.scheme = scheme
+        self.kappa_warn = kappa_warn
+        self.reset()
+
+    def reset(self):
+        self.last = self.pkm.solve_ik(self.pkm.x_ref, None, self.scheme)
+        self.near_singular = False
+        return self.last
+
+    def step(self, x, xd=None, xdd=None):
+        sol = self.pkm.solve_ik(x, self.last, self.scheme)
+        mo = self.pkm.task_motion(sol, np.zeros(self.pkm.ntask) if xd is None else xd, xdd)
+        self.last = sol
+        self.near_singular = max(sol.cond_F) > self.kappa_warn
+        return sol, mo
