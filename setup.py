@@ -67,6 +67,7 @@ setup(
             'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
             'ip_controller = robot_dynamics.nodes.ip_controller:main',
             'ik_node = robot_dynamics.nodes.ik_node:main',
+            'vdc_controller = robot_dynamics.nodes.vdc_controller:main',
         ],
     },
 )

@@ -86,6 +86,7 @@ class SEAPlant(Plant):
             self.qm = th[:, 0] + u / self.params.stiffness
         self.qdm = np.zeros(3)
         self._prev_meas = None
+        self._measure()
         self.last = self._info(np.zeros(self.model.nq))
         return self.last
 
@@ -96,14 +97,14 @@ class SEAPlant(Plant):
         if t is not None:
             self.t = float(t)
         self._prev_meas = None
+        self._measure()
 
     def derivative(self, x, tau_m):
         """d/dt of x = (p, pd, qm, qdm) (10,) under motor torques tau_m (3,)."""
         P = self.params
         p, pd, qm, qdm = x[:2], x[2:4], x[4:7], x[7:10]
-        Mt, b, J = self.pkm.task_space_dynamics(p, pd)
-        Mt, b, J = Mt[0], b[0], J[0]
-        th = self.pkm.ik(p)
+        Mt, b, J, th = self.pkm.task_space_dynamics(p, pd, return_theta=True)
+        Mt, b, J, th = Mt[0], b[0], J[0], th[0]
         u = P.stiffness * (qm - th[:, 0]) + P.damping * (qdm - J @ pd)
         pdd = np.linalg.solve(Mt, J.T @ u - b)
         qddm = (tau_m - u - P.motor_damping * qdm) / P.motor_inertia
@@ -121,38 +122,67 @@ class SEAPlant(Plant):
             x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
             self.t += h
         self.p, self.pd, self.qm, self.qdm = x[:2], x[2:4], x[4:7], x[7:10]
+        self._measure(h * self.substeps)
         self.last = self._info(self.full_tau(tau))
         return self.last
 
     # -------------------------------------------------------------- model coordinates
+    def _true_state(self):
+        """Exact (q, qd) in model coordinates: one planar ID call (IK positions and rates),
+        memoised on the state (a step used to evaluate it four times: sensors + StepInfo)."""
+        key = (self.p.tobytes(), self.pd.tobytes(), self.qm.tobytes(), self.qdm.tobytes())
+        if getattr(self, '_true_key', None) != key:
+            q, qd = np.zeros(self.model.nq), np.zeros(self.model.nq)
+            P = np.zeros((5, 2))
+            P[0], P[1] = self.p, self.pd
+            th = self.pkm.inverse_dynamics_d2(P).theta
+            q[self.i_arm], q[self.i_elb], q[self.i_mot] = th[0, :, 0], th[0, :, 1], self.qm
+            qd[self.i_arm], qd[self.i_elb], qd[self.i_mot] = th[1, :, 0], th[1, :, 1], self.qdm
+            self._true_key, self._true = key, (q, qd)
+        return self._true
+
     @property
     def true_q(self):
-        q = np.zeros(self.model.nq)
-        th = self.pkm.ik(self.p)
-        q[self.i_arm], q[self.i_elb], q[self.i_mot] = th[:, 0], th[:, 1], self.qm
-        return q
+        return self._true_state()[0].copy()
 
     @property
     def true_qd(self):
-        qd = np.zeros(self.model.nq)
-        P = np.zeros((5, 2))
-        P[0], P[1] = self.p, self.pd
-        th = self.pkm.inverse_dynamics_d2(P).theta[1]
-        qd[self.i_arm], qd[self.i_elb], qd[self.i_mot] = th[:, 0], th[:, 1], self.qdm
-        return qd
+        return self._true_state()[1].copy()
+
+    def _measure(self, h=None):
+        """Sample the sensors once (after reset/set_state/step): quantised + noisy positions and
+        their backward difference over the step ``h`` (exact velocities after a reset or when
+        neither quantisation nor noise is set)."""
+        q = self.true_q
+        if self.quantization > 0 or self.noise > 0:
+            if self.quantization > 0:
+                q = np.round(q / self.quantization) * self.quantization
+            if self.noise > 0:
+                q = q + self.rng.uniform(-self.noise, self.noise, q.shape)
+            qd = (q - self._prev_meas) / h if (h and self._prev_meas is not None) else self.true_qd
+            self._prev_meas = q
+        else:
+            qd = self.true_qd
+        self._meas = (q, qd)
 
     @property
     def q(self):
-        q = self.true_q
-        if self.quantization > 0:
-            q = np.round(q / self.quantization) * self.quantization
-        if self.noise > 0:
-            q = q + self.rng.uniform(-self.noise, self.noise, q.shape)
-        return q
+        """Measured positions (see the module docstring), sampled once per step."""
+        return self._meas[0].copy()
 
     @property
     def qd(self):
-        return self.true_qd
+        """Measured velocities: backward difference of the measured positions over the step."""
+        return self._meas[1].copy()
+
+    def hold_command(self, damping):
+        """sim_node's ``hold: gravity`` for this plant: gravity is normal to the plane (no
+        balancing torque needed), so the hold is ``-damping * qd_m`` on the motor joints (measured
+        motor velocities): the motors brake and the spring-link oscillation is dissipated
+        through them. Returns (nq,)."""
+        tau = np.zeros(self.model.nq)
+        tau[self.i_mot] = -float(damping) * self.qd[self.i_mot]
+        return tau
 
     def _info(self, tau):
         n = self.model.nq

@@ -139,3 +139,76 @@ def test_feedforward_only(model):
     ff = SEAFlatnessController(plant.params, feedforward_only=True)
     e, _, _ = _run(ff, plant, prof, 0.3, dt=5e-4)
     assert np.max(np.abs(e)) < 1e-9
+
+
+def _sensitivities(ctrl, plant, prof, t, lam_d, ia, ie, im, h=1e-7):
+    """beta * d tau / d(q_meas, qd_meas) for the EE (2 x 9 each) and the preload (1 x 9 each):
+    how a sensor error moves p'''' and lambda'' of the closed loop (linearised)."""
+    from robot_dynamics.control.flatness_sea import sea_state_from_joints
+    q, qd = plant.true_q, plant.true_qd
+    P = plant.params
+    def tau(q, qd):
+        return ctrl(*sea_state_from_joints(P, q, qd, ia, ie, im), prof(t), lam_d)
+    t0 = tau(q, qd)
+    Dq = np.stack([(tau(q + h * e, qd) - t0) / h for e in np.eye(9)], 1)
+    Dqd = np.stack([(tau(q, qd + h * e) - t0) / h for e in np.eye(9)], 1)
+    Mt, _, J = plant.pkm.task_space_dynamics(plant.p, plant.pd)
+    n = plant.pkm.inverse_dynamics_d2(np.vstack([plant.p, plant.pd, np.zeros((3, 2))])).n[0]
+    beta = np.vstack([np.linalg.solve(Mt[0], J[0].T), n[None]]) * P.stiffness / P.motor_inertia
+    return beta @ Dq, beta @ Dqd
+
+
+def _sampled_loop(model, quant, noise, lam_d, pole=30.0, dt=1e-3, n=800, sens=False):
+    """The loop as the sea_controller node runs it: every dt the controller reads the plant's
+    measured joint states, tau is held over the step (ZOH). Returns |e| (n, 2), |lambda -
+    lambda_d| after 0.3 s, and the max over the run of the row 1-norms of Sq, Sqd (if sens)."""
+    from robot_dynamics.control.flatness_sea import sea_state_from_joints
+    plant = make_plant('sea', model, dt=dt, quantization=quant, noise=noise, seed=3)
+    plant.reset(p0=np.array([-0.05, 0.0]))
+    prof = SinSquaredJerk([-0.05, 0.0], [0.05, 0.0], 0.5, t0=0.05)
+    ctrl = SEAFlatnessController(plant.params, poles=pole, lambda_poles=pole)
+    names = model.joint_names
+    ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
+    e, lam_err, Sq, Sqd = [], [], [], []
+    for k in range(n):
+        t = plant.t
+        if sens and k % 40 == 0:
+            a, b = _sensitivities(ctrl, plant, prof, t, lam_d, ia, ie, im)
+            Sq.append(np.abs(a).sum(1))
+            Sqd.append(np.abs(b).sum(1))
+        tau = ctrl(*sea_state_from_joints(plant.params, plant.q, plant.qd, ia, ie, im), prof(t), lam_d)
+        plant.step(tau)
+        e.append(plant.p - prof(plant.t)[0])
+        if k >= 300:      # after the preload transient (lambda 0 -> lambda_d, poles at -30)
+            r = plant.pkm.inverse_dynamics_d2(np.vstack([plant.p, np.zeros((4, 2))]))
+            u = plant.params.stiffness * (plant.qm - r.theta[0, :, 0])
+            lam_err.append(r.n[0] @ u - lam_d[0])
+    out = np.abs(np.array(e)), np.abs(np.array(lam_err))
+    return out + ((np.max(Sq, 0), np.max(Sqd, 0)) if sens else ())
+
+
+def test_closed_loop_quantisation_and_noise_within_bounds(model):
+    """1 kHz sampled loop on measured joint states: 14-bit encoders (quantisation 2 pi / 2^14)
+    plus uniform noise +-1e-4 rad on all 9 joints, velocities by backward difference, preload
+    set-point lambda_d = 2. Bound (docs/recursive_id_sea.md): the linearised error dynamics
+    e'''' + k3 e''' + .. + k0 e = Sq eps + Sqd eps_dot give |e| <= (|g|_L1 |Sq|_1 +
+    |dg/dt|_L1 |Sqd|_1) eps_max + e_zoh, g the impulse response of 1/(s+p)^4; e_zoh is the
+    error of the same sampled loop with exact sensors (asserted < 1e-4 m)."""
+    from math import e as E
+    pole, quant, noise = 30.0, 2 * np.pi / 2 ** 14, 1e-4
+    lam_d = np.array([2.0, 0.0, 0.0])
+    e0, l0 = _sampled_loop(model, 0.0, 0.0, lam_d)
+    e_zoh = e0.max(0)
+    assert np.all(e_zoh < 1e-4) and l0.max() < 0.05, (e_zoh, l0.max())
+    e, lam_err, Sq, Sqd = _sampled_loop(model, quant, noise, lam_d, sens=True)
+    eps = quant / 2 + noise
+    # L1 norms: g = t^3 e^-pt / 6 -> 1/p^4, dg/dt -> 2 max g = 9 e^-3 / p^3; preload loop
+    # 1/(s+p)^2: t e^-pt -> 1/p^2, its derivative -> 2/(e p)
+    bound_e = (Sq[:2] * pole ** -4 + Sqd[:2] * 9 / E ** 3 / pole ** 3) * eps + e_zoh
+    bound_l = (Sq[2] * pole ** -2 + Sqd[2] * 2 / E / pole) * eps + l0.max()
+    print('max |e|', e.max(0), 'bound', bound_e, 'e_zoh', e_zoh, '| max |lam - lam_d|',
+          lam_err.max(), 'bound', bound_l, 'exact', l0.max())
+    assert np.all(e.max(0) < bound_e), (e.max(0), bound_e)
+    assert lam_err.max() < bound_l, (lam_err.max(), bound_l)
+    assert np.all(bound_e < 2e-3) and bound_l < lam_d[0]     # bounds are meaningful
+    assert np.all(e.max(0) > e_zoh)                           # the sensor errors did act

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InputError
 from ..pkm.planar_sea import Planar3RRR, Planar3RRRParams, solve_preload
 
-__all__ = ['SEAFlatnessController', 'pole_gains']
+__all__ = ['SEAFlatnessController', 'pole_gains', 'sea_state_from_joints']
 
 
 def pole_gains(p, order=4):
@@ -33,6 +33,24 @@ def pole_gains(p, order=4):
     returned lowest first (k0, k1, ..)."""
     from math import comb
     return np.array([comb(order, k) * p ** (order - k) for k in range(order)])
+
+
+def sea_state_from_joints(params, q, qd, i_arm, i_elb, i_mot):
+    """Controller inputs from (measured) joint states: ``p, pd, q_m, qd_m``.
+
+    q, qd (n,): positions/velocities of all joints (as on ``/joint_states``); i_arm, i_elb,
+    i_mot: indices of ``armk_joint``, ``armk_elbow``, ``armk_motor`` (k = 1..3). The EE position
+    and velocity are the means of the three limbs' distal-tip forward kinematics (averaging
+    the three limbs divides independent encoder errors by about sqrt(3))."""
+    P = params
+    q, qd = np.asarray(q, float), np.asarray(qd, float)
+    t1, t12 = q[i_arm], q[i_arm] + q[i_elb]
+    w1, w12 = qd[i_arm], qd[i_arm] + qd[i_elb]
+    c1, s1, c12, s12 = np.cos(t1), np.sin(t1), np.cos(t12), np.sin(t12)
+    A = P.base_points
+    p = np.array([np.mean(A[:, 0] + P.a * c1 + P.b * c12), np.mean(A[:, 1] + P.a * s1 + P.b * s12)])
+    pd = np.array([np.mean(-P.a * w1 * s1 - P.b * w12 * s12), np.mean(P.a * w1 * c1 + P.b * w12 * c12)])
+    return p, pd, q[i_mot].copy(), qd[i_mot].copy()
 
 
 class SEAFlatnessController:
@@ -74,9 +92,8 @@ class SEAFlatnessController:
             return (r.u + self.Mm * (tha[2] + r.udd / self.K) + self.kp * (qmd - q_m)
                     + self.kd * (qdmd - qd_m) + P.motor_damping * qd_m)
         # pass 1: theta, J_IK, bias b and M_t (3 samples, one compiled call)
-        Mt, b, J = self.pkm.task_space_dynamics(p, pd)
-        Mt, b, J = Mt[0], b[0], J[0]
-        th = self.pkm.ik(p)
+        Mt, b, J, th = self.pkm.task_space_dynamics(p, pd, return_theta=True)
+        Mt, b, J, th = Mt[0], b[0], J[0], th[0]
         u = self.K * (q_m - th[:, 0])
         ud = self.K * (qd_m - J @ pd)
         pdd = np.linalg.solve(Mt, J.T @ u - b)

@@ -17,9 +17,30 @@ times the actuated joint velocities; ``hold: zero`` applies nothing.
 command and publish right after (deterministic coupling with a controller).
 Services: ``~/reset`` (std_srvs/Trigger), ``~/hold`` (std_srvs/SetBool: force hold on/off).
 ``~/holding`` (std_msgs/Bool) is published with every joint state: True while on hold.
+``publish_clock`` (default = ``lockstep``): publish the plant time on ``/clock``
+(rosgraph_msgs/Clock) and stamp ``/joint_states`` with it, so the other nodes of a lock-step
+graph run on simulated time with ``use_sim_time: true`` (their timers, e.g. the reference
+generator, then advance with the simulation, however slowly it runs).
+``lockstep_republish`` (s of wall time, default 0 = off; lock-step only): when no command arrived
+for that long, publish the current state again, unchanged and with the same stamp, without
+advancing. It starts a lock-step graph whose first state was published before the controller
+had subscribed (and restarts it after a controller restart); controllers answer a stamp once.
+
+Plant extra states (hook, used by ``plant: hydraulic``): if the plant has ``extra_states()``,
+they are published on ``extra_states_topic`` (default ``/hydraulics/cylinder_states``,
+sensor_msgs/JointState) with the same stamp as ``/joint_states``: per cylinder ``<cyl>``
+position = stroke [m], velocity = stroke rate [m/s], effort = piston force A_a p_a - A_b p_b
+[N]; entries ``<cyl>/p_a``, ``<cyl>/p_b`` carry the chamber pressures [Pa] and ``<cyl>/u`` the
+applied (saturated) valve input [V] in ``position`` (velocity, effort 0). The commands of the
+hydraulic plant are valve voltages, so ``hold: gravity`` (forces) is replaced by ``hold: zero``
+(valves closed) for it, with a warning.
 """
+import time
+
 import numpy as np
 from rclpy.node import Node
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -45,6 +66,8 @@ class SimNode(Node):
         self.hold_mode = dp('hold', 'gravity').value
         self.hold_damping = float(dp('hold_damping', 2.0).value)
         self.lockstep = bool(dp('lockstep', False).value)
+        # simulated time: /clock + sim-time stamps (other nodes then run with use_sim_time)
+        self.publish_clock = bool(dp('publish_clock', self.lockstep).value)
         q0 = list(dp('initial_positions', m.reference_q().tolist()).value)
         if self.rate <= 0 or self.publish_rate <= 0 or self.publish_rate > self.rate:
             raise ValueError('need 0 < publish_rate <= rate')
@@ -53,6 +76,16 @@ class SimNode(Node):
         self.idx = np.array([m.joint_index(j) for j in self.joints], dtype=np.int64)
         kind = dp('plant', 'rigid').value
         self.plant = make_plant(kind, m, np.asarray(q0, float), dt=1.0 / self.rate)
+        # --- plant extra states hook (hydraulic cylinder states) -------------------------
+        self.pub_extra = None
+        if hasattr(self.plant, 'extra_states'):
+            self.pub_extra = self.create_publisher(
+                JointState, dp('extra_states_topic', '/hydraulics/cylinder_states').value, QOS_STATE)
+        if kind == 'hydraulic' and self.hold_mode == 'gravity':
+            self.get_logger().warning("plant 'hydraulic' takes valve voltages: hold 'gravity' "
+                                      "replaced by 'zero' (valves closed)")
+            self.hold_mode = 'zero'
+        # --- end of hook -------------------------------------------------------------------
         self.substeps = max(1, int(round(self.rate / self.publish_rate)))
         self.cmd = None
         self.cmd_time = None
@@ -61,6 +94,7 @@ class SimNode(Node):
         self.rejected = 0
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
         self.pub_hold = self.create_publisher(Bool, '~/holding', QOS_STATE)
+        self.pub_clock = self.create_publisher(Clock, '/clock', QOS_STATE) if self.publish_clock else None
         desc = self.create_publisher(String, 'robot_description', QOS_LATCHED)
         desc.publish(String(data=m.urdf_xml))
         self.create_subscription(Float64MultiArray, f'/{controller}/commands', self.on_command,
@@ -70,6 +104,12 @@ class SimNode(Node):
         if not self.lockstep:
             self.last_wall = self.get_clock().now()
             self.create_timer(1.0 / self.publish_rate, self.tick)
+        # --- lock-step idle republish (seed 004 SEA graph; off by default) ----------------
+        self.republish = float(dp('lockstep_republish', 0.0).value)
+        self.last_cmd_wall = time.monotonic()
+        if self.lockstep and self.republish > 0:
+            self.create_timer(self.republish, self.on_idle)
+        # --- end lock-step idle republish
         self.publish()
         self.get_logger().info(
             f'{m.name}: {self.rate:g} Hz integration, /joint_states at {self.publish_rate:g} Hz, '
@@ -88,8 +128,14 @@ class SimNode(Node):
             return
         self.cmd = np.asarray(data, float)
         self.cmd_time = self.get_clock().now()
+        self.last_cmd_wall = time.monotonic()
         if self.lockstep:
             self.advance(self.substeps)
+            self.publish()
+
+    def on_idle(self):
+        """Lock-step idle republish (see ``lockstep_republish``): same state, same stamp."""
+        if time.monotonic() - self.last_cmd_wall >= self.republish:
             self.publish()
 
     def on_reset(self, request, response):
@@ -122,6 +168,12 @@ class SimNode(Node):
         self.holding = True
         if self.hold_mode == 'zero':
             return np.zeros(m.nq)
+        # --- plant-specific hold (seed 004): a plant with its own hold_command (the SEA plant:
+        # the rigid model's gravity balance does not know the springs) decides what 'gravity'
+        # hold means for it; see docs/recursive_id_sea.md
+        if hasattr(self.plant, 'hold_command'):
+            return self.plant.hold_command(self.hold_damping)
+        # --- end plant-specific hold
         return hold_command(m, self.plant.q, self.plant.qd, self.hold_damping)
 
     def advance(self, k):
@@ -144,13 +196,32 @@ class SimNode(Node):
     def publish(self):
         p = self.plant
         js = JointState()
-        js.header.stamp = self.get_clock().now().to_msg()
+        if self.pub_clock is not None:          # simulated time: stamps = plant time
+            js.header.stamp = Time(nanoseconds=int(round(p.t * 1e9))).to_msg()
+            self.pub_clock.publish(Clock(clock=js.header.stamp))
+        else:
+            js.header.stamp = self.get_clock().now().to_msg()
         js.name = list(self.model.joint_names)
         js.position = p.q.tolist()
         js.velocity = p.qd.tolist()
         js.effort = getattr(self, 'applied', np.zeros(self.model.nq)).tolist()
         self.pub_js.publish(js)
+        if self.pub_extra is not None:          # plant extra states hook: same stamp
+            self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp))
         self.pub_hold.publish(Bool(data=self.holding))
+
+
+def extra_states_msg(ex, stamp):
+    """JointState of the plant extra states (cylinders: see the module doc)."""
+    msg = JointState()
+    msg.header.stamp = stamp
+    names = list(ex['names'])
+    n = len(names)
+    msg.name = names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+    msg.position = [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n) for k in ('pa', 'pb', 'u')]
+    msg.velocity = [float(v) for v in ex['xd']] + [0.0] * (3 * n)
+    msg.effort = [float(v) for v in ex['fp']] + [0.0] * (3 * n)
+    return msg
 
 
 def main(args=None):

@@ -58,10 +58,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..constraints import constraint_terms
-from ..dynamics import crba, rnea
 from ..errors import InputError, RobotDynamicsError
-from ..kinematics import _frame_state, forward_kinematics, world_state
+from ..kinematics import forward_kinematics
 from ..model import REVOLUTE, Model
+from . import _embedding_kernels as _K
 
 __all__ = ['PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
            'PKM', 'Limb', 'get_pkm', 'IKSolution', 'TaskMotion', 'TaskDynamics', 'solve_ik',
@@ -109,81 +109,7 @@ def _rot(axis, t):
     return np.eye(3) + math.sin(t) * K + (1 - math.cos(t)) * K @ K
 
 
-def _cross(a, b):
-    """Cross product of (..., 3) arrays (much cheaper than np.cross for small arrays)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
-def _fstate(lm, st, f, vel):
-    """World (R, p, w, v, alpha, a) of frame index f from a world_state dict."""
-    j = lm.frame_parent[f]
-    Ro, po = lm.frame_R[f], lm.frame_p[f]
-    if j < 0:
-        z = np.zeros(3)
-        return Ro, po, z, z, z, z
-    Rj = st['R'][j]
-    r = Rj @ po
-    w, al = st['w'][j], st['alpha'][j]
-    if not vel:
-        return Rj @ Ro, st['p'][j] + r, w, st['v'][j], al, st['a'][j]
-    wr = _cross(w, r)
-    return (Rj @ Ro, st['p'][j] + r, w, st['v'][j] + wr, al,
-            st['a'][j] + _cross(al, r) + _cross(w, wr))
-
-
-def _jac(lm, st, f, p):
-    """LWA Jacobian (6, n) of frame f whose origin is at p (world)."""
-    J = np.zeros((6, lm.nq))
-    j = lm.frame_parent[f]
-    if j < 0:
-        return J
-    sup = lm.support[j]
-    ax = st['axis'][sup]
-    rev = (lm.joint_types[sup] == REVOLUTE)[:, None]
-    J[:3, sup] = np.where(rev, _cross(ax, p - st['p'][sup]), ax).T
-    J[3:, sup] = np.where(rev, ax, 0.0).T
-    return J
-
-
-def _frame_terms(lm, st, f, vel):
-    R, p, w, v, al, a = _fstate(lm, st, f, vel)
-    return p, _jac(lm, st, f, p), (np.concatenate([a, al]) if vel else None)
-
-
 _CT = namedtuple('_CT', 'phi A bias')
-
-
-def _closure(lm, st, vel):
-    """phi (m,), A (m, n), bias = Adot qd (m,) of the limb loops (rows of constraints.py)."""
-    phis, As, bs = [], [], []
-    for lp in lm.loops:
-        fa, fb = lm.frame_index(lp.frame_a), lm.frame_index(lp.frame_b)
-        Ra, pa, wa, va, ala, aa = _fstate(lm, st, fa, vel)
-        Rb, pb, wb, vb, alb, ab = _fstate(lm, st, fb, vel)
-        Ja, Jb = _jac(lm, st, fa, pa), _jac(lm, st, fb, pb)
-        d = pb - pa
-        if len(lp.pos_dirs):
-            nw = lp.pos_dirs @ Ra.T                           # (k, 3) world directions
-            phis.append(nw @ d)
-            As.append(nw @ (Jb[:3] - Ja[:3]) + _cross(nw, d) @ Ja[3:])
-            if vel:
-                nd = _cross(wa, nw)
-                ndd = _cross(ala, nw) + _cross(wa, nd)
-                bs.append(ndd @ d + 2.0 * nd @ (vb - va) + nw @ (ab - aa))
-        if len(lp.rot_pairs):
-            uw = lp.rot_pairs[:, 0] @ Ra.T
-            ww = lp.rot_pairs[:, 1] @ Rb.T
-            phis.append(np.einsum('ij,ij->i', uw, ww))
-            As.append(_cross(uw, ww) @ (Ja[3:] - Jb[3:]))
-            if vel:
-                ud, wd = _cross(wa, uw), _cross(wb, ww)
-                udd = _cross(ala, uw) + _cross(wa, ud)
-                wdd = _cross(alb, ww) + _cross(wb, wd)
-                bs.append(np.einsum('ij,ij->i', udd, ww) + 2.0 * np.einsum('ij,ij->i', ud, wd)
-                          + np.einsum('ij,ij->i', uw, wdd))
-    return _CT(np.concatenate(phis), np.vstack(As), np.concatenate(bs) if vel else None)
 
 
 # --------------------------------------------------------------------------- data
@@ -320,6 +246,8 @@ class PKM:
                     break
             else:
                 raise PKMSpecError(f"{src}: actuated joint '{a}' belongs to no limb")
+        for lb in self.limbs:
+            lb.kp = self._pack(lb)
         self.x_ref_full = self._platform_pos(self.limbs[0], self.limbs[0].ref)
         self.x_ref = self.x_ref_full[[_COMP[c] for c in task]]
         for lb in self.limbs:
@@ -588,9 +516,47 @@ class PKM:
         return loops, dep_all
 
     # ----------------------------------------------------------------- kinematics
+    @staticmethod
+    def _pack(limb):
+        """Everything constant per limb, packed for the numba kernels (see
+        :mod:`robot_dynamics.pkm._embedding_kernels` for the layout)."""
+        lm = limb.model
+        n = lm.nq
+        frames = [limb.fidx]
+        for lp in lm.loops:
+            frames += [lm.frame_index(lp.frame_a), lm.frame_index(lp.frame_b)]
+        fpar = np.ascontiguousarray(lm.frame_parent[frames], dtype=np.int64)
+        fR = np.ascontiguousarray(lm.frame_R[frames], dtype=float)
+        fp = np.ascontiguousarray(lm.frame_p[frames], dtype=float)
+        nL = len(lm.loops)
+        w = max([1] + [max(len(L.y), len(L.q)) for L in limb.loops])
+        LI = np.zeros((nL, 6), dtype=np.int64)
+        LD, LR = np.zeros((nL, 3, 3)), np.zeros((nL, 3, 2, 3))
+        LY, LQ, LS = (np.zeros((nL, w), dtype=np.int64) for _ in range(3))
+        LK, Ly0, Lq0 = np.zeros((nL, w, w)), np.zeros((nL, w)), np.zeros((nL, w))
+        Ltol, Lmax = np.zeros(nL), np.zeros(nL, dtype=np.int64)
+        r0 = 0
+        for l, (lp, L) in enumerate(zip(lm.loops, limb.loops)):
+            npos, nrot = len(lp.pos_dirs), len(lp.rot_pairs)
+            kind = (1 if L.kind == 'linear' else 0) if len(L.y) else 2
+            LI[l] = (npos, nrot, r0, kind, len(L.y), len(L.q))
+            r0 += npos + nrot
+            LD[l, :npos] = lp.pos_dirs
+            LR[l, :nrot] = lp.rot_pairs
+            LY[l, :len(L.y)], LQ[l, :len(L.q)], LS[l, :len(L.sel)] = L.y, L.q, L.sel
+            if L.kind == 'linear':
+                LK[l, :len(L.y), :len(L.q)], Ly0[l, :len(L.y)], Lq0[l, :len(L.q)] = L.K, L.y0, L.q0
+            Ltol[l] = L.tol or 0.0
+        qcol = -np.ones(n, dtype=np.int64)
+        qcol[limb.qi] = np.arange(len(limb.qi))
+        return (lm._par, lm._geo, lm._ine, np.ascontiguousarray(lm.gravity, dtype=float),
+                fpar, fR, fp, LI, LD, LR, LY, LQ, LS, LK, Ly0, Lq0, Ltol, Lmax,
+                np.ascontiguousarray(limb.qi, dtype=np.int64), qcol,
+                np.ascontiguousarray(limb.task_rows, dtype=np.int64),
+                np.ascontiguousarray(limb.D, dtype=float))
+
     def _platform_pos(self, limb, th):
-        st = world_state(limb.model, th)
-        return _frame_state(limb.model, st, limb.fidx)[1]
+        return self._terms(limb, th)[0]
 
     @staticmethod
     def _loop_max(limb, th):
@@ -598,133 +564,116 @@ class PKM:
             return 0.0
         return float(np.abs(constraint_terms(limb.model, th, jacobian=False).phi).max())
 
-    def _terms(self, limb, th, thd=None):
+    @staticmethod
+    def _terms(limb, th, thd=None):
         """Platform position p (3,), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
         thd) and the closure terms (phi, A, bias) of the limb (None without loops).
 
-        Lean re-implementation of :func:`robot_dynamics.constraints.constraint_terms` for the
-        few frames of a limb (one world_state pass, no np.cross); test_embedding checks it
-        against the generic code."""
-        lm = limb.model
-        st = world_state(lm, th, thd)
-        p, J, acc0 = _frame_terms(lm, st, limb.fidx, thd is not None)
-        ct = _closure(lm, st, thd is not None) if lm.loops else None
-        return p, J, acc0, ct
+        Compiled (numba) re-implementation of
+        :func:`robot_dynamics.constraints.constraint_terms` for the few frames of a limb;
+        test_embedding checks it against the generic code."""
+        n = limb.model.nq
+        m = limb.kp[7][:, :2].sum() if len(limb.model.loops) else 0
+        th = np.ascontiguousarray(th, dtype=float)
+        vel = thd is not None
+        thd = np.zeros(n) if thd is None else np.ascontiguousarray(thd, dtype=float)
+        p, J, acc0 = np.empty(3), np.empty((6, n)), np.empty(6)
+        phi, A, bias = np.empty(m), np.empty((m, n)), np.empty(m)
+        _K.terms(limb.kp, th, thd, vel, p, J, acc0, phi, A, bias)
+        ct = _CT(phi, A, bias if vel else None) if m else None
+        return p, J, (acc0 if vel else None), ct
 
     @staticmethod
     def _H(limb, ct, n):
         """H (n_l, delta_l): theta_dot = H q_dot; columns ordered as limb.qi."""
-        H = np.zeros((n, len(limb.qi)))
-        col = {int(k): c for c, k in enumerate(limb.qi)}
-        for k, c in col.items():
-            H[k, c] = 1.0
-        for L in limb.loops:
-            if not len(L.y):
-                continue
-            cq = [col[int(k)] for k in L.q]
-            if L.kind == 'linear':
-                H[np.ix_(L.y, cq)] = L.K
-            else:
-                Gy = ct.A[np.ix_(L.sel, L.y)]
-                Gq = ct.A[np.ix_(L.sel, L.q)]
-                H[np.ix_(L.y, cq)] = -np.linalg.solve(Gy, Gq)
+        H = np.empty((n, len(limb.qi)))
+        A = ct.A if ct is not None else np.zeros((0, n))
+        if not _K.build_H(limb.kp, A, H):
+            raise SingularityError(f"limb '{limb.name}': G_y is singular (lost assembly)")
         return H
 
     @staticmethod
     def _Hdot_qd(limb, ct, n):
         """Hdot q_dot (n_l,) = [-G_y^-1 (Gdot theta_dot); 0] per Newton loop (0 for linear)."""
         out = np.zeros(n)
-        for L in limb.loops:
-            if L.kind == 'newton' and len(L.y):
-                out[L.y] = -np.linalg.solve(ct.A[np.ix_(L.sel, L.y)], ct.bias[L.sel])
+        if ct is not None and not _K.hdot_qd(limb.kp, ct.A, ct.bias, out):
+            raise SingularityError(f"limb '{limb.name}': G_y is singular (lost assembly)")
         return out
 
-    def _signature(self, limb, th):
-        p, J, _, ct = self._terms(limb, th)
-        H = self._H(limb, ct, limb.nq)
-        Lt = J[limb.task_rows] @ H
-        s = {'L_t': float(np.sign(np.linalg.det(Lt)))}
-        for L in limb.loops:
+    def _post(self, limb, th, t3=None):
+        """Branch signature (dict), F, cond F, task error, closure residual at a limb config."""
+        t3 = self.x_ref_full if t3 is None else t3
+        sig = np.empty(1 + len(limb.loops))
+        F = np.empty((len(limb.qi), limb.D.shape[1]))
+        ok, c, tres, lres = _K.limb_post(limb.kp, np.ascontiguousarray(th, dtype=float),
+                                         np.ascontiguousarray(t3, dtype=float), sig, F)
+        if not ok:
+            raise SingularityError(f"limb '{limb.name}': L_t or G_y is singular (input "
+                                   f"singularity)")
+        return self._sigdict(limb, sig), F, c, tres, lres
+
+    @staticmethod
+    def _sigdict(limb, sig):
+        s = {'L_t': float(sig[0])}
+        for l, L in enumerate(limb.loops):
             if L.kind == 'newton' and len(L.y):
-                s[L.name] = float(np.sign(np.linalg.det(ct.A[np.ix_(L.sel, L.y)])))
+                s[L.name] = float(sig[1 + l])
         return s
 
+    def _signature(self, limb, th):
+        return self._post(limb, th, self._platform_pos(limb, th))[0]
+
     # ----------------------------------------------------------------- limb IK
-    def _resolve(self, limb, th, scheme_dq=None, ct=None):
-        """Close every loop of the limb at fixed q (reconstructed Alg. 2). Returns the inner
-        iteration count (max over loops)."""
-        lm = limb.model
-        its = 0
-        for L in limb.loops:
-            if L.kind == 'linear':
-                th[L.y] = L.y0 + L.K @ (th[L.q] - L.q0)
-        newton = [L for L in limb.loops if L.kind == 'newton' and len(L.y)]
-        if not newton:
-            return 0
-        tol = self.tol
-        kmax = self.max_inner
-        for k in range(kmax + 1):
-            ct = _closure(lm, world_state(lm, th), False)
-            done = True
-            for L in newton:
-                if np.abs(ct.phi[L.rows]).max() > (L.tol or tol):
-                    done = False
-                    th[L.y] -= np.linalg.solve(ct.A[np.ix_(L.sel, L.y)], ct.phi[L.sel])
-            if done:
-                return k
-            its = k + 1
-        raise IKError(f"limb '{limb.name}': loop closure did not converge in {kmax} Newton "
-                      f"iterations (residual {np.abs(ct.phi).max():.3g}); singular G_y or lost "
-                      f"assembly", limb=limb.name, iterations=its,
-                      loop_residual=float(np.abs(ct.phi).max()))
+    def _resolve(self, limb, th):
+        """Close every loop of the limb at fixed q (reconstructed Alg. 2), in place. Returns
+        the inner iteration count (max over loops)."""
+        st, its, res = _K.resolve(limb.kp, th, self.tol, self.max_inner)
+        if st:
+            self._raise(limb, st, its, np.nan, res, res)
+        return its
+
+    def _raise(self, limb, st, k, dx, gmax, res):
+        if st == 3:
+            raise IKError(f"limb '{limb.name}': loop closure did not converge in "
+                          f"{self.max_inner} Newton iterations (residual {res:.3g}); singular "
+                          f"G_y or lost assembly", limb=limb.name, iterations=k,
+                          loop_residual=float(res))
+        if st == 2 or st == 5:
+            raise SingularityError(f"limb '{limb.name}': L_t is singular (input singularity)")
+        if st == 4:
+            raise SingularityError(f"limb '{limb.name}': G_y is singular (lost assembly)")
+        raise IKError(f"limb '{limb.name}': IK did not converge in {self.max_outer} outer "
+                      f"iterations (task error {dx:.3g} m, closure {gmax:.3g}); "
+                      f"target unreachable or step too large", limb=limb.name,
+                      iterations=self.max_outer, residual=float(dx), loop_residual=float(gmax))
+
+    def _scheme(self, scheme):
+        scheme = scheme or self.scheme
+        if scheme not in ('nested', 'compound'):
+            raise InputError(f"scheme must be 'nested' or 'compound', got {scheme!r}")
+        return scheme == 'compound'
+
+    def _limb_solve(self, limb, target3, seed, scheme):
+        th = np.empty(limb.nq)
+        inner = np.zeros(self.max_outer + 1, dtype=np.int64)
+        sig = np.empty(1 + len(limb.loops))
+        F = np.empty((len(limb.qi), limb.D.shape[1]))
+        out = np.zeros(5)
+        st = _K.limb_solve(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
+                           self._scheme(scheme), self.tol, self.max_outer, self.max_inner, th,
+                           inner, sig, F, out)
+        if st:
+            self._raise(limb, st, int(out[0]), out[1], out[2], out[3])
+        k = int(out[0])
+        return th, k, inner[:k].tolist(), sig, F, out
 
     def limb_ik(self, limb, target3, seed, scheme=None):
         """IK of one limb: platform position ``target3`` (3,) world [m] (non-controlled
         components are ignored), from the admissible ``seed`` (n_l,). Returns
         (theta, outer iterations, inner counts)."""
-        scheme = scheme or self.scheme
-        th = np.array(seed, float)
-        inner = []
-        tol = self.tol
-        rows = limb.task_rows
-        for k in range(self.max_outer + 1):
-            p, J, _, ct = self._terms(limb, th)
-            dx = (target3 - p)[rows]                 # corrected sign (erratum 1)
-            gmax = float(np.abs(ct.phi).max()) if ct is not None else 0.0
-            if np.abs(dx).max() <= tol and (scheme == 'nested' or gmax <= tol):
-                return th, k, inner
-            if k == self.max_outer:
-                break
-            H = self._H(limb, ct, limb.nq)
-            Lt = J[rows] @ H
-            try:
-                dq = np.linalg.solve(Lt, dx)
-            except np.linalg.LinAlgError:
-                raise SingularityError(f"limb '{limb.name}': L_t is singular (input singularity)") \
-                    from None
-            if scheme == 'nested':
-                th += H @ dq                            # predictor on the tangent space
-                inner.append(self._resolve(limb, th))
-            elif scheme == 'compound':
-                th[limb.qi] += dq
-                for L in limb.loops:                    # combined step of eq. (33)
-                    if L.kind == 'linear':
-                        th[L.y] = L.y0 + L.K @ (th[L.q] - L.q0)
-                    elif len(L.y):
-                        Gy = ct.A[np.ix_(L.sel, L.y)]
-                        col = {int(j): c for c, j in enumerate(limb.qi)}
-                        dql = dq[[col[int(j)] for j in L.q]]
-                        th[L.y] -= np.linalg.solve(Gy, ct.phi[L.sel] + ct.A[np.ix_(L.sel, L.q)] @ dql)
-                inner.append(1)
-            else:
-                raise InputError(f"scheme must be 'nested' or 'compound', got {scheme!r}")
-            if not np.all(np.isfinite(th)):
-                break
-        raise IKError(f"limb '{limb.name}': IK did not converge in {self.max_outer} outer "
-                      f"iterations (task error {np.abs(dx).max():.3g} m, closure {gmax:.3g}); "
-                      f"target unreachable or step too large", limb=limb.name,
-                      iterations=self.max_outer, residual=float(np.abs(dx).max()),
-                      loop_residual=gmax)
+        th, k, inner, _, _, _ = self._limb_solve(limb, np.ascontiguousarray(target3, dtype=float),
+                                                 seed, scheme)
+        return th, k, inner
 
     # ----------------------------------------------------------------- PKM IK
     def target3(self, x):
@@ -762,14 +711,8 @@ class PKM:
         thetas, outer, inner, conds, sigs = [], [], [], [], []
         tres = lres = 0.0
         for lb, s, sg in zip(self.limbs, seeds, sig0):
-            th, k, inn = self.limb_ik(lb, t3, s, scheme)
-            p, J, _, ct = self._terms(lb, th)
-            H = self._H(lb, ct, lb.nq)
-            Lt = J[lb.task_rows] @ H
-            sig = {'L_t': float(np.sign(np.linalg.det(Lt)))}
-            for L in lb.loops:
-                if L.kind == 'newton' and len(L.y):
-                    sig[L.name] = float(np.sign(np.linalg.det(ct.A[np.ix_(L.sel, L.y)])))
+            th, k, inn, sv, F, out = self._limb_solve(lb, t3, s, scheme)
+            sig = self._sigdict(lb, sv)
             if check_branch:
                 flips = [n for n, v in sig.items() if sg.get(n, v) != v]
                 if flips:
@@ -777,14 +720,13 @@ class PKM:
                         f"limb '{lb.name}': the IK converged on another assembly mode (sign of "
                         f"det {', det '.join(flips)} flipped w.r.t. the seed); refusing the jump",
                         limb=lb.name, iterations=k)
-            F = np.linalg.solve(Lt, lb.D)
             thetas.append(th)
             outer.append(k)
             inner.append(inn)
-            conds.append(float(np.linalg.cond(F)))
+            conds.append(float(out[4]))
             sigs.append(sig)
-            tres = max(tres, float(np.abs((t3 - p)[lb.task_rows]).max()))
-            lres = max(lres, float(np.abs(ct.phi).max()) if ct is not None else 0.0)
+            tres = max(tres, float(out[1]))
+            lres = max(lres, float(out[2]))
         q = self.global_q(thetas)
         return IKSolution(np.asarray(x, float).copy(), thetas, q, outer, inner, tres, lres,
                           conds, sigs)
@@ -800,31 +742,30 @@ class PKM:
     # ----------------------------------------------------------------- motion
     def task_motion(self, sol, xd, xdd=None):
         """Velocity and acceleration IK at an IK solution (eqs. 17-30, corrected eq. 29)."""
-        xd = np.asarray(xd, float)
-        xdd = np.zeros(self.ntask) if xdd is None else np.asarray(xdd, float)
+        xd = np.ascontiguousarray(xd, dtype=float)
+        xdd = np.zeros(self.ntask) if xdd is None else np.ascontiguousarray(xdd, dtype=float)
         if xd.shape != (self.ntask,) or xdd.shape != (self.ntask,):
             raise InputError(f'xd and xdd must have shape ({self.ntask},)')
         th_l, thd_l, thdd_l, H_l, F_l, Lt_l, conds = [], [], [], [], [], [], []
+        nt = self.ntask
         for lb, th in zip(self.limbs, sol.theta):
-            p, J, _, ct = self._terms(lb, th)
-            H = self._H(lb, ct, lb.nq)
-            Lt = J[lb.task_rows] @ H
-            F = np.linalg.solve(Lt, lb.D)
-            qd = F @ xd
-            thd = H @ qd
-            p, J, acc0, ct = self._terms(lb, th, thd)
-            Hdqd = self._Hdot_qd(lb, ct, lb.nq) if ct is not None else np.zeros(lb.nq)
-            Ltdot_qd = acc0[lb.task_rows] + J[lb.task_rows] @ Hdqd    # P_t (Jdot H + J Hdot) qd
-            qdd = F @ xdd - np.linalg.solve(Lt, Ltdot_qd)             # corrected eq. (29)
-            thdd = H @ qdd + Hdqd
+            n, d = lb.nq, len(lb.qi)
+            thd, thdd, H, F, Lt = np.empty(n), np.empty(n), np.empty((n, d)), np.empty((d, nt)), \
+                np.empty((d, d))
+            ok, c = _K.limb_motion(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
+            if not ok:
+                raise SingularityError(f"limb '{lb.name}': L_t or G_y is singular (input "
+                                       f"singularity)")
             th_l.append(th)
             thd_l.append(thd)
             thdd_l.append(thdd)
             H_l.append(H)
             F_l.append(F)
             Lt_l.append(Lt)
-            conds.append(float(np.linalg.cond(F)))
-        J_IK = np.array([(H_l[li] @ F_l[li])[j] for li, j in self.act_map])
+            conds.append(float(c))
+        J_IK = np.empty((len(self.act_map), nt))
+        for r, (li, j) in enumerate(self.act_map):
+            J_IK[r] = H_l[li][j] @ F_l[li]
         return TaskMotion(th_l, thd_l, thdd_l, H_l, F_l, Lt_l, J_IK, self.global_q(th_l),
                           self.global_q(thd_l), self.global_q(thdd_l), conds,
                           float(np.linalg.cond(J_IK)))
@@ -843,18 +784,12 @@ class PKM:
         Q = np.zeros(nt)
         b = np.zeros(nt)
         g = np.zeros(nt)
-        z = None
+        xdd_ = np.zeros(nt) if xdd is None else np.asarray(xdd, float)
         for li, lb in enumerate(self.limbs):
             HF = mo.H[li] @ mo.F[li]
-            th, thd = mo.theta[li], mo.thetad[li]
-            z = np.zeros(lb.nq)
-            thdd0 = mo.thetadd[li] - HF @ (np.zeros(nt) if xdd is None else np.asarray(xdd, float))
-            tau = rnea(lb.model, np.vstack([th, th, th]), np.vstack([thd, thd, z]),
-                       np.vstack([mo.thetadd[li], thdd0, z]))
-            Q += HF.T @ tau[0]
-            b += HF.T @ tau[1]
-            g += HF.T @ tau[2]
-            M_t += HF.T @ crba(lb.model, th) @ HF
+            thdd0 = mo.thetadd[li] - HF @ xdd_
+            _K.limb_dynamics(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], thdd0, HF,
+                             Q, b, g, M_t)
         W_ee = np.zeros(nt)
         if wrench is not None:
             w = np.asarray(wrench, float)

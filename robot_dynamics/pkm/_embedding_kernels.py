@@ -1,0 +1,587 @@
+"""Numba kernels of the constraint embedding (private; used by :mod:`.embedding`).
+
+One limb is passed as the packed tuple ``kp`` built once per model by
+:func:`robot_dynamics.pkm.embedding.PKM._pack` (everything constant per limb)::
+
+    0 par (n,) int64, 1 geo (n, 28), 2 ine (n, 3, 3), 3 grav (3,)     (limb tree, _kernels layout)
+    4 fpar (nf,) int64, 5 fR (nf, 3, 3), 6 fp (nf, 3)                  frame 0 = platform frame,
+                                                                       1 + 2 l / 2 + 2 l = cut
+                                                                       frames a / b of loop l
+    7 LI (nL, 6) int64: npos, nrot, first row, kind (0 Newton, 1 linear, 2 nothing), ny, nq
+    8 LD (nL, 3, 3) position directions, 9 LR (nL, 3, 2, 3) orientation pairs (loop frames)
+    10 LY, 11 LQ, 12 LS (nL, w) int64: dependent / independent joints, selected rows of G_y
+    13 LK (nL, w, w), 14 Ly0 (nL, w), 15 Lq0 (nL, w): linear resolver y = y0 + K (q - q0)
+    16 Ltol (nL,): per-loop Newton tolerance (0: the global one), 17 Lmax (nL,) int64
+    18 qi (d,) int64 independent joints, 19 qcol (n,) int64 column of a joint in qi (-1)
+    20 rows (d,) int64 world components of the platform position (task rows), 21 D (d, dp)
+
+The arithmetic is the one of the former pure-Python evaluator (same rows, same order, LU with
+partial pivoting like LAPACK's gesv), so iteration counts and results agree to rounding.
+Status codes: 0 ok, 1 outer loop did not converge, 2 singular L_t, 3 inner loop closure did
+not converge, 4 singular G_y.
+"""
+import numpy as np
+from numba import njit
+
+from .._kernels import _crba_one, _rnea_one, world_kinematics
+
+_C = True
+
+
+# --------------------------------------------------------------------------- small algebra
+@njit(cache=_C)
+def _lu(A):
+    """LU with partial pivoting of a copy of A (k, k). Returns (LU, piv, sign, ok)."""
+    k = A.shape[0]
+    LU = A.copy()
+    piv = np.arange(k)
+    sign = 1.0
+    for c in range(k):
+        r = c
+        big = abs(LU[c, c])
+        for i in range(c + 1, k):
+            if abs(LU[i, c]) > big:
+                big = abs(LU[i, c])
+                r = i
+        if big == 0.0 or not np.isfinite(big):
+            return LU, piv, 0.0, False
+        if r != c:
+            for j in range(k):
+                t = LU[c, j]
+                LU[c, j] = LU[r, j]
+                LU[r, j] = t
+            t2 = piv[c]
+            piv[c] = piv[r]
+            piv[r] = t2
+            sign = -sign
+        d = LU[c, c]
+        if d < 0:
+            sign = -sign
+        for i in range(c + 1, k):
+            f = LU[i, c] / d
+            LU[i, c] = f
+            for j in range(c + 1, k):
+                LU[i, j] -= f * LU[c, j]
+    return LU, piv, sign, True
+
+
+@njit(cache=_C)
+def _lu_solve(LU, piv, b):
+    k = LU.shape[0]
+    x = np.empty(k)
+    for i in range(k):
+        x[i] = b[piv[i]]
+    for i in range(k):
+        s = x[i]
+        for j in range(i):
+            s -= LU[i, j] * x[j]
+        x[i] = s
+    for i in range(k - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, k):
+            s -= LU[i, j] * x[j]
+        x[i] = s / LU[i, i]
+    return x
+
+
+@njit(cache=_C)
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+@njit(cache=_C)
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=_C)
+def _mv(R, v):
+    return np.array([R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2],
+                     R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2],
+                     R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2]])
+
+
+@njit(cache=_C)
+def _absmax(x):
+    m = 0.0
+    for v in x:
+        if not np.isfinite(v):
+            return np.inf
+        if abs(v) > m:
+            m = abs(v)
+    return m
+
+
+# --------------------------------------------------------------------------- kinematics
+@njit(cache=_C)
+def _fstate(kp, f, Rw, pw, W, Vo, Al, Ao, vel):
+    """World (R, p, w, v, alpha, a) of packed frame f."""
+    j = kp[4][f]
+    Ro, po = kp[5][f], kp[6][f]
+    z = np.zeros(3)
+    if j < 0:
+        return Ro.copy(), po.copy(), z, z, z, z
+    Rj = Rw[j]
+    r = _mv(Rj, po)
+    R = Rj @ Ro
+    p = pw[j] + r
+    w, al = W[j].copy(), Al[j].copy()
+    if not vel:
+        return R, p, w, Vo[j].copy(), al, Ao[j].copy()
+    wr = _cross(w, r)
+    return R, p, w, Vo[j] + wr, al, Ao[j] + _cross(al, r) + _cross(w, wr)
+
+
+@njit(cache=_C)
+def _jac(kp, j, p, pw, ax, J):
+    """LWA Jacobian (6, n) (written into zeroed J) of a frame on joint j with origin p."""
+    par, geo = kp[0], kp[1]
+    k = j
+    while k >= 0:
+        if geo[k, 15] == 0.0:
+            d = p - pw[k]
+            c = _cross(ax[k], d)
+            for a in range(3):
+                J[a, k] = c[a]
+                J[3 + a, k] = ax[k, a]
+        else:
+            for a in range(3):
+                J[a, k] = ax[k, a]
+        k = par[k]
+
+
+@njit(cache=_C)
+def nrows(kp):
+    LI = kp[7]
+    m = 0
+    for l in range(LI.shape[0]):
+        m += LI[l, 0] + LI[l, 1]
+    return m
+
+
+@njit(cache=_C)
+def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
+    """Platform position p (3,), LWA Jacobian J (6, n), Jdot thd (6,) (vel), closure
+    phi (m,), A (m, n), bias = Adot thd (m,) (vel) of the limb at (th, thd)."""
+    par, geo = kp[0], kp[1]
+    n = th.shape[0]
+    Rw = np.empty((n, 3, 3))
+    pw = np.empty((n, 3))
+    W = np.zeros((n, 3))
+    Vo = np.zeros((n, 3))
+    Al = np.zeros((n, 3))
+    Ao = np.zeros((n, 3))
+    world_kinematics(par, geo, th, thd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
+    ax = np.empty((n, 3))
+    for i in range(n):
+        for a in range(3):
+            ax[i, a] = Rw[i, a, 0] * geo[i, 12] + Rw[i, a, 1] * geo[i, 13] + Rw[i, a, 2] * geo[i, 14]
+    R0, p0, w0, v0, al0, a0 = _fstate(kp, 0, Rw, pw, W, Vo, Al, Ao, vel)
+    for a in range(3):
+        p[a] = p0[a]
+    J[:, :] = 0.0
+    _jac(kp, kp[4][0], p0, pw, ax, J)
+    if vel:
+        for a in range(3):
+            acc0[a] = a0[a]
+            acc0[3 + a] = al0[a]
+    LI, LD, LR = kp[7], kp[8], kp[9]
+    Ja = np.empty((6, n))
+    Jb = np.empty((6, n))
+    for l in range(LI.shape[0]):
+        npos, nrot, r = LI[l, 0], LI[l, 1], LI[l, 2]
+        Ra, pa, wa, va, ala, aa = _fstate(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel)
+        Rb, pb, wb, vb, alb, ab = _fstate(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel)
+        Ja[:, :] = 0.0
+        Jb[:, :] = 0.0
+        _jac(kp, kp[4][1 + 2 * l], pa, pw, ax, Ja)
+        _jac(kp, kp[4][2 + 2 * l], pb, pw, ax, Jb)
+        d = pb - pa
+        for i in range(npos):
+            nw = _mv(Ra, LD[l, i])
+            phi[r] = _dot(nw, d)
+            nd_ = _cross(nw, d)
+            for c in range(n):
+                A[r, c] = (nw[0] * (Jb[0, c] - Ja[0, c]) + nw[1] * (Jb[1, c] - Ja[1, c])
+                           + nw[2] * (Jb[2, c] - Ja[2, c])
+                           + nd_[0] * Ja[3, c] + nd_[1] * Ja[4, c] + nd_[2] * Ja[5, c])
+            if vel:
+                nd = _cross(wa, nw)
+                ndd = _cross(ala, nw) + _cross(wa, nd)
+                bias[r] = _dot(ndd, d) + 2.0 * _dot(nd, vb - va) + _dot(nw, ab - aa)
+            r += 1
+        for i in range(nrot):
+            uw = _mv(Ra, LR[l, i, 0])
+            ww = _mv(Rb, LR[l, i, 1])
+            phi[r] = _dot(uw, ww)
+            cw = _cross(uw, ww)
+            for c in range(n):
+                A[r, c] = (cw[0] * (Ja[3, c] - Jb[3, c]) + cw[1] * (Ja[4, c] - Jb[4, c])
+                           + cw[2] * (Ja[5, c] - Jb[5, c]))
+            if vel:
+                ud, wd = _cross(wa, uw), _cross(wb, ww)
+                udd = _cross(ala, uw) + _cross(wa, ud)
+                wdd = _cross(alb, ww) + _cross(wb, wd)
+                bias[r] = _dot(udd, ww) + 2.0 * _dot(ud, wd) + _dot(uw, wdd)
+            r += 1
+
+
+@njit(cache=_C)
+def _gy(kp, l, A):
+    LY, LS = kp[10], kp[12]
+    ny = kp[7][l, 4]
+    G = np.empty((ny, ny))
+    for a in range(ny):
+        for b in range(ny):
+            G[a, b] = A[LS[l, a], LY[l, b]]
+    return G
+
+
+@njit(cache=_C)
+def build_H(kp, A, H):
+    """H (n, d): theta_dot = H q_dot (columns ordered as qi). Returns False if a G_y is
+    singular."""
+    LI, LY, LQ, LS, LK = kp[7], kp[10], kp[11], kp[12], kp[13]
+    qi, qcol = kp[18], kp[19]
+    H[:, :] = 0.0
+    for c in range(qi.shape[0]):
+        H[qi[c], c] = 1.0
+    for l in range(LI.shape[0]):
+        kind, ny, nq = LI[l, 3], LI[l, 4], LI[l, 5]
+        if kind == 1:
+            for a in range(ny):
+                for b in range(nq):
+                    H[LY[l, a], qcol[LQ[l, b]]] = LK[l, a, b]
+        elif kind == 0:
+            LU, piv, s, ok = _lu(_gy(kp, l, A))
+            if not ok:
+                return False
+            col = np.empty(ny)
+            for b in range(nq):
+                for a in range(ny):
+                    col[a] = A[LS[l, a], LQ[l, b]]
+                x = _lu_solve(LU, piv, col)
+                for a in range(ny):
+                    H[LY[l, a], qcol[LQ[l, b]]] = -x[a]
+    return True
+
+
+@njit(cache=_C)
+def hdot_qd(kp, A, bias, out):
+    """Hdot q_dot (n,) = [-G_y^-1 Gdot theta_dot; 0] per Newton loop. False if G_y singular."""
+    LI, LY, LS = kp[7], kp[10], kp[12]
+    out[:] = 0.0
+    for l in range(LI.shape[0]):
+        if LI[l, 3] == 0:
+            ny = LI[l, 4]
+            LU, piv, s, ok = _lu(_gy(kp, l, A))
+            if not ok:
+                return False
+            rhs = np.empty(ny)
+            for a in range(ny):
+                rhs[a] = bias[LS[l, a]]
+            x = _lu_solve(LU, piv, rhs)
+            for a in range(ny):
+                out[LY[l, a]] = -x[a]
+    return True
+
+
+@njit(cache=_C)
+def _task_rows(kp, J, H, v3, Lt, dx):
+    """Lt = J[rows, :3] H, dx = v3[rows]."""
+    rows = kp[20]
+    n, d = H.shape
+    for i in range(rows.shape[0]):
+        dx[i] = v3[rows[i]]
+        for c in range(d):
+            s = 0.0
+            for k in range(n):
+                s += J[rows[i], k] * H[k, c]
+            Lt[i, c] = s
+
+
+@njit(cache=_C)
+def _linear(kp, th):
+    LI, LY, LQ, LK, Ly0, Lq0 = kp[7], kp[10], kp[11], kp[13], kp[14], kp[15]
+    for l in range(LI.shape[0]):
+        if LI[l, 3] == 1:
+            for a in range(LI[l, 4]):
+                s = Ly0[l, a]
+                for b in range(LI[l, 5]):
+                    s += LK[l, a, b] * (th[LQ[l, b]] - Lq0[l, b])
+                th[LY[l, a]] = s
+
+
+@njit(cache=_C)
+def resolve(kp, th, tol, kmax):
+    """Close every loop of the limb at fixed independent joints (reconstructed Alg. 2), in
+    place. Returns (status, iterations, residual)."""
+    LI, LY, LS, Ltol = kp[7], kp[10], kp[12], kp[16]
+    _linear(kp, th)
+    nl = LI.shape[0]
+    anyn = False
+    for l in range(nl):
+        if LI[l, 3] == 0:
+            anyn = True
+    if not anyn:
+        return 0, 0, 0.0
+    n = th.shape[0]
+    m = nrows(kp)
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    z = np.zeros(n)
+    for k in range(kmax + 1):
+        terms(kp, th, z, False, p, J, acc0, phi, A, bias)
+        done = True
+        for l in range(nl):
+            if LI[l, 3] != 0:
+                continue
+            r0, nr, ny = LI[l, 2], LI[l, 0] + LI[l, 1], LI[l, 4]
+            tl = Ltol[l] if Ltol[l] > 0 else tol
+            if _absmax(phi[r0:r0 + nr]) > tl:
+                done = False
+                LU, piv, s, ok = _lu(_gy(kp, l, A))
+                if not ok:
+                    return 4, k, _absmax(phi)
+                rhs = np.empty(ny)
+                for a in range(ny):
+                    rhs[a] = phi[LS[l, a]]
+                x = _lu_solve(LU, piv, rhs)
+                for a in range(ny):
+                    th[LY[l, a]] -= x[a]
+        if done:
+            return 0, k, _absmax(phi)
+    return 3, kmax, _absmax(phi)
+
+
+@njit(cache=_C)
+def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
+    """IK of one limb (nested Alg. 1 + inner Newton, or compound Alg. 3 with eq. 33), from
+    ``seed`` into ``th``; ``inner[k]`` = inner iterations of outer step k.
+    Returns (status, outer iterations, task error, closure residual, inner residual)."""
+    LI, LY, LQ, LS = kp[7], kp[10], kp[11], kp[12]
+    qi, qcol, rows = kp[18], kp[19], kp[20]
+    n = seed.shape[0]
+    d = qi.shape[0]
+    m = nrows(kp)
+    for i in range(n):
+        th[i] = seed[i]
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    H = np.empty((n, d))
+    Lt = np.empty((d, d))
+    dx = np.empty(d)
+    z = np.zeros(n)
+    dxm, gmax = np.inf, np.inf
+    for k in range(max_outer + 1):
+        terms(kp, th, z, False, p, J, acc0, phi, A, bias)
+        for i in range(d):
+            dx[i] = target3[rows[i]] - p[rows[i]]           # corrected sign (erratum 1)
+        dxm = _absmax(dx)
+        gmax = _absmax(phi) if m else 0.0
+        if dxm <= tol and (not compound or gmax <= tol):
+            return 0, k, dxm, gmax, 0.0
+        if k == max_outer:
+            break
+        if not build_H(kp, A, H):
+            return 4, k, dxm, gmax, gmax
+        _task_rows(kp, J, H, target3 - p, Lt, dx)
+        LU, piv, s, ok = _lu(Lt)
+        if not ok:
+            return 2, k, dxm, gmax, 0.0
+        dq = _lu_solve(LU, piv, dx)
+        if not compound:
+            for i in range(n):
+                s2 = 0.0
+                for c in range(d):
+                    s2 += H[i, c] * dq[c]
+                th[i] += s2                                  # predictor on the tangent space
+            st, its, res = resolve(kp, th, tol, max_inner)
+            if st != 0:
+                return st, k, dxm, gmax, res
+            inner[k] = its
+        else:
+            for c in range(d):
+                th[qi[c]] += dq[c]
+            _linear(kp, th)                                  # combined step of eq. (33)
+            for l in range(LI.shape[0]):
+                if LI[l, 3] != 0:
+                    continue
+                ny, nq = LI[l, 4], LI[l, 5]
+                LU2, piv2, s2, ok2 = _lu(_gy(kp, l, A))
+                if not ok2:
+                    return 4, k, dxm, gmax, gmax
+                rhs = np.empty(ny)
+                for a in range(ny):
+                    v = phi[LS[l, a]]
+                    for b in range(nq):
+                        v += A[LS[l, a], LQ[l, b]] * dq[qcol[LQ[l, b]]]
+                    rhs[a] = v
+                x = _lu_solve(LU2, piv2, rhs)
+                for a in range(ny):
+                    th[LY[l, a]] -= x[a]
+            inner[k] = 1
+        fin = True
+        for i in range(n):
+            if not np.isfinite(th[i]):
+                fin = False
+        if not fin:
+            break
+    return 1, max_outer, dxm, gmax, 0.0
+
+
+@njit(cache=_C)
+def _cond(F):
+    s = np.linalg.svd(F)[1]
+    if s[-1] == 0.0:
+        return np.inf
+    return s[0] / s[-1]
+
+
+@njit(cache=_C)
+def limb_post(kp, th, target3, sig, F):
+    """At a limb solution: branch signature sig (1 + nL,) = sign det L_t, sign det G_y per
+    Newton loop (NaN otherwise), F = L_t^-1 D_t. Returns (ok, cond F, task error,
+    closure residual)."""
+    LI = kp[7]
+    n = th.shape[0]
+    d = kp[18].shape[0]
+    m = nrows(kp)
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    H = np.empty((n, d))
+    Lt = np.empty((d, d))
+    dx = np.empty(d)
+    terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
+    sig[:] = np.nan
+    for l in range(LI.shape[0]):
+        if LI[l, 3] == 0:
+            LU, piv, s, ok = _lu(_gy(kp, l, A))
+            sig[1 + l] = s
+    if not build_H(kp, A, H):
+        return False, np.inf, np.inf, _absmax(phi)
+    _task_rows(kp, J, H, target3 - p, Lt, dx)
+    LU, piv, s, ok = _lu(Lt)
+    sig[0] = s
+    if not ok:
+        return False, np.inf, _absmax(dx), _absmax(phi) if m else 0.0
+    D = kp[21]
+    for c in range(D.shape[1]):
+        F[:, c] = _lu_solve(LU, piv, np.ascontiguousarray(D[:, c]))
+    return True, _cond(F), _absmax(dx), _absmax(phi) if m else 0.0
+
+
+@njit(cache=_C)
+def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F, out):
+    """limb_ik + limb_post. out = [outer, task error, closure residual, inner residual,
+    cond F]. Returns the status (5: L_t singular at the solution)."""
+    st, k, dxm, gmax, res = limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner,
+                                    th, inner)
+    out[0], out[1], out[2], out[3] = k, dxm, gmax, res
+    if st != 0:
+        return st
+    ok, c, tres, lres = limb_post(kp, th, target3, sig, F)
+    out[1], out[2], out[4] = tres, lres, c
+    return 0 if ok else 5
+
+
+@njit(cache=_C)
+def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
+    """Velocity/acceleration IK of one limb (eqs. 17-30, corrected eq. 29). Returns
+    (ok, cond F)."""
+    n = th.shape[0]
+    d = kp[18].shape[0]
+    m = nrows(kp)
+    rows = kp[20]
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    dx = np.empty(d)
+    terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
+    if not build_H(kp, A, H):
+        return False, np.inf
+    _task_rows(kp, J, H, p, Lt, dx)
+    LU, piv, s, ok = _lu(Lt)
+    if not ok:
+        return False, np.inf
+    D = kp[21]
+    for c in range(D.shape[1]):
+        F[:, c] = _lu_solve(LU, piv, np.ascontiguousarray(D[:, c]))
+    qd = F @ xd
+    for i in range(n):
+        thd[i] = 0.0
+        for c in range(d):
+            thd[i] += H[i, c] * qd[c]
+    terms(kp, th, thd, True, p, J, acc0, phi, A, bias)
+    Hdqd = np.zeros(n)
+    if m:
+        if not hdot_qd(kp, A, bias, Hdqd):
+            return False, np.inf
+    ltd = np.empty(d)
+    for i in range(d):
+        s2 = acc0[rows[i]]
+        for k in range(n):
+            s2 += J[rows[i], k] * Hdqd[k]
+        ltd[i] = s2                                   # P_t (Jdot H + J Hdot) qd
+    qdd = F @ xdd - _lu_solve(LU, piv, ltd)           # corrected eq. (29)
+    for i in range(n):
+        s3 = Hdqd[i]
+        for c in range(d):
+            s3 += H[i, c] * qdd[c]
+        thdd[i] = s3
+    return True, _cond(F)
+
+
+@njit(cache=_C)
+def limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt):
+    """Adds the limb's (HF)^T tau of the three RNEA passes (full, without task acceleration,
+    gravity) to Q, b, g and (HF)^T M_l (HF) to Mt (limb RNEA / CRBA, eqs. 39-45)."""
+    par, geo, ine, grav = kp[0], kp[1], kp[2], kp[3]
+    n = th.shape[0]
+    R = np.empty((n, 3, 3))
+    pp = np.empty((n, 3))
+    V = np.empty((n, 6))
+    Aa = np.empty((n, 6))
+    Fo = np.empty((n, 6))
+    fext = np.zeros((n, 6))
+    z = np.zeros(n)
+    tau = np.empty(n)
+    nt = HF.shape[1]
+    for pas in range(3):
+        if pas == 0:
+            _rnea_one(par, geo, ine, th, thd, thdd, fext, False, grav, R, pp, V, Aa, Fo, tau)
+            out = Q
+        elif pas == 1:
+            _rnea_one(par, geo, ine, th, thd, thdd0, fext, False, grav, R, pp, V, Aa, Fo, tau)
+            out = b
+        else:
+            _rnea_one(par, geo, ine, th, z, z, fext, False, grav, R, pp, V, Aa, Fo, tau)
+            out = g
+        for c in range(nt):
+            s = 0.0
+            for k in range(n):
+                s += HF[k, c] * tau[k]
+            out[c] += s
+    M = np.zeros((n, n))
+    mc = np.empty(n)
+    hc = np.empty((n, 3))
+    Ic = np.empty((n, 3, 3))
+    _crba_one(par, geo, ine, th, R, pp, mc, hc, Ic, M)
+    MH = M @ HF
+    Mt += HF.T @ MH
