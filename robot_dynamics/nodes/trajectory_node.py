@@ -12,9 +12,13 @@ task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
 ``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
+With ``use_sim_time: true`` the profile runs on simulated time; until the simulation clock
+starts, the t = 0 sample is published every 0.2 s of wall time (so a lock-step plant, which
+waits for a command, can be started by a controller that waits for a reference).
 """
 import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -65,16 +69,32 @@ class TrajectoryNode(Node):
         self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
         self.t0 = None
         self.create_timer(1.0 / rate, self.tick)
+        # Under simulated time (use_sim_time, e.g. a lock-step sim_node) the ROS clock only
+        # advances once the plant is commanded, and the plant is only commanded once there is
+        # a reference: publish the t = 0 sample on a wall-clock timer until the clock runs.
+        if self.get_parameter('use_sim_time').value:
+            self.prime = self.create_timer(0.2, self.prime_tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
+
+    def prime_tick(self):
+        if self.t0 is not None:
+            self.prime.cancel()
+            return
+        self.publish_sample(0.0, self.get_clock().now())
 
     def tick(self):
         now = self.get_clock().now()
+        if now.nanoseconds == 0:
+            return                      # simulated time not started yet (see prime_tick)
         if self.t0 is None:
             self.t0 = now
         t = (now - self.t0).nanoseconds * 1e-9
         dur = getattr(self.profile, 'duration', None)
         if dur and self.repeat:
             t = t % dur
+        self.publish_sample(t, now)
+
+    def publish_sample(self, t, now):
         x = self.profile(t, order=ORDER)                       # (ORDER + 1, n)
         stamp = now.to_msg()
         if self.mode == 'joint':
