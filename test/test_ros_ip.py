@@ -53,10 +53,10 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
         assert labels[6:] == ['V', 'Vdot', 'lyapunov_margin', 'cond', 'loop_margin']
         D = np.array([m.data for m in diags])
         assert len(D) > 60                           # 50 Hz for 3 s, minus scheduling
-        # Tracking bound. The trajectory starts ~1 s before the plant leaves its hold, so the
-        # controller starts with e ~ (0.07 rad, 0.03 rad, 0.01 m); with the graph gains
-        # (Kp = 4000, Kv = 2000: slowest pole pair, delta, omega_n ~ 1.9 rad/s, damping ~0.5)
-        # this decays in ~3 s (hence the 4 s wait). What remains is the 200 Hz sampled loop
+        # Tracking bound. The graph runs in lock-step on simulated time (sim_node /clock,
+        # use_sim_time elsewhere): the reference starts with the plant at q_d(0), and the loop
+        # does not depend on how fast the machine is. Graph gains Kp = 4000, Kv = 2000 (slowest
+        # pole pair, delta, omega_n ~ 1.9 rad/s, damping ~0.5). What remains is the 200 Hz sampled loop
         # (state up to one period old, command held one period) and the neglected 0.03 kg
         # cylinder: measured |e| < 5e-4 rad on phi, theta and < 1.5e-3 m on delta. Bounds:
         # ~5-20x margin for the scheduling jitter of three node processes and the test on two
