@@ -68,6 +68,7 @@ setup(
             'ip_controller = robot_dynamics.nodes.ip_controller:main',
             'ik_node = robot_dynamics.nodes.ik_node:main',
             'vdc_controller = robot_dynamics.nodes.vdc_controller:main',
+            'sea_controller = robot_dynamics.nodes.sea_controller:main',
         ],
     },
 )

@@ -189,6 +189,8 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     b = load_bringup(robot)
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
+    # a lock-step graph runs on simulated time (sim_node /clock): so do rsp and rviz2
+    sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
     actions = [DeclareLaunchArgument('rviz', default_value=rviz_default,
                                      description='start rviz2 with config/rviz/<robot>.rviz')]
     for s in b.nodes:
@@ -196,9 +198,11 @@ def launch_description(robot: str, rviz_default: str = 'false'):
                             namespace=s.namespace or None, parameters=[dict(s.parameters)],
                             remappings=list(s.remappings.items()), output='screen'))
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
-                        name='robot_state_publisher', parameters=[{'robot_description': urdf_xml}],
+                        name='robot_state_publisher',
+                        parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
                         output='screen'))
     if b.rviz:
         actions.append(Node(package='rviz2', executable='rviz2', name='rviz2',
-                            arguments=['-d', b.rviz], condition=IfCondition(LaunchConfiguration('rviz'))))
+                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}],
+                            condition=IfCondition(LaunchConfiguration('rviz'))))
     return LaunchDescription(actions)

@@ -118,6 +118,8 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path):
         assert n.kwargs['parameters'] == [s.parameters]
     rsp = [n for n in nodes if n.kwargs['package'] == 'robot_state_publisher']
     assert len(rsp) == 1 and '<robot' in rsp[0].kwargs['parameters'][0]['robot_description']
+    sim_time = any(s.parameters.get('use_sim_time') for s in b.nodes)
+    assert rsp[0].kwargs['parameters'][0]['use_sim_time'] == sim_time
     assert any(n.kwargs['package'] == 'rviz2' for n in nodes)
 
 

@@ -17,6 +17,19 @@ Services: ``~/enable`` (SetBool), ``~/hold``
 (second order, from its own derivatives) from its header stamp to the state's stamp, so the
 reference's sampling lag does not become tracking error. Gains ``kp``, ``kd`` can be changed at
 run time (``ros2 param set``).
+
+``law: d2_feedforward`` (seed 004, separate branch, the laws above are unchanged): the reference
+is generated in the node from an analytic platform motion (``motion: roll``, the brief's
+:class:`~robot_dynamics.pkm.gough_stewart.RollMotion` with ``roll_min``, ``roll_max`` [rad],
+``roll_period`` [s], ``roll_center`` [m]); on every NEW joint-state stamp (a stamp is answered
+once: lock-step with ``sim_node lockstep: true``) at t = stamp - first stamp, the 2nd-order
+recursive ID (:class:`robot_dynamics.control.d2_feedforward.D2Feedforward`) gives u, ud, udd and
+the actuated joint motion; command ``u + kp (theta_a - q_a) + kd (thetad_a - qd_a)`` (clipped to
+the URDF effort limits). Streams ``~/feedforward`` (Float64MultiArray [t, u (n_a), ud (n_a),
+udd (n_a)], order of ``model.actuated``), ``~/reference`` (sensor_msgs/JointState, the tree
+coordinates and rates of the reference motion, same stamp as the state answered) and
+``~/tracking_error`` ([e, ed] of the actuated joints). ``~/enable`` works; ``~/hold`` is not
+offered in this branch.
 """
 import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
@@ -28,6 +41,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control import DynamicsController
+from robot_dynamics.control.d2_feedforward import D2Feedforward
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
@@ -49,8 +63,12 @@ class DynamicsNode(Node):
         self.reference_mode = dp('reference', 'joint').value
         self.state_timeout = float(dp('state_timeout', 0.5).value)
         self.publish_wrenches = bool(dp('publish_wrenches', True).value)
+        law = dp('law', 'pidc').value
+        self.d2 = None
+        if law == 'd2_feedforward':          # --- seed 004 branch (see the module docstring)
+            return self._init_d2(controller)
         self.ctrl = DynamicsController(
-            m, law=dp('law', 'pidc').value, kp=float(dp('kp', 100.0).value),
+            m, law=law, kp=float(dp('kp', 100.0).value),
             kd=float(dp('kd', 20.0).value), joints=list(dp('joints', list(m.actuated)).value),
             reference=self.reference_mode, task_frame=dp('task_frame', 'tool').value,
             task_axes=list(dp('task_axes', [0, 1, 2]).value))
@@ -127,6 +145,8 @@ class DynamicsNode(Node):
         self.get_logger().warning(f'rejected {why}', throttle_duration_sec=2.0)
 
     def on_state(self, msg):
+        if self.d2 is not None:              # --- seed 004 branch
+            return self._on_state_d2(msg)
         q, qd, why = self.parser.parse(msg)
         if why:
             return self._reject(f'joint_states: {why}')
@@ -151,6 +171,59 @@ class DynamicsNode(Node):
                 ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = map(float, w[:3])
                 ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = map(float, w[3:])
                 self.pub_w[name].publish(ws)
+
+    # ------------------------------------------------------------------ law: d2_feedforward (seed 004)
+    def _init_d2(self, controller):
+        from robot_dynamics.pkm.gough_stewart import RollMotion
+        m, dp = self.model, self.declare_parameter
+        motion = dp('motion', 'roll').value
+        if motion != 'roll':
+            raise RobotDynamicsError(f"law d2_feedforward: motion must be 'roll', got {motion!r}")
+        roll = RollMotion(theta_min=float(dp('roll_min', -0.5).value),
+                          theta_max=float(dp('roll_max', 0.5).value),
+                          period=float(dp('roll_period', 1.0).value),
+                          p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float))
+        self.d2 = D2Feedforward(m, roll, kp=float(dp('kp', 2000.0).value), kd=float(dp('kd', 100.0).value))
+        self.d2_limit = np.array([float(m.effort_limit[i]) for i in self.d2.idx_a])
+        self.d2_stamp0 = self.d2_last = None
+        self.parser = JointStateParser(m)
+        self.enabled = True
+        self.pub_cmd = self.create_publisher(Float64MultiArray, f'/{controller}/commands', QOS_COMMAND)
+        self.pub_err = self.create_publisher(Float64MultiArray, '~/tracking_error', QOS_STATE)
+        self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+        self.pub_ref = self.create_publisher(JointState, '~/reference', QOS_STATE)
+        self.create_subscription(JointState, 'joint_states', self.on_state, QOS_STATE)
+        self.create_service(SetBool, '~/enable', self.on_enable)
+        self.get_logger().info(f'law d2_feedforward: roll {roll.theta_min:g}..{roll.theta_max:g} rad, '
+                               f'period {roll.period:g} s; commands /{controller}/commands {list(m.actuated)}')
+
+    def _on_state_d2(self, msg):
+        q, qd, why = self.parser.parse(msg)
+        if why:
+            return self._reject(f'joint_states: {why}')
+        ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if ns == self.d2_last or not self.enabled:
+            return                           # a re-sent state is answered once
+        if self.d2_last is None or ns < self.d2_last:
+            self.d2_stamp0 = ns              # first state, or the plant was reset
+        self.d2_last = ns
+        t = (ns - self.d2_stamp0) * 1e-9
+        try:
+            tau, ref, e, ed = self.d2(t, q, qd)
+        except RobotDynamicsError as exc:
+            return self._reject(f'd2 feed-forward at t = {t:.4f} s: {exc} (nothing published)')
+        if np.any(np.abs(tau) > self.d2_limit):
+            self.get_logger().warning('efforts clipped to the effort limits', throttle_duration_sec=1.0)
+            tau = np.clip(tau, -self.d2_limit, self.d2_limit)
+        self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
+        self.pub_err.publish(Float64MultiArray(data=np.concatenate([e, ed]).tolist()))
+        self.pub_ff.publish(Float64MultiArray(data=[t, *ref.u.tolist(), *ref.ud.tolist(), *ref.udd.tolist()]))
+        js = JointState()
+        js.header.stamp = msg.header.stamp
+        js.name = list(self.model.joint_names)
+        js.position, js.velocity = ref.q.tolist(), ref.qd.tolist()
+        self.pub_ref.publish(js)
+    # ------------------------------------------------------------------ end law: d2_feedforward
 
 
 def main(args=None):
