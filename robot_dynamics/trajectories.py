@@ -18,7 +18,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'make_profile', 'rest_to_rest_profile']
+__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'make_profile',
+           'rest_to_rest_profile']
 
 
 def _t_array(t):
@@ -162,7 +163,10 @@ def make_profile(kind, **p):
 
     kind 'sinusoid': amplitude, frequency, phase, offset (scalars or lists);
     'waypoints': waypoints (flat list, K * n values), durations (K - 1), n;
-    'circle': center, radius, frequency, e1, e2, phase.
+    'circle': center, radius, frequency, e1, e2, phase;
+    'sin2_pick_place' (:class:`Sin2PickPlace`): r0, a, b, frequency, phase, or from
+    trajectory_node's task-mode parameters r0 = ``center``, a = ``e1``, b = ``e2`` (NOT
+    normalised: displacement vectors in metres), ``frequency`` = nu / T (``radius`` ignored).
     """
     if kind == 'sinusoid':
         return Sinusoid(p['amplitude'], p['frequency'], p.get('phase', 0.0), p.get('offset', 0.0))
@@ -175,4 +179,44 @@ def make_profile(kind, **p):
     if kind == 'circle':
         return Circle(p['center'], p['radius'], p['frequency'], p.get('e1', (1.0, 0.0, 0.0)),
                       p.get('e2', (0.0, 0.0, 1.0)), p.get('phase', 0.0))
-    raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle)")
+    if kind == 'sin2_pick_place':
+        return Sin2PickPlace(p.get('r0', p.get('center')), p.get('a', p.get('e1')),
+                             p.get('b', p.get('e2')), p['frequency'], p.get('phase', 0.0))
+    raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle, sin2_pick_place)")
+
+
+class Sin2PickPlace:
+    """Pick-and-place of the IRSBot-2 paper (T1/T2, seed 003): ``r(t) = r0 + s a + s (1 - s) b``,
+    ``s = sin^2(omega t + phase)``, ``omega = pi * frequency``.
+
+    r0 (3,) start point [m]; a (3,) displacement at s = 1 [m] (paper: (dx, 0, 0)); b (3,) lift
+    amplitude of the s(1-s) term [m] (paper: (0, 0, dz * factor); peak lift b/4 at s = 1/2);
+    frequency = nu / T [Hz]: back-and-forth cycles per second (s has period 1/frequency).
+    Exact derivatives of every order from ``s = (1 - cos 2wt)/2`` and
+    ``s (1 - s) = sin^2(2wt)/4 = (1 - cos 4wt)/8``:
+    ``d^k s = -(2w)^k cos(2wt + k pi/2) / 2``, ``d^k [s(1-s)] = -(4w)^k cos(4wt + k pi/2) / 8``.
+    """
+
+    def __init__(self, r0, a, b, frequency, phase=0.0):
+        r0, a, b = (np.asarray(v, float) for v in (r0, a, b))
+        if r0.shape != (3,) or a.shape != (3,) or b.shape != (3,):
+            raise InputError('Sin2PickPlace: r0, a, b must be 3-vectors')
+        if not (all(np.all(np.isfinite(v)) for v in (r0, a, b))
+                and np.isfinite(frequency) and np.isfinite(phase)) or frequency <= 0:
+            raise InputError('Sin2PickPlace: parameters must be finite and frequency > 0')
+        self.r0, self.a, self.b = r0, a, b
+        self.frequency, self.phase = float(frequency), float(phase)
+        self.n = 3
+
+    def __call__(self, t, order=2):
+        t = _t_array(t)
+        w = np.pi * self.frequency
+        arg = w * t[..., None] + self.phase
+        out = []
+        for k in range(order + 1):
+            s = -0.5 * (2 * w) ** k * np.cos(2 * arg + k * np.pi / 2)
+            h = -0.125 * (4 * w) ** k * np.cos(4 * arg + k * np.pi / 2)
+            if k == 0:
+                s, h = s + 0.5, h + 0.125
+            out.append(s * self.a + h * self.b + (self.r0 if k == 0 else 0.0))
+        return np.stack(out)

@@ -70,3 +70,35 @@ def test_make_profile_waypoints_and_errors():
         make_profile('waypoints', n=2, waypoints=[0, 0, 1], durations=[1.0])
     with pytest.raises(rd.InputError):
         make_profile('spiral')
+
+
+def test_sin2_pick_place_derivatives_and_paper_t1():
+    """Sin2PickPlace (seed 003, T1/T2): derivatives vs central differences up to 4th order,
+    equals robot_dynamics.pkm.irsbot2.trajectory (x, z and two derivatives), make_profile kind."""
+    from robot_dynamics.pkm import irsbot2
+    from robot_dynamics.trajectories import Sin2PickPlace, make_profile
+    z6 = irsbot2.parameters('eq47')['z6']
+    for T in (1.0, 3.0):
+        tr = make_profile('sin2_pick_place', center=[0.0, 0.0, z6], e1=[0.25, 0.0, 0.0],
+                          e2=[0.0, 0.0, 0.45], frequency=3.0 / T, radius=0.05)
+        assert isinstance(tr, Sin2PickPlace)
+        t = np.linspace(0.0, T / 3, 29) + 0.0071
+        x = tr(t, order=4)
+        assert x.shape == (5, len(t), 3)
+        for k in range(1, 5):
+            assert np.allclose(_fd(tr, t, k, h=1e-5 * T), x[k], rtol=1e-6,
+                               atol=1e-6 * np.abs(x[k]).max()), (T, k)
+        for tk, xk in zip(t, x.transpose(1, 0, 2)):
+            ref = irsbot2.trajectory(tk, 'T1', T=T, nu=3.0)
+            for d in range(3):
+                assert np.allclose(xk[d][[0, 2]], ref[d], rtol=1e-12, atol=1e-12)
+            assert np.all(xk[:, 1] == 0.0)
+    # paper start acceleration 2 dx (nu pi / T)^2 and rest at s = 0 and s = 1
+    tr = Sin2PickPlace([0, 0, z6], [0.25, 0, 0], [0, 0, 0.45], 3.0)
+    assert np.isclose(tr(0.0)[2][0], 2 * 0.25 * (3 * np.pi) ** 2)
+    assert np.allclose(tr([0.0, 1 / 6, 1 / 3])[1], 0.0, atol=1e-12)
+    assert np.allclose(tr(1 / 6)[0], [0.25, 0.0, z6])
+    with pytest.raises(rd.InputError):
+        Sin2PickPlace([0, 0], [0, 0, 0], [0, 0, 0], 1.0)
+    with pytest.raises(rd.InputError):
+        Sin2PickPlace([0, 0, 0], [0, 0, 0], [0, 0, 0], 0.0)

@@ -30,6 +30,29 @@ udd (n_a)], order of ``model.actuated``), ``~/reference`` (sensor_msgs/JointStat
 coordinates and rates of the reference motion, same stamp as the state answered) and
 ``~/tracking_error`` ([e, ed] of the actuated joints). ``~/enable`` works; ``~/hold`` is not
 offered in this branch.
+
+``law: embedding_feedforward`` (seed 003, task-space mode with the constraint-embedding
+formulation; separate branch, the laws above are unchanged): the task reference is turned into
+joints by ik_node; this law takes the feed-forward actuator forces u of the IK reference (task-space
+inverse dynamics, eq. 45) from ik_node's ``feedforward`` topic (parameter ``feedforward_topic``,
+default ``/ik_node/feedforward_effort``: sensor_msgs/JointState, stamp = the reference sample,
+effort = u, order/names of ``model.actuated``) and the independent-joint reference from
+``reference/joint_trajectory`` (p/v/a) and commands, once per NEW joint-state stamp,
+``u + kp (theta - q) + kd (thetad - qd)`` on the actuated joints (which must be the independent
+ones; clipped to the URDF effort limits). The end-effector load is the WrenchStamped input
+``/ik_node/ee_wrench`` (force/torque on the platform, world axes, about the platform frame
+origin): it enters u in ik_node, so it reaches this command with the reference. Matching:
+a state is answered as soon as a reference AND a feed-forward sample with the state's stamp
+have arrived (lock-step: the loop waits for the reference pipeline, no extrapolation); if none
+arrives within ``ref_wait`` seconds of wall time, the latest samples are extrapolated to the
+state stamp (reference 2nd order from its own derivatives, u linearly from its last two samples)
+and the count of such answers is reported in ``~/feedforward``. ``ff_lead`` [s] (default 0):
+the feed-forward used is u extrapolated linearly (from the previous feed-forward sample) to
+stamp + ff_lead; half the control period makes the held command equal to the interval mean of
+u (compensates the zero-order hold of the plant). Streams ``~/tracking_error``
+([e, ed] of the actuated joints) and ``~/feedforward`` (Float64MultiArray [age of the sample
+used (s), n_extrapolated, u (n_a) of the sample, u commanded (n_a, with ff_lead)]).
+``~/enable`` works; ``~/hold`` is not offered.
 """
 import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
@@ -67,6 +90,9 @@ class DynamicsNode(Node):
         self.d2 = None
         if law == 'd2_feedforward':          # --- seed 004 branch (see the module docstring)
             return self._init_d2(controller)
+        self.emb = None
+        if law == 'embedding_feedforward':   # --- seed 003 branch (see the module docstring)
+            return self._init_emb(controller)
         self.ctrl = DynamicsController(
             m, law=law, kp=float(dp('kp', 100.0).value),
             kd=float(dp('kd', 20.0).value), joints=list(dp('joints', list(m.actuated)).value),
@@ -147,6 +173,8 @@ class DynamicsNode(Node):
     def on_state(self, msg):
         if self.d2 is not None:              # --- seed 004 branch
             return self._on_state_d2(msg)
+        if self.emb is not None:             # --- seed 003 branch
+            return self._on_state_emb(msg)
         q, qd, why = self.parser.parse(msg)
         if why:
             return self._reject(f'joint_states: {why}')
@@ -224,6 +252,142 @@ class DynamicsNode(Node):
         js.position, js.velocity = ref.q.tolist(), ref.qd.tolist()
         self.pub_ref.publish(js)
     # ------------------------------------------------------------------ end law: d2_feedforward
+
+    # ------------------------------------------------------------------ law: embedding_feedforward (seed 003)
+    def _init_emb(self, controller):
+        from collections import OrderedDict
+
+        from rclpy.clock import Clock, ClockType
+        m, dp = self.model, self.declare_parameter
+        if sorted(m.actuated) != sorted(m.independent):
+            raise RobotDynamicsError('law embedding_feedforward: the actuated joints must be the '
+                                     f'independent ones ({list(m.actuated)} vs {list(m.independent)})')
+        self.emb = True
+        self.kp = float(dp('kp', 1500.0).value)
+        self.kd = float(dp('kd', 80.0).value)
+        self.emb_wait = float(dp('ref_wait', 0.1).value)
+        self.emb_lead = float(dp('ff_lead', 0.0).value)
+        topic = dp('feedforward_topic', '/ik_node/feedforward_effort').value
+        self.emb_idx = [m.joint_index(j) for j in m.actuated]
+        self.emb_limit = np.array([float(m.effort_limit[i]) for i in self.emb_idx])
+        self.emb_ref, self.emb_ff = OrderedDict(), OrderedDict()   # stamp ns -> sample
+        self.emb_pending = None                                    # (ns, q, qd, wall time)
+        self.emb_last = None
+        self.emb_nextrap = 0
+        self.add_on_set_parameters_callback(self.on_params_emb)
+        self.parser = JointStateParser(m)
+        self.enabled = True
+        self.pub_cmd = self.create_publisher(Float64MultiArray, f'/{controller}/commands', QOS_COMMAND)
+        self.pub_err = self.create_publisher(Float64MultiArray, '~/tracking_error', QOS_STATE)
+        self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+        self.create_subscription(JointState, 'joint_states', self.on_state, QOS_STATE)
+        self.create_subscription(JointTrajectory, 'reference/joint_trajectory', self._on_ref_emb, QOS_COMMAND)
+        self.create_subscription(JointState, topic, self._on_ff_emb, QOS_COMMAND)
+        self.create_service(SetBool, '~/enable', self.on_enable)
+        self.create_timer(0.005, self._emb_timeout, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(f'law embedding_feedforward: u from {topic} + PD (kp {self.kp:g}, '
+                               f'kd {self.kd:g}); commands /{controller}/commands {list(m.actuated)}')
+
+    def on_params_emb(self, params):
+        for p in params:
+            if p.name in ('kp', 'kd'):
+                if not (isinstance(p.value, (int, float)) and p.value >= 0):
+                    return SetParametersResult(successful=False, reason=f'{p.name} must be >= 0')
+                setattr(self, p.name, float(p.value))
+        return SetParametersResult(successful=True)
+
+    @staticmethod
+    def _ns(stamp):
+        return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+    def _emb_store(self, buf, ns, val):
+        buf[ns] = val
+        while len(buf) > 50:
+            buf.popitem(last=False)
+        self._emb_try(False)
+
+    def _on_ref_emb(self, msg):
+        if not msg.points:
+            return self._reject('reference without points')
+        pt, names = msg.points[0], list(msg.joint_names)
+        try:
+            k = [names.index(j) for j in self.model.actuated]
+            arr = [np.array([seq[i] for i in k], float) for seq in (pt.positions, pt.velocities, pt.accelerations)]
+        except (ValueError, IndexError):
+            return self._reject(f'reference: need p/v/a of {list(self.model.actuated)}, got {names}')
+        if not all(np.all(np.isfinite(a)) for a in arr):
+            return self._reject('reference: non-finite values')
+        self._emb_store(self.emb_ref, self._ns(msg.header.stamp), arr)
+
+    def _on_ff_emb(self, msg):
+        names = list(msg.name)
+        try:
+            u = np.array([msg.effort[names.index(j)] for j in self.model.actuated], float)
+        except (ValueError, IndexError):
+            return self._reject(f'feed-forward: need efforts of {list(self.model.actuated)}, got {names}')
+        if not np.all(np.isfinite(u)):
+            return self._reject('feed-forward: non-finite values')
+        self._emb_store(self.emb_ff, self._ns(msg.header.stamp), u)
+
+    def _on_state_emb(self, msg):
+        q, qd, why = self.parser.parse(msg)
+        if why:
+            return self._reject(f'joint_states: {why}')
+        ns = self._ns(msg.header.stamp)
+        if ns == self.emb_last or not self.enabled:
+            return                           # a re-sent state is answered once
+        import time
+        self.emb_pending = (ns, q, qd, time.monotonic())
+        self._emb_try(False)
+
+    def _emb_timeout(self):
+        import time
+        if self.emb_pending is not None and time.monotonic() - self.emb_pending[3] > self.emb_wait:
+            self._emb_try(True)
+
+    def _emb_try(self, late):
+        if self.emb_pending is None:
+            return
+        ns, q, qd, _ = self.emb_pending
+        if ns in self.emb_ref and ns in self.emb_ff:
+            ref, u, age = self.emb_ref[ns], self.emb_ff[ns], 0.0
+        elif late and self.emb_ref and self.emb_ff:
+            nr = max(self.emb_ref, key=lambda k: (k <= ns, k if k <= ns else -k))
+            p, v, a = self.emb_ref[nr]
+            dt = (ns - nr) * 1e-9
+            ref = (p + v * dt + 0.5 * a * dt * dt, v + a * dt, a)
+            ks = sorted(self.emb_ff)
+            nf = max(ks, key=lambda k: (k <= ns, k if k <= ns else -k))
+            u = self.emb_ff[nf]
+            i = ks.index(nf)
+            if i > 0:
+                u = u + (u - self.emb_ff[ks[i - 1]]) * (ns - nf) / (nf - ks[i - 1])
+            age = (ns - min(nr, nf)) * 1e-9
+            self.emb_nextrap += 1
+            self.get_logger().warning(f'no reference for the state at {ns * 1e-9:.4f} s within '
+                                      f'{self.emb_wait:g} s: extrapolated over {age:.4f} s',
+                                      throttle_duration_sec=1.0)
+        else:
+            return
+        u_ff = u
+        if self.emb_lead:                    # ZOH compensation: u at stamp + ff_lead (linear)
+            ks = [k for k in self.emb_ff if k < ns]
+            if ks:
+                k = max(ks)
+                u_ff = u + (u - self.emb_ff[k]) * (self.emb_lead / ((ns - k) * 1e-9))
+        self.emb_pending, self.emb_last = None, ns
+        i = self.emb_idx
+        e, ed = ref[0] - q[i], ref[1] - qd[i]
+        tau = u_ff + self.kp * e + self.kd * ed
+        if not np.all(np.isfinite(tau)):
+            return self._reject('non-finite effort (not published)')
+        if np.any(np.abs(tau) > self.emb_limit):
+            self.get_logger().warning('efforts clipped to the effort limits', throttle_duration_sec=1.0)
+            tau = np.clip(tau, -self.emb_limit, self.emb_limit)
+        self.pub_cmd.publish(Float64MultiArray(data=tau.tolist()))
+        self.pub_err.publish(Float64MultiArray(data=np.concatenate([e, ed]).tolist()))
+        self.pub_ff.publish(Float64MultiArray(data=[age, float(self.emb_nextrap), *u.tolist(), *u_ff.tolist()]))
+    # ------------------------------------------------------------------ end law: embedding_feedforward
 
 
 def main(args=None):

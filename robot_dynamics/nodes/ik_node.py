@@ -17,6 +17,9 @@ Publishes, per sample:
 * ``~/joint_states`` (JointState, all joints, positions and velocities);
 * ``~/feedforward`` (Float64MultiArray, actuated joints in sidecar order): the actuator forces
   of the task-space inverse dynamics (eq. 45) for the reference motion and the latest wrench;
+* ``~/feedforward_effort`` (sensor_msgs/JointState, header = the reference sample's header,
+  names = the actuated joints, position/velocity = their IK reference, effort = the same u):
+  the stamped feed-forward consumed by dynamics_node ``law: embedding_feedforward``;
 * ``~/diagnostics`` (Float64MultiArray, labelled: outer iterations per limb, max inner
   iterations, task residual [m], loop residual, cond(F_(l)) per limb, cond(J_IK), near_singular).
 
@@ -66,6 +69,7 @@ class IKNode(Node):
         self.pub_jt = self.create_publisher(JointTrajectory, '~/joint_trajectory', QOS_COMMAND)
         self.pub_js = self.create_publisher(JointState, '~/joint_states', QOS_STATE)
         self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+        self.pub_ffe = self.create_publisher(JointState, '~/feedforward_effort', QOS_COMMAND)
         self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
         self.create_subscription(PoseStamped, 'reference/pose', lambda msg: self.on_part(0, msg), QOS_COMMAND)
         self.create_subscription(TwistStamped, 'reference/twist', lambda msg: self.on_part(1, msg), QOS_COMMAND)
@@ -135,6 +139,9 @@ class IKNode(Node):
         ff = Float64MultiArray(data=td.u.tolist())
         ff.layout.dim.append(MultiArrayDimension(label=','.join(m.actuated), size=len(td.u), stride=len(td.u)))
         self.pub_ff.publish(ff)
+        a = self.act_idx
+        self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
+                                        velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
         d = ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
              sol.task_residual, sol.loop_residual] + list(sol.cond_F)
              + [mo.cond_J_IK, float(self.tracker.near_singular)])
