@@ -63,7 +63,7 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
         # shared cores.
         e = np.abs(D[:, :3]).max(axis=0)
         assert e[0] < 0.01 and e[1] < 0.01 and e[2] < 0.005, e
-        assert np.all(D[:, 10] > 0.275 - 0.18 - 1e-6)    # delta <= 0.18 m on this reference
+        assert np.all(D[:, 10] > 0.275 - 0.18 - 0.005)   # delta <= 0.18 m on this reference (+ the 5 mm bound)
         assert np.all(D[:, 9] < 100)                      # cond(Gamma) away from the dead centre
         assert clear.wait_for_service(timeout_sec=10.0)
         fut = clear.call_async(Trigger.Request())

@@ -12,7 +12,10 @@ task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
 ``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
-With ``use_sim_time: true`` the profile runs on simulated time; until the simulation clock
+``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
+message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
+lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
+is). With ``use_sim_time: true`` the profile runs on simulated time; until the simulation clock
 starts, the t = 0 sample is published every 0.2 s of wall time (so a lock-step plant, which
 waits for a command, can be started by a controller that waits for a reference).
 """
@@ -23,7 +26,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robot_dynamics.nodes._common import QOS_COMMAND, load_model_param, spin_node
+from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, load_model_param, spin_node
 from robot_dynamics.trajectories import make_profile
 
 ORDER = 4
@@ -68,6 +71,15 @@ class TrajectoryNode(Node):
             self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_COMMAND)
         self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
         self.t0 = None
+        self.sync_topic = dp('sync_topic', '').value
+        if self.sync_topic:
+            # state-synchronised (lock-step graphs): one sample per new state stamp, at
+            # t = stamp - first stamp, stamped like the state: the reference cannot fall behind
+            from sensor_msgs.msg import JointState
+            self.create_subscription(JointState, self.sync_topic, self.on_state, QOS_STATE)
+            self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints}, one sample per '
+                                   f'{self.sync_topic} stamp')
+            return
         self.create_timer(1.0 / rate, self.tick)
         # Under simulated time (use_sim_time, e.g. a lock-step sim_node) the ROS clock only
         # advances once the plant is commanded, and the plant is only commanded once there is
@@ -75,6 +87,18 @@ class TrajectoryNode(Node):
         if self.get_parameter('use_sim_time').value:
             self.prime = self.create_timer(0.2, self.prime_tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
+
+    def on_state(self, msg):
+        # every state is answered, a repeated stamp too (a lock-step plant re-sends its state
+        # while it waits: the first samples may have been published before anyone listened)
+        ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if self.t0 is None:
+            self.t0 = ns
+        t = (ns - self.t0) * 1e-9
+        dur = getattr(self.profile, 'duration', None)
+        if dur and self.repeat:
+            t = t % dur
+        self.publish_sample(t, None, stamp=msg.header.stamp)
 
     def prime_tick(self):
         if self.t0 is not None:
@@ -94,9 +118,9 @@ class TrajectoryNode(Node):
             t = t % dur
         self.publish_sample(t, now)
 
-    def publish_sample(self, t, now):
+    def publish_sample(self, t, now, stamp=None):
         x = self.profile(t, order=ORDER)                       # (ORDER + 1, n)
-        stamp = now.to_msg()
+        stamp = now.to_msg() if stamp is None else stamp
         if self.mode == 'joint':
             msg = JointTrajectory()
             msg.header.stamp = stamp
