@@ -54,12 +54,9 @@ u (compensates the zero-order hold of the plant). Streams ``~/tracking_error``
 used (s), n_extrapolated, u (n_a) of the sample, u commanded (n_a, with ff_lead)]).
 ``~/enable`` works; ``~/hold`` is not offered.
 """
-import time
-
 import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -69,7 +66,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control import DynamicsController
 from robot_dynamics.control.d2_feedforward import D2Feedforward
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, JointStateParser,
+from robot_dynamics.nodes._common import (ReferenceSync, QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
 
 
@@ -104,12 +101,9 @@ class DynamicsNode(Node):
         self.add_on_set_parameters_callback(self.on_params)
         # reference_sync (lock-step graphs): answer a state only once the reference sample with
         # the same stamp has arrived (fallback after ref_wait s of wall time: extrapolate)
-        self.ref_sync = bool(dp('reference_sync', False).value)
-        self.ref_wait = float(dp('ref_wait', 0.2).value)
-        self.pending = None
-        if self.ref_sync:
-            self.create_timer(0.05, lambda: self._release_pending(timeout=True),
-                              clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.sync = (ReferenceSync(self, lambda: getattr(self.ctrl, 'ref_stamp', None), self._control,
+                                   float(dp('ref_wait', 0.2).value))
+                     if dp('reference_sync', False).value else None)
         self.parser = JointStateParser(m)
         self.enabled = True
         self.task = {}
@@ -147,7 +141,8 @@ class DynamicsNode(Node):
                                     names=list(msg.joint_names), stamp=_sec(msg.header.stamp))
         except RobotDynamicsError as exc:
             return self._reject(f'reference: {exc}')
-        self._release_pending()
+        if self.sync is not None:
+            self.sync.release()
 
     def on_task(self, k, msg):
         vec = (msg.pose.position if k == 0 else msg.twist.linear if k == 1 else msg.accel.linear)
@@ -160,7 +155,8 @@ class DynamicsNode(Node):
                                         self.task.get(2, zero)[axes], stamp=_sec(msg.header.stamp))
             except RobotDynamicsError as exc:
                 return self._reject(f'task reference: {exc}')
-            self._release_pending()
+            if self.sync is not None:
+                self.sync.release()
 
     def on_enable(self, request, response):
         self.enabled = bool(request.data)
@@ -194,28 +190,9 @@ class DynamicsNode(Node):
         self.last_q = q
         if not self.enabled or self.ctrl.ref is None:
             return
-        ts = _sec(msg.header.stamp)
-        rs = getattr(self.ctrl, 'ref_stamp', None)
-        if self.ref_sync and ts is not None and (rs is None or rs < ts - 1e-9):
-            self.pending = (msg, q, qd, time.monotonic())   # wait for the reference of this stamp
-            return
+        if self.sync is not None and self.sync.defer(msg, q, qd):
+            return                          # wait for the reference of this stamp
         self._control(msg, q, qd)
-
-    def _release_pending(self, timeout=False):
-        """Answer the state that waits for its reference (reference_sync)."""
-        if self.pending is None:
-            return
-        msg, q, qd, t_wall = self.pending
-        rs = getattr(self.ctrl, 'ref_stamp', None)
-        ts = _sec(msg.header.stamp)
-        if rs is not None and rs >= ts - 1e-9:
-            self.pending = None
-            self._control(msg, q, qd)
-        elif timeout and time.monotonic() - t_wall > self.ref_wait:
-            self.pending = None
-            self.get_logger().warning(f'reference for stamp {ts:.3f} s not received within '
-                                      f'{self.ref_wait:g} s: extrapolating', throttle_duration_sec=2.0)
-            self._control(msg, q, qd)
 
     def _control(self, msg, q, qd):
         out = self.ctrl.compute(q, qd, stamp=_sec(msg.header.stamp))

@@ -23,11 +23,8 @@ the gravity-holding effort of the full model plus PD to the lock value); ``law``
 ``kv`` (scalars). Services: ``~/enable`` (SetBool), ``~/clear_reconfiguration`` (Trigger:
 payload 0, nothing locked).
 """
-import time
-
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -36,7 +33,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control.inertia_partitioning import LAWS, IPController
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, JointStateParser,
+from robot_dynamics.nodes._common import (ReferenceSync, QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
 from robot_dynamics.partitioning import PartitionedModel
 
@@ -73,12 +70,9 @@ class IPControllerNode(Node):
         self.ref = None
         # reference_sync (lock-step graphs): answer a state only once the reference sample with
         # the same stamp has arrived (fallback after ref_wait s of wall time: extrapolate)
-        self.ref_sync = bool(self.declare_parameter('reference_sync', False).value)
-        self.ref_wait = float(self.declare_parameter('ref_wait', 0.2).value)
-        self.pending = None
-        if self.ref_sync:
-            self.create_timer(0.05, lambda: self._release_pending(timeout=True),
-                              clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.sync = (ReferenceSync(self, lambda: self.ref[1] if self.ref else None, self._control,
+                                   float(self.declare_parameter('ref_wait', 0.2).value))
+                     if self.declare_parameter('reference_sync', False).value else None)
         self.last_q = None
         self.last_diag = -1e9
         self._apply_payload()
@@ -174,22 +168,8 @@ class IPControllerNode(Node):
                 return self._reject('reference: malformed positions/velocities/accelerations')
             vals.append(a[[names.index(c) for c in self.pm.all_coords]])
         self.ref = (vals, _sec(msg.header.stamp))
-        self._release_pending()
-
-    def _release_pending(self, timeout=False):
-        """Answer the state that waits for its reference (reference_sync)."""
-        if self.pending is None:
-            return
-        msg, q, qd, t_wall = self.pending
-        rs, ts = self.ref[1] if self.ref else None, _sec(msg.header.stamp)
-        if rs is not None and rs >= ts - 1e-9:
-            self.pending = None
-            self._control(msg, q, qd)
-        elif timeout and time.monotonic() - t_wall > self.ref_wait:
-            self.pending = None
-            self.get_logger().warning(f'reference for stamp {ts:.3f} s not received within '
-                                      f'{self.ref_wait:g} s: extrapolating', throttle_duration_sec=2.0)
-            self._control(msg, q, qd)
+        if self.sync is not None:
+            self.sync.release()
 
     def on_state(self, msg):
         q, qd, why = self.parser.parse(msg)
@@ -198,10 +178,8 @@ class IPControllerNode(Node):
         self.last_q = q
         if not self.enabled or self.ref is None:
             return
-        ts = _sec(msg.header.stamp)
-        if self.ref_sync and ts is not None and (self.ref[1] is None or self.ref[1] < ts - 1e-9):
-            self.pending = (msg, q, qd, time.monotonic())   # wait for the reference of this stamp
-            return
+        if self.sync is not None and self.sync.defer(msg, q, qd):
+            return                          # wait for the reference of this stamp
         self._control(msg, q, qd)
 
     def _control(self, msg, q, qd):
