@@ -46,7 +46,10 @@ def _common_checks(launcher, probe, model, out):
     assert set(model.passive) <= set(last.name) and model.passive
     q = np.array([last.position[list(last.name).index(j)] for j in model.joint_names])
     assert np.abs(rd.loop_residual(model, q)).max() < 1e-9
-    # kinematics_node: closure error per loop and the cut-frame markers
+    # kinematics_node: closure error per loop and the cut-frame markers (its process may still
+    # be compiling its kernels on a cold cache when the controller is already running)
+    probe.wait_for(lambda: len(probe.residual) > 5 and len(probe.markers) > 0, 60.0,
+                   'kinematics_node residual and markers')
     with probe.lock:
         res = [m for t, m in probe.residual[-50:]]
         mk = probe.markers[-1][1] if probe.markers else None
