@@ -198,10 +198,24 @@ def cmd_demo(args):
         launcher = Launcher(b, out=logf)
         th.start()
         launcher.start()
-        t0 = time.monotonic()
         died = None
+        # wait for the first joint state: on a fresh install the nodes first compile their
+        # numerical kernels (cached afterwards), which can take a minute on a small machine
+        t_start = time.monotonic()
+        print('  waiting for the first joint state (the first run compiles the numerical '
+              'kernels, about a minute) ...', flush=True)
+        while not rec.js and time.monotonic() - t_start < args.startup_timeout:
+            time.sleep(0.2)
+            died = launcher.poll()
+            if died:
+                break
+        if not rec.js and not died:
+            print(f'  no joint state after {args.startup_timeout:g} s')
+        else:
+            print(f'  graph running after {time.monotonic() - t_start:.1f} s', flush=True)
+        t0 = time.monotonic()
         try:
-            while time.monotonic() - t0 < args.duration:
+            while not died and rec.js and time.monotonic() - t0 < args.duration:
                 time.sleep(0.5)
                 died = launcher.poll()
                 if died:
@@ -301,6 +315,23 @@ def _plot_demo(path, rec, t, e, model, frame):
     plt.close(fig)
 
 
+def cmd_warmup(args):
+    """Compile (and cache) the numerical kernels once, so that nodes start quickly."""
+    import robot_dynamics as rd
+    t0 = time.perf_counter()
+    m = rd.load_model(rd.data_path('urdf/five_bar.urdf'))
+    q, z = m.reference_q(), np.zeros(m.nq)
+    rd.rnea(m, q, z, z)
+    rd.crba(m, q)
+    rd.forward_dynamics(m, q, z, z)
+    rd.constrained_forward_dynamics(m, q, z, z)
+    plant = rd.ConstrainedPlant(m, dt=1e-3)
+    plant.step(z)
+    rd.pidc(m, q, z, q[m.independent_indices], [0, 0], [0, 0], 1.0, 1.0)
+    print(f'kernels compiled and cached in {time.perf_counter() - t0:.1f} s')
+    return 0
+
+
 def cmd_launch(args):
     """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C."""
     from .bringup import BringupError, load_bringup
@@ -355,9 +386,13 @@ def build_parser():
     pd.add_argument('robot', nargs='?', default=None, help='robot with a config (default five_bar)')
     pd.add_argument('--duration', type=float, default=12.0, help='run time [s] (default 12)')
     pd.add_argument('--outdir', default='out', help='directory for the log (default out/)')
+    pd.add_argument('--startup-timeout', type=float, default=300.0,
+                    help='max wait for the first joint state [s] (default 300)')
     pd.add_argument('--plot', default=os.path.join('out', 'demo_five_bar.png'),
                     help='PNG plot path (default out/demo_five_bar.png)')
     pd.set_defaults(func=cmd_demo)
+    pw = sub.add_parser('warmup', help='compile and cache the numerical kernels (done by setup)')
+    pw.set_defaults(func=cmd_warmup)
     pl = sub.add_parser('launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)")
     pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')
     pl.add_argument('--duration', type=float, default=None, help='stop after this many seconds')

@@ -23,10 +23,13 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
 fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 PY="$VENV/bin/python"
+VENV_ABS=$(cd "$VENV" && pwd)
 "$PY" -m pip install -q --upgrade pip==26.3 2> >(grep -v "is ignored: it is neither" >&2) >/dev/null
 REQS=(-r requirements/core.txt -r requirements/ros.txt)
 [ "$WITH_TEST" = 1 ] && REQS+=(-r requirements/test.txt)
 # (the filter drops pip's notices about absent local find-links mirrors)
 "$PY" -m pip install -q "${REQS[@]}" 2> >(grep -v "is ignored: it is neither" >&2)
 "$PY" -m pip install -q --no-deps --force-reinstall . 2> >(grep -v -e "is ignored: it is neither" -e BuildBackendWarning -e "warnings.warn" >&2) >/dev/null
+# compile the numerical kernels once (cached in the installed package), so nodes start fast
+(cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup)
 echo "robot_dynamics environment ready in $VENV"
