@@ -319,33 +319,53 @@ def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol
         for i in range(n):
             if L[i, i] > scale:
                 scale = L[i, i]
-        tol = rel_tol * max(scale, 1e-300)
-        # in-place Cholesky (lower)
-        for j in range(n):
-            s = L[j, j]
-            for c in range(j):
-                s -= L[j, c] * L[j, c]
-            if not s > tol:
-                return 2 + j
-            d = np.sqrt(s)
-            L[j, j] = d
-            for r in range(j + 1, n):
-                s2 = L[r, j]
-                for c in range(j):
-                    s2 -= L[r, c] * L[j, c]
-                L[r, j] = s2 / d
-        x = out[k]
+        j = chol_factor(L, L, rel_tol * max(scale, 1e-300))     # in place
+        if j >= 0:
+            return 2 + j
         for i in range(n):
-            s = TAU[k, i] - b[i]
-            for c in range(i):
-                s -= L[i, c] * x[c]
-            x[i] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = x[i]
-            for r in range(i + 1, n):
-                s -= L[r, i] * x[r]
-            x[i] = s / L[i, i]
+            b[i] = TAU[k, i] - b[i]
+        chol_solve(L, b, out[k])
     return 0
+
+
+@njit(cache=_CACHE)
+def chol_factor(Mat, L, tol):
+    """Lower Cholesky factor of symmetric Mat into L (L may be Mat itself: in place).
+
+    Returns -1, or the index of the first pivot that is not > tol (Mat not positive definite
+    at that tolerance). Only the lower triangle of Mat is read.
+    """
+    n = Mat.shape[0]
+    for j in range(n):
+        s = Mat[j, j]
+        for c in range(j):
+            s -= L[j, c] * L[j, c]
+        if not s > tol:
+            return j
+        d = np.sqrt(s)
+        L[j, j] = d
+        for r in range(j + 1, n):
+            s2 = Mat[r, j]
+            for c in range(j):
+                s2 -= L[r, c] * L[j, c]
+            L[r, j] = s2 / d
+    return -1
+
+
+@njit(cache=_CACHE)
+def chol_solve(L, rhs, out):
+    """Solve L L^T out = rhs (forward and back substitution with the factor of chol_factor)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = rhs[i]
+        for c in range(i):
+            s -= L[i, c] * out[c]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for r in range(i + 1, n):
+            s -= L[r, i] * out[r]
+        out[i] = s / L[i, i]
 
 
 @njit(cache=_CACHE)

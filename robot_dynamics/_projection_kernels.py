@@ -418,22 +418,7 @@ def _is_pd(Mat, rel_tol):
     for j in range(n):
         if Mat[j, j] > scale:
             scale = Mat[j, j]
-    tol = rel_tol * max(scale, 1e-300)
-    L = np.zeros((n, n))
-    for j in range(n):
-        s = Mat[j, j]
-        for c in range(j):
-            s -= L[j, c] * L[j, c]
-        if not s > tol:
-            return False
-        dj = np.sqrt(s)
-        L[j, j] = dj
-        for r in range(j + 1, n):
-            s2 = Mat[r, j]
-            for c in range(j):
-                s2 -= L[r, c] * L[j, c]
-            L[r, j] = s2 / dj
-    return True
+    return K.chol_factor(Mat, np.zeros((n, n)), rel_tol * max(scale, 1e-300)) < 0
 
 
 @njit(cache=_CACHE)
@@ -441,29 +426,9 @@ def _solve_spd(Mat, rhs, out):
     """Cholesky solve (Mat symmetric positive definite). Returns False if not SPD."""
     n = Mat.shape[0]
     L = np.zeros((n, n))
-    for j in range(n):
-        s = Mat[j, j]
-        for c in range(j):
-            s -= L[j, c] * L[j, c]
-        if not s > 0.0:
-            return False
-        dj = np.sqrt(s)
-        L[j, j] = dj
-        for r in range(j + 1, n):
-            s2 = Mat[r, j]
-            for c in range(j):
-                s2 -= L[r, c] * L[j, c]
-            L[r, j] = s2 / dj
-    for i in range(n):
-        s = rhs[i]
-        for c in range(i):
-            s -= L[i, c] * out[c]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for r in range(i + 1, n):
-            s -= L[r, i] * out[r]
-        out[i] = s / L[i, i]
+    if K.chol_factor(Mat, L, 0.0) >= 0:
+        return False
+    K.chol_solve(L, rhs, out)
     return True
 
 

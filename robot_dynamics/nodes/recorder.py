@@ -6,6 +6,7 @@ Subscribes ``joint_states``, ``/kinematics_node/<frame>/pose``, ``reference/pose
 """
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -60,3 +61,33 @@ class Recorder(Node):
                 t.append(ts)
                 e.append(float(np.linalg.norm((p - refs[k][1])[list(axes)])))
         return np.array(t), np.array(e)
+
+
+@contextmanager
+def recording(frame='tool'):
+    """A :class:`Recorder` spun in a background thread in its own rclpy context.
+
+    ``with recording('tool') as rec: ...`` (used by ``robot-dynamics demo``); the node, its
+    executor thread and the context are shut down on exit.
+    """
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    rec = Recorder(frame, context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(rec)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ex.spin_once(timeout_sec=0.05)
+    th = threading.Thread(target=spin, daemon=True)
+    th.start()
+    try:
+        yield rec
+    finally:
+        stop.set()
+        th.join(timeout=2)
+        rec.destroy_node()
+        rclpy.shutdown(context=ctx)
