@@ -51,10 +51,17 @@ def test_irsbot2_t1_tracking_and_loop_closure_with_embedding_feedforward():
         probe.subscribe('dff', Float64MultiArray, '/dynamics_node/feedforward')
         probe.subscribe('tw', TwistStamped, 'reference/twist')
         probe.subscribe('acc', AccelStamped, 'reference/accel')
-        def late_poses():
+        def late_matched():
+            # stamps seen on both topics of a pair (the probe's subscriptions are matched and
+            # served independently: one may start or lag behind the other)
             with probe.lock:
-                return sum(_ns(m) >= T_SKIP for _, m in probe.pose)
-        wait(lambda: late_poses() >= N_STATES, 35.0, f'{N_STATES} tool poses after {T_SKIP * 1e-9} s')
+                pose = {_ns(m) for _, m in probe.pose}
+                ref = {_ns(m) for _, m in probe.ref}
+                js = {_ns(m) for _, m in probe.js}
+                ikjs = {_ns(m) for _, m in probe.ikjs}
+            return (sum(k >= T_SKIP for k in pose & ref) >= N_STATES
+                    and sum(k >= T_SKIP for k in js & ikjs) >= N_STATES // 2)
+        wait(late_matched, 35.0, f'{N_STATES} matched tool poses after {T_SKIP * 1e-9} s')
         with probe.lock:
             poses = {_ns(m): m.pose.position for _, m in probe.pose}
             refs = {_ns(m): m.pose.position for _, m in probe.ref}
