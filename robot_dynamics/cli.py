@@ -146,13 +146,18 @@ def _plot(path, t, q, tau, m):
     ax[1].set_xlabel('t [s]')
     ax[0].set_title(f'{m.name}: inverse dynamics along the reference')
     ax[0].legend(fontsize=7, ncol=4)
-    for a in ax:
+    _save_figure(fig, ax, path)
+
+
+def _save_figure(fig, axes, path):
+    """Grid on every axis, tight layout, write ``path`` (creating its folder), close."""
+    import matplotlib.pyplot as plt
+    for a in axes:
         a.grid(True, alpha=0.3)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
 
 def cmd_demo(args):
     """Default demo: the closed-loop ROS 2 graph of a PKM, recorded and summarised.
@@ -289,12 +294,7 @@ def _plot_demo(path, rec, t, e, model, frame):
     ax[1].set_xlabel('t [s]')
     ax[1].set_ylabel('|x - x_ref| [mm]')
     ax[1].set_title('tracking error (separate processes, DDS)')
-    for a in ax:
-        a.grid(True, alpha=0.3)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_figure(fig, ax, path)
 
 
 def cmd_warmup(args):

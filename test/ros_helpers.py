@@ -12,6 +12,7 @@ import os
 import threading
 import time
 
+import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import PoseStamped
@@ -82,6 +83,16 @@ class Probe:
             time.sleep(0.05)
         raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
+    def wait_logged(self, cond, timeout, what, out, keys=('js', 'err', 'pose')):
+        """``wait_for``; on a time-out the message adds the message counts of ``keys`` and the
+        tail of the nodes' logs ``out``."""
+        try:
+            self.wait_for(cond, timeout, what)
+        except AssertionError as exc:
+            with self.lock:
+                counts = {k: len(getattr(self, k)) for k in keys}
+            raise AssertionError(f'{exc}; received {counts}\n{out.getvalue()[-4000:]}') from None
+
     def call_enable(self, value):
         assert self.enable.wait_for_service(timeout_sec=15.0), 'dynamics_node/enable not available'
         fut = self.enable.call_async(SetBool.Request(data=value))
@@ -122,3 +133,19 @@ def assert_no_process_left(launcher):
             os.kill(p.pid, 0)
 
 
+
+
+def stamp_matched_xz_error(poses, refs, tol=0.01):
+    """Tool error in the x-z plane of each pose against the reference nearest in stamp.
+
+    poses, refs: lists of (stamp [s], geometry_msgs/Point); pairs further apart than ``tol``
+    seconds are skipped. Returns an array of |(x, z) - (x_ref, z_ref)| [m].
+    """
+    rt = np.array([r[0] for r in refs])
+    err = []
+    for ts, p in poses:
+        k = int(np.argmin(np.abs(rt - ts)))
+        if abs(rt[k] - ts) < tol:
+            r = refs[k][1]
+            err.append(np.hypot(p.x - r.x, p.z - r.z))
+    return np.array(err)

@@ -23,7 +23,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_dynamics.constraints import constraint_terms  # noqa: E402
-from ros_helpers import run_graph  # noqa: E402
+from ros_helpers import stamp_matched_xz_error, run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -35,12 +35,7 @@ def _stamp(m):
 def test_irsbot2_graph_tracks_task_reference_with_embedding_ik():
     def body(launcher, probe, model, out):
         def wait(cond, timeout, what):          # on a time-out, show the nodes' logs
-            try:
-                probe.wait_for(cond, timeout, what)
-            except AssertionError as exc:
-                with probe.lock:
-                    counts = {k: len(getattr(probe, k)) for k in ('js', 'err', 'pose', 'ikjs', 'diag')}
-                raise AssertionError(f'{exc}; received {counts}\n{out.getvalue()[-4000:]}') from None
+            probe.wait_logged(cond, timeout, what, out, ('js', 'err', 'pose', 'ikjs', 'diag'))
         probe.subscribe('ikjs', JointState, '/ik_node/joint_states')
         probe.subscribe('diag', Float64MultiArray, '/ik_node/diagnostics')
         probe.subscribe('ff', Float64MultiArray, '/ik_node/feedforward')
@@ -82,15 +77,8 @@ def test_irsbot2_graph_tracks_task_reference_with_embedding_ik():
         assert D[:, lab.index('near_singular')].max() == 0.0
         assert len(ff) > 5 and all(np.all(np.isfinite(m.data)) and len(m.data) == 2 for m in ff)
         # tool tracking (kinematics_node pose vs trajectory_node reference, matched by stamp)
-        rt = np.array([r[0] for r in refs])
-        err = []
-        for ts, p in poses:
-            k = int(np.argmin(np.abs(rt - ts)))
-            if abs(rt[k] - ts) < 0.01:
-                r = refs[k][1]
-                err.append(np.hypot(p.x - r.x, p.z - r.z))
+        err = stamp_matched_xz_error(poses, refs)
         assert len(err) > 100
-        err = np.array(err)
         bad = [(ts, p.x, p.z) for ts, p in poses][:3]
         print(f'irsbot2 tool tracking: {len(err)} samples, median {np.median(err) * 1e3:.2f} mm, '
               f'95 % {np.percentile(err, 95) * 1e3:.2f} mm, max {err.max() * 1e3:.2f} mm')

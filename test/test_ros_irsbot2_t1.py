@@ -39,13 +39,8 @@ def _ns(m):
 
 def test_irsbot2_t1_tracking_and_loop_closure_with_embedding_feedforward():
     def body(launcher, probe, model, out):
-        def wait(cond, timeout, what):
-            try:
-                probe.wait_for(cond, timeout, what)
-            except AssertionError as exc:
-                with probe.lock:
-                    counts = {k: len(getattr(probe, k)) for k in ('js', 'err', 'pose', 'ikjs', 'ffe')}
-                raise AssertionError(f'{exc}; received {counts}\n{out.getvalue()[-4000:]}') from None
+        def wait(cond, timeout, what):          # on a time-out, show the nodes' logs
+            probe.wait_logged(cond, timeout, what, out, ('js', 'err', 'pose', 'ikjs', 'ffe'))
         probe.subscribe('ikjs', JointState, '/ik_node/joint_states')
         probe.subscribe('ffe', JointState, '/ik_node/feedforward_effort')
         probe.subscribe('dff', Float64MultiArray, '/dynamics_node/feedforward')
