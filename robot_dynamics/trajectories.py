@@ -18,8 +18,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'make_profile',
-           'rest_to_rest_profile']
+__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'DecayingOffset',
+           'make_profile', 'rest_to_rest_profile']
 
 
 def _t_array(t):
@@ -117,6 +117,44 @@ class PolynomialSegments:
             out[k] = val
         out[0][before] = self.waypoints[0]
         out[0][after] = self.waypoints[-1]
+        return out[:, 0] if scalar else out
+
+
+class DecayingOffset:
+    """An offset that starts at ``p0`` with rate ``v0`` at ``t0`` and dies out in ``duration`` s.
+
+    d(t) = p0 h0(s) + v0 T h1(s), s = (t - t0) / T clipped to [0, 1], with the quintic Hermite
+    bases h0 = 1 - 10 s^3 + 15 s^4 - 6 s^5 and h1 = s - 6 s^3 + 8 s^4 - 3 s^5: d(t0) = p0,
+    d'(t0) = v0, d''(t0) = 0, and d, d', d'' vanish from t0 + T on. Added to a reference, it
+    re-joins a coordinate that was elsewhere (e.g. a DoF held by a lock) to its trajectory without
+    a step in position or velocity. Shape conventions as the other profiles (order <= 2).
+    """
+
+    _H0 = np.array([1.0, 0.0, 0.0, -10.0, 15.0, -6.0])
+    _H1 = np.array([0.0, 1.0, 0.0, -6.0, 8.0, -3.0])
+
+    def __init__(self, p0, v0, duration, t0=0.0):
+        self.p0 = np.atleast_1d(np.asarray(p0, dtype=np.float64))
+        self.v0 = np.atleast_1d(np.asarray(v0, dtype=np.float64))
+        self.T, self.t0 = float(duration), float(t0)
+        if self.p0.shape != self.v0.shape or self.p0.ndim != 1:
+            raise InputError(f'p0 and v0 must have the same shape (n,), got {self.p0.shape}, {self.v0.shape}')
+        if not (np.all(np.isfinite(self.p0)) and np.all(np.isfinite(self.v0))
+                and np.isfinite(self.T) and self.T > 0):
+            raise InputError('p0, v0 must be finite and duration finite and > 0')
+        self.t_end = self.t0 + self.T
+
+    def __call__(self, t, order=2):
+        if order > 2:
+            raise InputError('DecayingOffset gives derivatives up to order 2')
+        t = _t_array(t)
+        scalar = t.ndim == 0
+        s = np.clip((np.atleast_1d(t) - self.t0) / self.T, 0.0, 1.0)
+        out = np.empty((order + 1, len(s), len(self.p0)))
+        for k in range(order + 1):
+            h0 = np.polyval(np.polyder(self._H0[::-1], k), s)
+            h1 = np.polyval(np.polyder(self._H1[::-1], k), s)
+            out[k] = (h0[:, None] * self.p0 + h1[:, None] * self.v0 * self.T) / self.T ** k
         return out[:, 0] if scalar else out
 
 

@@ -102,3 +102,25 @@ def test_sin2_pick_place_derivatives_and_paper_t1():
         Sin2PickPlace([0, 0], [0, 0, 0], [0, 0, 0], 1.0)
     with pytest.raises(rd.InputError):
         Sin2PickPlace([0, 0, 0], [0, 0, 0], [0, 0, 0], 0.0)
+
+
+def test_decaying_offset_boundary_values_and_derivatives():
+    from robot_dynamics.trajectories import DecayingOffset
+    p0, v0 = np.array([0.7, -0.2, 0.0]), np.array([-0.31, 0.05, 0.0])
+    d = DecayingOffset(p0, v0, 2.0, t0=1.5)
+    start, end = d(1.5), d(3.5)
+    np.testing.assert_allclose(start, [p0, v0, np.zeros(3)], atol=1e-15)
+    np.testing.assert_allclose(end, 0.0, atol=1e-14)
+    assert np.all(d(np.array([4.0, 10.0])) == 0.0)                 # gone after t0 + T
+    t = np.linspace(1.51, 3.49, 23)
+    for k in (1, 2):
+        x = d(t, order=2)
+        h = 1e-5
+        fd = (d(t + h, order=2)[k - 1] - d(t - h, order=2)[k - 1]) / (2 * h)
+        assert np.allclose(fd, x[k], atol=1e-7), k
+    with pytest.raises(rd.InputError):
+        DecayingOffset([0.0], [0.0, 1.0], 1.0)
+    with pytest.raises(rd.InputError):
+        DecayingOffset([0.0], [0.0], 0.0)
+    with pytest.raises(rd.InputError):
+        d(2.0, order=3)

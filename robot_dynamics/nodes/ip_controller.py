@@ -21,7 +21,10 @@ Reconfiguration (parameters, applied at run time, ``ros2 param set``): ``payload
 ``payload_frame``; ``locked_dofs`` (names; locked at the current position; their actuators get
 the gravity-holding effort of the full model plus PD to the lock value); ``law``; ``kp``,
 ``kv`` (scalars). Services: ``~/enable`` (SetBool), ``~/clear_reconfiguration`` (Trigger:
-payload 0, nothing locked).
+payload 0, nothing locked). A DoF that is unlocked re-joins its reference smoothly: its
+position and velocity offset to the reference at the first state after the unlock decays to
+zero over ``unlock_blend_time`` s (quintic, :class:`robot_dynamics.trajectories.DecayingOffset`)
+instead of a step that a stiff PD would turn into a violent jump.
 """
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -36,6 +39,7 @@ from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (ReferenceSync, QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
 from robot_dynamics.partitioning import PartitionedModel
+from robot_dynamics.trajectories import DecayingOffset
 
 
 def _sec(stamp):
@@ -65,6 +69,9 @@ class IPControllerNode(Node):
                             inertia=list(dp('payload_inertia', [0.0] * 6).value),
                             frame=dp('payload_frame', 'tool').value)
         self.locked_names = [s for s in dp('locked_dofs', ['']).value if s]
+        self.blend_time = float(dp('unlock_blend_time', 2.0).value)
+        self.unlocked = set()             # DoFs unlocked since the last control step
+        self.blend = None                 # DecayingOffset of the reference (all coordinates)
         self.parser = JointStateParser(m)
         self.enabled = True
         self.ref = None
@@ -101,6 +108,7 @@ class IPControllerNode(Node):
     def _apply_locks(self, names):
         if self.last_q is None and names:
             raise RobotDynamicsError('cannot lock before the first joint state')
+        self.unlocked |= set(self.pm.locked) - set(names)
         self.pm.unlock()
         if names:
             th = self.last_q[self.pm.loop_map.idx]
@@ -188,6 +196,19 @@ class IPControllerNode(Node):
         if rs is not None and ts is not None:
             dt = float(np.clip(ts - rs, 0.0, 0.1))
             r0, r1 = r0 + r1 * dt + 0.5 * r2 * dt * dt, r1 + r2 * dt
+        if self.unlocked and ts is not None and self.blend_time > 0:
+            # re-join the unlocked DoFs to their reference (offset in position and velocity)
+            th, thd = q[self.pm.loop_map.idx], qd[self.pm.loop_map.idx]
+            mask = np.array([c in self.unlocked for c in self.pm.all_coords])
+            self.blend = DecayingOffset(np.where(mask, th - r0, 0.0), np.where(mask, thd - r1, 0.0),
+                                        self.blend_time, ts)
+        self.unlocked = set()
+        if self.blend is not None and ts is not None:
+            if ts >= self.blend.t_end:
+                self.blend = None
+            else:
+                d0, d1, d2 = self.blend(ts)
+                r0, r1, r2 = r0 + d0, r1 + d1, r2 + d2
         sel = self.pm.sel
         idx = self.pm.loop_map.idx[sel]
         try:
