@@ -21,11 +21,14 @@ relief: the pressure rate is zeroed when it would leave the band); the stroke en
 spring-dampers ``f_end`` (k_end, d_end); chamber volumes are floored at 1e-3 A s.
 
 The mechanical part is the Newton-Euler model of :mod:`robot_dynamics.vdc`:
-``M_q(q) q'' = Jx * f_c - h(q, q', F_D)`` with ``M_q`` from the Kane assembly and h from the
-inverse dynamics at q'' = 0 (eq. 68). :class:`HydraulicPlant` integrates the state
-``(q, q', p_a, p_b[, u_spool])`` with RK4 (default 1 ms, configurable sub-steps) holding the
-valve command; it implements :class:`robot_dynamics.sim.Plant` and registers as plant
-``'hydraulic'`` (``make_plant('hydraulic', model, q0, dt)``).
+``M_q(q) q'' = Jx * f_c - h(q, q', F_D) + tau_ext`` with ``M_q`` from the Kane assembly, h from
+the inverse dynamics at q'' = 0 (eq. 68) and tau_ext the external loads off the tool body.
+:class:`HydraulicPlant` integrates the state ``(q, q', p_a, p_b[, u_spool])`` with RK4 (default
+1 ms, configurable sub-steps) holding the valve command; it implements
+:class:`robot_dynamics.sim.Plant` and registers as plant ``'hydraulic'``
+(``make_plant('hydraulic', model, q0, dt)``). External loads (``set_external_wrench``): on the
+tool body they enter the recursion as the tool wrench F_D, elsewhere as a generalized force on
+the segment coordinates (see :class:`HydraulicPlant`).
 """
 from __future__ import annotations
 
@@ -181,7 +184,17 @@ def valve_inverse(P, uf, x, pa, pb, ps, pr, dp_min):
 def _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, eps,
            dX, aux):
     """State derivative. X = [q, qd, pa, pb, us] (5 ns). aux (ns, 6) = [x, xd, fp, fc, qa, qb].
-    Returns 0 or (segment + 1) at a toggle point."""
+    Returns 0 or (segment + 1) at a toggle point. (No generalized external force: see
+    :func:`_deriv_ext`.)"""
+    return _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd,
+                      FD, np.zeros(kind.shape[0]), eps, dX, aux)
+
+
+@njit(cache=True)
+def _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD,
+               tau_ext, eps, dX, aux):
+    """:func:`_deriv` with a generalized external force ``tau_ext`` (ns,) on the segment
+    coordinates (added to the right-hand side ``Jx f_c - h(q, q', F_D)``)."""
     ns = kind.shape[0]
     q = X[0:ns].copy()
     qd = X[ns:2 * ns].copy()
@@ -217,7 +230,7 @@ def _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, u
         elif x > P[STROKE]:
             fend = -P[KEND] * (x - P[STROKE]) - P[DEND] * max(xd, 0.0)
         fcyl = fp - friction(P, xd) + fend
-        rhs[k] = Jx * fcyl - Jx * fc[k]
+        rhs[k] = Jx * fcyl - Jx * fc[k] + tau_ext[k]
         # valve + chambers
         umax = P[UMAX]
         uc = min(max(ucmd[k], -umax), umax)
@@ -246,8 +259,8 @@ def _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, u
 
 
 @njit(cache=True)
-def _rk4(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, eps,
-         h, nsub, aux):
+def _rk4(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext,
+         eps, h, nsub, aux):
     n = X.shape[0]
     k1 = np.zeros(n)
     k2 = np.zeros(n)
@@ -255,16 +268,16 @@ def _rk4(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucm
     k4 = np.zeros(n)
     bad = 0
     for _ in range(nsub):
-        b = _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, eps, k1, aux)
-        b += _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + 0.5 * h * k1, ucmd, FD, eps, k2, aux)
-        b += _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + 0.5 * h * k2, ucmd, FD, eps, k3, aux)
-        b += _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + h * k3, ucmd, FD, eps, k4, aux)
+        b = _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, k1, aux)
+        b += _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + 0.5 * h * k1, ucmd, FD, tau_ext, eps, k2, aux)
+        b += _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + 0.5 * h * k2, ucmd, FD, tau_ext, eps, k3, aux)
+        b += _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + h * k3, ucmd, FD, tau_ext, eps, k4, aux)
         if b and not bad:
             bad = b
         for i in range(n):
             X[i] += h / 6.0 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i])
     # aux at the end state
-    _deriv(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, eps, k1, aux)
+    _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, k1, aux)
     return bad
 
 
@@ -284,7 +297,30 @@ class HydraulicPlant(Plant):
     (model.actuated order, one per cylinder) or the full (nq,) vector (values at the actuated
     indices are used); None = valves closed. The plant raises :class:`HydraulicError` if the
     state becomes non-finite.
+
+    ``FD`` (constructor): constant wrench the manipulator exerts **on the environment** at the
+    tool frame D, in D (the VDC convention of :mod:`robot_dynamics.vdc`).
+
+    External loads, :meth:`~robot_dynamics.sim.Plant.set_external_wrench` (wrench exerted **by
+    the environment on the robot**, any URDF frame, references 'local' | 'local_world_aligned'
+    | 'world'). Two routes, both held over a step (ZOH):
+
+    * a frame on the tool's rigid body (same parent joint as the tool frame D, e.g. ``tool``,
+      ``jib``): the wrench is moved to D (``F_D = U(^D R_f, ^D r_Df) F_f``) and enters the
+      Newton-Euler recursion as the tool wrench: ``F_D,eff = FD - F_D`` (the manipulator
+      exerts minus the load on its environment). A load given in the frame's own axes
+      ('local') is thus exact (it turns with the tool); a world-axes load is rotated into D at
+      the start of each step.
+    * any other frame (a link of a segment or a cylinder): the generalized force on the segment
+      coordinates ``tau_s = G^T J_f(Q)^T w`` (``G = dQ/dq_s`` from the loop closure
+      :func:`~robot_dynamics.vdc.full_q`, ``J_f`` our URDF frame Jacobian) is added to the
+      right-hand side, evaluated at the start of the step.
+
+    :meth:`applied_loads` returns ``(F_D,eff, tau_s)`` of the last step. :meth:`reset` puts the
+    pressures in static equilibrium with the loads applied at that time.
     """
+
+    supports_external_wrench = True
 
     def __init__(self, model, q0=None, dt=1e-3, substeps=1, FD=None, p_b0=40e5, params=None,
                  structure=None):
@@ -305,6 +341,17 @@ class HydraulicPlant(Plant):
             raise HydraulicError(f'sidecar actuated joints {model.actuated} must be the rod/prismatic '
                                  f'joints of the cylinders {list(act)}')
         self.act_seg = np.array([act[j] for j in model.actuated])
+        # frames rigidly attached to the tool frame D (same parent joint): their loads use FD
+        self._ext = {}
+        self._tool_fidx = model.frame_index(st.tool_frame)
+        jD = int(model.frame_parent[self._tool_fidx])
+        RD, pD = model.frame_R[self._tool_fidx], model.frame_p[self._tool_fidx]
+        self._tool_body = {}
+        for f, name in enumerate(model.frame_names):
+            if jD >= 0 and int(model.frame_parent[f]) == jD:
+                # ^D R_f, ^D r_Df (constant: same rigid body)
+                self._tool_body[name] = (RD.T @ model.frame_R[f], RD.T @ (model.frame_p[f] - pD))
+        self._FD_eff, self._tau_ext = self.FD.copy(), np.zeros(ns)
         self.events = []
         self.X = np.zeros(5 * ns)
         self.aux = np.zeros((ns, 6))
@@ -329,24 +376,70 @@ class HydraulicPlant(Plant):
         q = self._seg_q(self._q0 if q0 is None else q0)
         st.check_q(q)
         qd = np.zeros(ns) if qd0 is None else np.asarray(qd0, float)
-        r = st.inverse_dynamics(q, qd, np.zeros(ns), self.FD)
-        xd = st.jx(q) * qd
+        FD, tau_ext = self._loads(q)
+        r = st.inverse_dynamics(q, qd, np.zeros(ns), FD)
+        jx = st.jx(q)
+        xd = jx * qd
         pb = np.full(ns, self.p_b0) if pb0 is None else np.asarray(pb0, float)
-        fp = np.array([r['fc'][k] + friction(hp.P[k], xd[k]) for k in range(ns)])
+        # Jx fc = tau(q, qd, FD) - tau_ext  (generalized external force of non-tool loads)
+        fc = r['fc'] - tau_ext / jx
+        fp = np.array([fc[k] + friction(hp.P[k], xd[k]) for k in range(ns)])
         pa = (fp + hp.P[:, A_B] * pb) / hp.P[:, A_A] if pa0 is None else np.asarray(pa0, float)
         self.X[:] = 0.0
         self.X[:ns], self.X[ns:2 * ns], self.X[2 * ns:3 * ns], self.X[3 * ns:4 * ns] = q, qd, pa, pb
         self.t = float(t0)
         self.u = np.zeros(ns)
+        self._FD_eff, self._tau_ext = FD, tau_ext
         self._aux()
         self.last = self._info(())
         return self.last
 
+    # ------------------------------------------------------------------ external loads
+    def _loads(self, qs=None, generic=False):
+        """(F_D,eff (6,), tau_s (ns,)) of the external loads at segment coordinates qs (default:
+        the current state). ``generic=True`` maps every load (tool body included) by the
+        Jacobian route (a cross-check of the two routes; see the class doc)."""
+        from .kinematics import frame_placement
+        from .sim import external_generalized_force, wrench_to_local
+        FD = self.FD.copy()
+        tau = np.zeros(self.ns)
+        if not self._ext:
+            return FD, tau
+        qs = self.qs if qs is None else np.asarray(qs, float)
+        Q = None
+        other = {}
+        for f, (w, ref) in self._ext.items():
+            if f not in self._tool_body or generic:
+                other[f] = (w, ref)
+                continue
+            RDf, rDf = self._tool_body[f]
+            if ref == 'local':
+                Ff = w
+            else:
+                if Q is None:
+                    Q = full_q(self.st, qs)[0]
+                T = frame_placement(self.model, Q, f)
+                Ff = wrench_to_local(T[:3, :3], T[:3, 3], w, ref)
+            fD = RDf @ Ff[:3]
+            FD[:3] -= fD
+            FD[3:] -= np.cross(rDf, fD) + RDf @ Ff[3:]
+        if other:
+            ns = self.ns
+            Q = full_q(self.st, qs)[0]
+            G = np.stack([full_q(self.st, qs, np.eye(ns)[k])[1] for k in range(ns)], axis=1)
+            tau += G.T @ external_generalized_force(self.model, Q, other)
+        return FD, tau
+
+    def applied_loads(self):
+        """(F_D,eff (6,), tau_s (ns,)) held over the last step (see the class doc)."""
+        return self._FD_eff.copy(), self._tau_ext.copy()
+
     def _aux(self):
         st, hp = self.st, self.hp
         dX = np.zeros_like(self.X)
-        _deriv(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, st.Mb, st.mb, st.cb, st.Ib,
-               st.gravity, hp.P, hp.p_s, hp.p_r, hp.beta, self.X, self.u, self.FD, st.eps, dX, self.aux)
+        _deriv_ext(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, st.Mb, st.mb, st.cb, st.Ib,
+                   st.gravity, hp.P, hp.p_s, hp.p_r, hp.beta, self.X, self.u, self._FD_eff,
+                   self._tau_ext, st.eps, dX, self.aux)
         self.dX = dX
 
     @property
@@ -398,9 +491,10 @@ class HydraulicPlant(Plant):
         st, hp = self.st, self.hp
         h = (self.dt if dt is None else float(dt)) / self.substeps
         self.u = self.valve_input(tau)
+        self._FD_eff, self._tau_ext = self._loads()
         bad = _rk4(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, st.Mb, st.mb, st.cb, st.Ib,
-                   st.gravity, hp.P, hp.p_s, hp.p_r, hp.beta, self.X, self.u, self.FD, st.eps,
-                   h, self.substeps, self.aux)
+                   st.gravity, hp.P, hp.p_s, hp.p_r, hp.beta, self.X, self.u, self._FD_eff,
+                   self._tau_ext, st.eps, h, self.substeps, self.aux)
         self.t += h * self.substeps
         if not np.all(np.isfinite(self.X)):
             raise HydraulicError(f'hydraulic plant state became non-finite at t = {self.t:.4f} s')

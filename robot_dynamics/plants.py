@@ -5,6 +5,11 @@
 Built in: ``'rigid'`` — the closed-chain rigid-body plant of the projection method
 (:class:`~robot_dynamics.sim.ConstrainedPlant`; a tree is the case without loops).
 Other plants (hydraulic, series-elastic) register themselves with :func:`register_plant`.
+
+External loads: a plant with ``supports_external_wrench = True`` ('rigid', 'hydraulic') takes
+``plant.set_external_wrench(frame, wrench, reference='local')``: the wrench (force, moment)
+exerted by the environment on the robot body of ``frame``, at the frame origin, in the frame's
+axes (see :class:`robot_dynamics.sim.Plant`); the others ('sea') raise InputError.
 """
 from __future__ import annotations
 

@@ -16,6 +16,10 @@ One step (``integrator='rk4'``, the real-time path: a single compiled call)::
 5(4), error control on (q, qd) with ``rtol``/``atol``, both projections after every accepted
 sub-step, so the discontinuity of P at rank changes only shrinks the sub-steps).
 
+External loads (``plant.set_external_wrench(frame, wrench, reference)``, see :class:`Plant`):
+``J_f(q)^T w`` is added to the tree's generalized force before the projection (held over the
+step like tau).
+
 Velocity projection is on by default: under eq. (22) ``d/dt (A qd) = 0``, so any velocity
 violation created by the integrator persists and keeps pushing q off the manifold (brief A2).
 ``vel_proj='none'`` reproduces the paper (position projection only).
@@ -66,7 +70,8 @@ from .errors import InputError, RobotDynamicsError, SingularMassMatrixError
 from .projection import (_VP, DEFAULT_EPS, VARIANTS, _eps, _kin_pack, _pack, _vec, assemble)
 
 __all__ = ['Plant', 'ConstrainedPlant', 'BranchMonitor', 'StepInfo', 'BranchEvent', 'SimLog',
-           'simulate', 'wrap_angle']
+           'simulate', 'wrap_angle', 'external_wrench_args', 'external_generalized_force',
+           'wrench_to_local']
 
 StepInfo = namedtuple('StepInfo', 't q qd qdd tau phi_norm rank rank_min sigma_min kinetic '
                       'potential energy F lam nr_iter nr_converged vel_violation jump_q jump_v '
@@ -100,6 +105,53 @@ def wrap_angle(x):
     return (np.asarray(x) + np.pi) % (2.0 * np.pi) - np.pi
 
 
+def external_wrench_args(model, frame, wrench, reference='local'):
+    """Validate an external load: returns ``(frame name, wrench (6,) copy or None, reference)``.
+
+    ``frame``: a frame (URDF link) name or index of ``model`` (UnknownNameError otherwise);
+    ``wrench``: 6 finite numbers (force [N], moment [N m]) or None (InputError otherwise);
+    ``reference``: 'local', 'local_world_aligned' or 'world' (aliases 'lwa', 'space', 'body').
+    """
+    from .kinematics import _ref
+    name = model.frame_names[model.frame_index(frame)]
+    ref = _ref(reference)
+    if wrench is None:
+        return name, None, ref
+    w = np.asarray(wrench, dtype=np.float64).reshape(-1)
+    if w.shape != (6,) or not np.all(np.isfinite(w)):
+        raise InputError(f"external wrench on '{name}' must be 6 finite numbers (force, moment), "
+                         f'got shape {w.shape}' + ('' if w.shape != (6,) else ' with NaN/inf'))
+    return name, w.copy(), ref
+
+
+def wrench_to_local(R, p, wrench, reference):
+    """The same wrench as (force, moment about the frame origin) in the frame's own axes.
+
+    ``R, p``: world placement of the frame; ``reference`` as in :func:`external_wrench_args`.
+    """
+    f, m = np.asarray(wrench[:3], float), np.asarray(wrench[3:], float)
+    if reference == 'local':
+        return np.concatenate([f, m])
+    if reference == 'world':                      # moment about the world origin -> frame origin
+        m = m - np.cross(p, f)
+    return np.concatenate([R.T @ f, R.T @ m])
+
+
+def external_generalized_force(model, q, loads):
+    """Generalized force (n,) of external wrenches: ``sum_f J_f(q)^T w_f`` (virtual power).
+
+    ``loads``: dict frame -> (wrench (6,), reference); ``J_f`` is
+    :func:`robot_dynamics.kinematics.frame_jacobian` of the frame in the wrench's reference, so
+    ``J_f^T w`` is the force whose power on every joint velocity equals the power of the wrench
+    on the frame's twist (``w . (J_f qd)``). A frame on the fixed base contributes nothing.
+    """
+    from .kinematics import frame_jacobian
+    tau = np.zeros(model.nq)
+    for frame, (w, ref) in loads.items():
+        tau += frame_jacobian(model, q, frame, ref).T @ w
+    return tau
+
+
 class Plant:
     """Interface of a simulated plant (what a ROS simulator node drives).
 
@@ -109,9 +161,51 @@ class Plant:
     ``step(tau=None, dt=None) -> StepInfo`` (tau held over the step). ``tau`` is either the
     full generalized force (n,) or the efforts of the actuated joints (p,) in the order of
     ``model.actuated``.
+
+    External loads (plants with ``supports_external_wrench``; the others raise InputError):
+    ``set_external_wrench(frame, wrench, reference='local')`` applies a wrench exerted **by the
+    environment on the robot body carrying ``frame``** (a URDF link name): ``wrench`` = (force
+    [N], moment [N m]) with the force applied at the frame's origin and the moment about that
+    origin, both in the frame's own axes (``reference='local'``), or in world axes
+    (``'local_world_aligned'``), or as a spatial wrench about the world origin in world axes
+    (``'world'``). One load per frame: a new call replaces the frame's load; a zero wrench or
+    None removes it. The load stays applied until changed (it is part of the plant input, like
+    ``tau``, and survives ``reset``); ``clear_external_wrench(frame=None)`` removes one or all,
+    ``external_wrenches`` lists them. Like ``tau``, the load is evaluated at the state at the
+    start of each step and held over the step (see the plant's own doc for what is exact).
     """
 
     model = None
+    supports_external_wrench = False
+
+    def set_external_wrench(self, frame, wrench, reference='local'):
+        """Apply (replace, or with zero / None remove) the external load on ``frame``.
+
+        Returns the frame name. Raises UnknownNameError (unknown frame), InputError (not 6
+        finite numbers, unknown reference, or a plant without an external-load input).
+        """
+        if not self.supports_external_wrench:
+            raise InputError(f'plant {type(self).__name__} has no external-load input')
+        name, w, ref = external_wrench_args(self.model, frame, wrench, reference)
+        loads = dict(self.__dict__.get('_ext', {}))
+        if w is None or not np.any(w):
+            loads.pop(name, None)
+        else:
+            loads[name] = (w, ref)
+        self._ext = loads
+        return name
+
+    def clear_external_wrench(self, frame=None):
+        """Remove the load on ``frame`` (default: all loads)."""
+        if frame is None:
+            self._ext = {}
+        else:
+            self.set_external_wrench(frame, None)
+
+    @property
+    def external_wrenches(self):
+        """dict frame -> (wrench (6,) copy, reference) of the applied external loads."""
+        return {f: (w.copy(), r) for f, (w, r) in self.__dict__.get('_ext', {}).items()}
 
     def reset(self, q0=None, qd0=None, t0=0.0):
         raise NotImplementedError
@@ -242,12 +336,22 @@ class ConstrainedPlant(Plant):
         'none' for the minimum-norm projection, or a list of names).
     t0 : initial time [s].
 
+    External loads (:meth:`Plant.set_external_wrench`): the generalized force
+    ``sum_f J_f(q)^T w_f`` (:func:`external_generalized_force`, our frame Jacobians of the
+    tree, virtual power) is added to the tree's tau *before* the projection, i.e. exactly like
+    an applied joint force: the constraint forces F react to it. It is evaluated at the state
+    at the start of the step and held over the step (zero-order hold, like tau; a load fixed in
+    the frame's axes turns with the body within the step, an O(dt) effect). ``StepInfo.tau``
+    is the total generalized force applied (command + external loads).
+
     Example
     -------
     >>> plant = ConstrainedPlant(rd.load_model('urdf/five_bar.urdf'), dt=1e-3)
     >>> info = plant.step([0.1, -0.1])          # efforts of model.actuated, held for 1 ms
     >>> info.q, info.F, info.phi_norm, info.events
     """
+
+    supports_external_wrench = True
 
     def __init__(self, model, q0=None, qd0=None, *, dt=1e-3, integrator='rk4', variant='Mc',
                  gamma=None, eps=None, vel_proj='euclidean', pos_proj=True, nr_tol=1e-12,
@@ -291,7 +395,14 @@ class ConstrainedPlant(Plant):
         self._m = model.nconstraints
         self._h = None
         self.events = []
+        self._ext = {}
         self.reset(q0, qd0, t0)
+
+    def external_tau(self, q=None):
+        """Generalized force (n,) of the external loads at q (default: the current state)."""
+        if not self._ext:
+            return np.zeros(self.model.nq)
+        return external_generalized_force(self.model, self.q if q is None else q, self._ext)
 
     # ------------------------------------------------------------------ state
     @property
@@ -363,12 +474,15 @@ class ConstrainedPlant(Plant):
     def step(self, tau=None, dt=None):
         """Advance by ``dt`` (default ``self.dt``) with ``tau`` held; returns :class:`StepInfo`.
 
-        tau: (n,) generalized force, or (p,) efforts of ``model.actuated``; None = 0.
+        tau: (n,) generalized force, or (p,) efforts of ``model.actuated``; None = 0. The
+        external loads (:meth:`set_external_wrench`) are added at the current state.
         """
         dt = self.dt if dt is None else float(dt)
         if not dt > 0:
             raise InputError(f'dt must be > 0, got {dt!r}')
         tau = self.full_tau(tau)
+        if self._ext:
+            tau = tau + external_generalized_force(self.model, self.q, self._ext)
         n, m = self.model.nq, self._m
         q0, v0 = self.q, self.qd
         q1, v1, a0, a1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)

@@ -26,6 +26,23 @@ for that long, publish the current state again, unchanged and with the same stam
 advancing. It starts a lock-step graph whose first state was published before the controller
 had subscribed (and restarts it after a controller restart); controllers answer a stamp once.
 
+External loads: ``~/external_wrench`` (geometry_msgs/WrenchStamped): a wrench exerted **by
+the environment on the robot**. ``header.frame_id`` = the frame (URDF link) it acts on: the
+force is applied at that frame's origin and the moment is about that origin, both expressed in
+the frame's own axes (``external_wrench_reference: local``, default; ``local_world_aligned``:
+world axes at the frame origin; ``world``: spatial wrench about the world origin). One load per
+frame: a message replaces the load of its frame, an all-zero wrench removes it. An empty or
+unknown frame_id, a NaN/inf component or a plant without an external-load input: rejected with
+a (throttled) warning, never passed to the plant. The load is held (constant, like the command)
+until replaced; with ``external_wrench_timeout`` > 0 (s) a load whose last message is older
+than that is dropped with a warning (time base: plant time in lock-step, the node clock
+otherwise; reception time, not the header stamp, counts). Loads survive ``~/reset``. Applying
+and removing a load is logged (info) with the plant time. Plant API:
+:meth:`robot_dynamics.sim.Plant.set_external_wrench` (rigid plant: ``J_f^T w`` added to the tree
+forces before the projection; hydraulic plant: the tool wrench F_D of the Newton-Euler model
+for frames on the tool body, a generalized force otherwise). ``/joint_states`` effort stays the
+commanded force (the load is not included).
+
 Plant extra states (hook, used by ``plant: hydraulic``): if the plant has ``extra_states()``,
 they are published on ``extra_states_topic`` (default ``/hydraulics/cylinder_states``,
 sensor_msgs/JointState) with the same stamp as ``/joint_states``: per cylinder ``<cyl>``
@@ -38,6 +55,7 @@ hydraulic plant are valve voltages, so ``hold: gravity`` (forces) is replaced by
 import time
 
 import numpy as np
+from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
@@ -46,6 +64,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.control import hold_command
+from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, finite_list,
                                           load_model_param, spin_node)
 from robot_dynamics.plants import make_plant
@@ -99,6 +118,20 @@ class SimNode(Node):
         desc.publish(String(data=m.urdf_xml))
         self.create_subscription(Float64MultiArray, f'/{controller}/commands', self.on_command,
                                  QOS_COMMAND)
+        # --- external loads (~/external_wrench, see the module doc) -------------------------
+        self.ext_reference = dp('external_wrench_reference', 'local').value
+        self.ext_timeout = float(dp('external_wrench_timeout', 0.0).value)
+        if self.ext_reference not in ('local', 'local_world_aligned', 'world'):
+            raise ValueError("external_wrench_reference must be 'local', 'local_world_aligned' "
+                             f"or 'world', got {self.ext_reference!r}")
+        if not self.ext_timeout >= 0:
+            raise ValueError('external_wrench_timeout must be >= 0 (0 = keep until replaced)')
+        self.ext_rx = {}                      # frame -> reception time (time base: ext_now())
+        self.rejected_wrench = 0
+        self._wrench_warned = {}
+        self.create_subscription(WrenchStamped, '~/external_wrench', self.on_external_wrench,
+                                 QOS_COMMAND)
+        # --- end external loads
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_service(SetBool, '~/hold', self.on_hold)
         if not self.lockstep:
@@ -133,6 +166,68 @@ class SimNode(Node):
             self.advance(self.substeps)
             self.publish()
 
+    def ext_now(self):
+        """Time base of the external-load timeout: plant time in lock-step, else the node clock."""
+        if self.lockstep:
+            return self.plant.t
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def reject_wrench(self, why, key):
+        """Count and warn (throttled to one warning per reason ``key`` every 2 s)."""
+        self.rejected_wrench += 1
+        now = time.monotonic()
+        if now - self._wrench_warned.get(key, -1e9) >= 2.0:
+            self._wrench_warned[key] = now
+            self.get_logger().warning(f'rejected external_wrench: {why}')
+
+    def on_external_wrench(self, msg):
+        frame = msg.header.frame_id
+        f, m = msg.wrench.force, msg.wrench.torque
+        w = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=float)
+        if not getattr(self.plant, 'supports_external_wrench', False):
+            return self.reject_wrench(f'plant {type(self.plant).__name__} has no external-load '
+                                      'input', 'plant')
+        if not frame:
+            return self.reject_wrench('empty header.frame_id (name the link the wrench acts on)',
+                                      'empty')
+        if frame not in self.model.frame_names:
+            return self.reject_wrench(f"unknown frame '{frame}' (frames: "
+                                      f'{list(self.model.frame_names)})', 'frame')
+        if not np.all(np.isfinite(w)):
+            return self.reject_wrench(f"NaN/inf in the wrench on '{frame}'", 'nan')
+        had = frame in self.plant.external_wrenches
+        try:
+            self.plant.set_external_wrench(frame, w, self.ext_reference)
+        except RobotDynamicsError as exc:
+            return self.reject_wrench(str(exc), 'plant')
+        log = self.get_logger()
+        if np.any(w):
+            self.ext_rx[frame] = self.ext_now()
+            if not had:
+                if self.model.frame_parent[self.model.frame_index(frame)] < 0:
+                    log.warning(f"external wrench on '{frame}': the frame is fixed to the world, "
+                                'the load has no effect')
+                log.info(f"external wrench on '{frame}' applied from plant t = {self.plant.t:.4f} s: "
+                         f'force {np.round(w[:3], 6).tolist()} N, moment {np.round(w[3:], 6).tolist()} '
+                         f'N m ({self.ext_reference})')
+        else:
+            self.ext_rx.pop(frame, None)
+            if had:
+                log.info(f"external wrench on '{frame}' removed at plant t = {self.plant.t:.4f} s "
+                         '(zero wrench)')
+
+    def drop_stale_loads(self):
+        if self.ext_timeout <= 0 or not self.ext_rx:
+            return
+        now = self.ext_now()
+        for frame, t_rx in list(self.ext_rx.items()):
+            if now - t_rx > self.ext_timeout:
+                self.plant.set_external_wrench(frame, None)
+                del self.ext_rx[frame]
+                self.get_logger().warning(
+                    f"external wrench on '{frame}' dropped at plant t = {self.plant.t:.4f} s: no "
+                    f'message for {now - t_rx:.3f} s > external_wrench_timeout = {self.ext_timeout:g} s')
+
     def on_idle(self):
         """Lock-step idle republish (see ``lockstep_republish``): same state, same stamp."""
         if time.monotonic() - self.last_cmd_wall >= self.republish:
@@ -140,6 +235,8 @@ class SimNode(Node):
 
     def on_reset(self, request, response):
         self.plant.reset()
+        for frame in self.ext_rx:              # loads survive the reset; their age restarts
+            self.ext_rx[frame] = self.ext_now()
         self.cmd = None
         response.success, response.message = True, f'reset to t = 0, q = {self.plant.q.tolist()}'
         self.publish()
@@ -177,6 +274,7 @@ class SimNode(Node):
         return hold_command(m, self.plant.q, self.plant.qd, self.hold_damping)
 
     def advance(self, k):
+        self.drop_stale_loads()
         tau = self.effort()
         for _ in range(k):
             info = self.plant.step(tau)
