@@ -2,8 +2,10 @@
 """(u, ud, udd) of the assumed Gough-Stewart platform (seed 004) along the roll motion:
 microseconds per call, single sample and batched per sample, in the same run as
 
-* ours, recursive (``rd.pkm.inverse_dynamics_d2``: public API incl. input checks and Newton IK)
-  and the compiled kernel alone (``pkm_id_d2_batch`` on pre-packed arrays);
+* ours, recursive (``rd.pkm.inverse_dynamics_d2``: public API incl. input checks) and the
+  compiled kernel alone (``pkm_id_d2_batch`` on pre-packed arrays), each with the closed-form
+  limb IK (default for the decoupled U-P-S legs) and with the Newton IK forced
+  (``ik='newton'`` / ik_mode 2), side by side (``--ik`` restricts to one of them);
 * (a1) finite differences of our own first-order inverse dynamics: u at a 5-point stencil
   (one batched kernel call per sample; ud, udd from the stencil);
 * (a2) finite differences of the projection-method inverse dynamics (seed 002,
@@ -14,7 +16,7 @@ microseconds per call, single sample and batched per sample, in the same run as
 
 Example::
 
-    .venv/bin/python bench/bench_recursive.py [--batch 1000] [--repeats 5]
+    .venv/bin/python bench/bench_recursive.py [--batch 1000] [--repeats 5] [--ik both|closed|newton]
 """
 import argparse
 import os
@@ -60,6 +62,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--batch', type=int, default=1000)
     ap.add_argument('--repeats', type=int, default=5)
+    ap.add_argument('--ik', choices=('both', 'closed', 'newton'), default='both',
+                    help='limb IK of the "ours" rows: closed form, Newton forced, or both')
     a = ap.parse_args()
     model = rd.load_model(os.path.join(ROOT, 'urdf', 'gough_stewart.urdf'))
     lim = limbs_from_model(model)
@@ -74,9 +78,17 @@ def main():
         b, m = timeit(f, a.repeats)
         rows.append((name, b / per * 1e6, m / per * 1e6))
 
-    add('ours: inverse_dynamics_d2, single call', lambda: inverse_dynamics_d2(model, *args1))
-    add(f'ours: inverse_dynamics_d2, batch {a.batch}, per sample',
-        lambda: inverse_dynamics_d2(model, *argsB), a.batch)
+    iks = {'both': ('closed', 'newton'), 'closed': ('closed',), 'newton': ('newton',)}[a.ik]
+    api_ik = {'closed': 'auto', 'newton': 'newton'}
+    # kernel ik_mode: 1 closed form (+ block inverse of J_t), 2 the same with Newton IK forced
+    modes = {'closed': lim.ik_mode, 'newton': np.where(lim.ik_mode == 1, 2, 0).astype(np.int64)}
+    lbl = {'closed': 'closed-form IK', 'newton': 'Newton IK'}
+    for ik in iks:
+        add(f'ours: inverse_dynamics_d2, single call ({lbl[ik]})',
+            lambda ik=ik: inverse_dynamics_d2(model, *args1, ik=api_ik[ik]))
+    for ik in iks:
+        add(f'ours: inverse_dynamics_d2, batch {a.batch}, per sample ({lbl[ik]})',
+            lambda ik=ik: inverse_dynamics_d2(model, *argsB, ik=api_ik[ik]), a.batch)
     # compiled kernel alone
     X, V, Vd, Vdd, Vddd = argsB
     R = np.ascontiguousarray(X[:, :3, :3])
@@ -86,14 +98,18 @@ def main():
     out = (np.empty((S, 5, 6, 6)), np.empty((S, 3, 6)), np.empty((S, 3, 6)),
            np.empty((S, 3, 6, 6)), np.empty(S, np.int64))
 
-    def kern(k):
+    def kern(k, mode):
         RK.pkm_id_d2_batch(lim.BR, lim.Bp, lim.X, lim.M, lim.act, lim.gravity, R[k:k + 1],
                            p[k:k + 1], VT[k:k + 1], lim.th_ref, 1e-13, 30,
-                           *(o[:1] for o in out))
-    add('ours: compiled kernel, single sample', lambda: kern(13))
-    add(f'ours: compiled kernel, batch {S}, per sample',
-        lambda: RK.pkm_id_d2_batch(lim.BR, lim.Bp, lim.X, lim.M, lim.act, lim.gravity, R, p, VT,
-                                   lim.th_ref, 1e-13, 30, *out), S)
+                           *(o[:1] for o in out), mode, lim.ik_geom)
+    for ik in iks:
+        add(f'ours: compiled kernel, single sample ({lbl[ik]})',
+            lambda ik=ik: kern(13, modes[ik]))
+    for ik in iks:
+        add(f'ours: compiled kernel, batch {S}, per sample ({lbl[ik]})',
+            lambda ik=ik: RK.pkm_id_d2_batch(lim.BR, lim.Bp, lim.X, lim.M, lim.act, lim.gravity,
+                                             R, p, VT, lim.th_ref, 1e-13, 30, *out, modes[ik],
+                                             lim.ik_geom), S)
     # (a1) FD of our own u: 5-point stencil, one batched call
     h = 1e-3
     st = t1 + h * np.arange(-2, 3)
@@ -127,9 +143,9 @@ def main():
         rows.append(('(b) Pinocchio not installed', float('nan'), float('nan')))
     print(f'# {platform.processor() or platform.machine()}, python {platform.python_version()}, '
           f'numpy {np.__version__}; paper: 0.75 ms/call (MATLAB, i7-4810MQ)')
-    print(f'{"what":72s} {"best us":>10s} {"median us":>10s}')
+    print(f'{"what":80s} {"best us":>10s} {"median us":>10s}')
     for name, b, m in rows:
-        print(f'{name:72s} {b:10.2f} {m:10.2f}')
+        print(f'{name:80s} {b:10.2f} {m:10.2f}')
 
 
 if __name__ == '__main__':

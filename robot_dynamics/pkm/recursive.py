@@ -10,7 +10,10 @@ platform pose as task coordinates (``P_t = D_t = I``)::
     udd = J_IK^-T (sum_l (F_l^T Qdd_l + 2 Fd_l^T Qd_l + Fdd_l^T Q_l)
                    - Jdd_IK^T u - 2 Jd_IK^T ud)                          (eq. 20)
 
-with, per limb: Newton IK of ``C_N(theta) = C_p``; the body-fixed platform Jacobian
+with, per limb: the IK of ``C_N(theta) = C_p`` -- closed form for a decoupled U-P-S limb
+(:func:`decoupled_ik_geometry`: S centre -> leg vector -> prismatic coordinate, U angles by
+Paden-Kahan subproblem 2, S angles by subproblems 2 + 1; each two-fold choice follows the warm
+start), Newton otherwise; the body-fixed platform Jacobian
 ``J_p = [Ad_{C_p^-1 C_i} X_i]`` (eq. 22); its derivatives from Lemma 1 written as the backward
 suffix sums ``DV_i = DV_{i+1} + J_{p,i+1} thd_{i+1}`` (brief par. 2.6, immune to E5/E10)
 ``Jd_i = -ad(DV_i) J_i``, ``Jdd_i = -ad(DVd_i) J_i - ad(DV_i) Jd_i``,
@@ -24,7 +27,8 @@ inertia, E9/E10). The cut-joint bodies of limbs 1..L-1 are massless, so their ``
 vanish and ``sum F^T Q = sum Fbar^T Qbar`` (E7).
 
 All limbs are evaluated together in one compiled call (limb axis), and a batch of time samples
-is accepted (leading axis; the IK of each sample is warm-started from the previous one).
+is accepted (leading axis; the IK of each sample is warm-started from the previous one: the
+closed form picks the branch nearest to it, Newton starts there).
 
 Frames and units (as the rest of the package): twists linear first ``(v, w)`` in m/s, rad/s;
 the task twist ``V_t`` and its derivatives are **body-fixed in the platform frame** (the
@@ -42,6 +46,7 @@ from ..errors import InputError, RobotDynamicsError
 from . import _recursive_kernels as RK
 
 __all__ = ['PKMStructureError', 'PKMSingularityError', 'PKMLimbs', 'limbs_from_model',
+           'decoupled_ik_geometry',
            'inverse_dynamics_d2', 'inverse_dynamics_d2_full', 'ID2Result',
            'task_space_dynamics', 'limb_to_tree']
 
@@ -55,8 +60,9 @@ class PKMStructureError(RobotDynamicsError):
 class PKMSingularityError(RobotDynamicsError):
     """IK failed or a limb Jacobian J_t / the IK Jacobian J_IK is singular at some samples.
     ``samples``: indices of the failing samples; ``status``: per-sample codes (1 IK not
-    converged, 2 singular J_t, 3 singular J_IK, 4 non-finite input, 5 IK solution outside the
-    URDF joint limits)."""
+    converged / no IK solution, 2 singular J_t (closed-form IK: U or S at a singular
+    configuration), 3 singular J_IK, 4 non-finite input, 5 IK solution outside the URDF joint
+    limits, 6 closed-form IK branch ambiguous: the warm start does not single out one branch)."""
 
     def __init__(self, message, samples=None, status=None):
         self.samples = samples
@@ -73,7 +79,9 @@ class PKMLimbs:
     frame of every limb is the platform frame. ``act`` (L,) index of the actuated joint in each
     limb; ``tree_index`` (L, N) index in the model's q of each limb joint (-1 for cut joints);
     ``limb_names`` (L,); ``order`` (L,) limb of each actuated joint of ``model.actuated``;
-    ``platform`` frame name; ``gravity`` (3,).
+    ``platform`` frame name; ``gravity`` (3,). IK of each limb (:func:`decoupled_ik_geometry`,
+    detected from ``BR, Bp, X``): ``ik_mode`` (L,) 1 closed form / 0 Newton, ``ik_geom``
+    (L, IKG_SIZE) its geometry, ``ik_info`` (L,) why a limb is (not) closed-form.
     """
 
     def __init__(self, BR, Bp, X, M, act, tree_index, limb_names, order, platform, gravity,
@@ -92,6 +100,7 @@ class PKMLimbs:
         self.L, self.N = self.X.shape[:2]
         self.th_ref = np.zeros((self.L, self.N))
         self.lower = self.upper = None
+        self.ik_mode, self.ik_geom, self.ik_info = decoupled_ik_geometry(self.BR, self.Bp, self.X)
 
     def __repr__(self):
         return (f'PKMLimbs({self.model_name!r}: {self.L} limbs x {self.N} joints, platform '
@@ -115,6 +124,106 @@ def _inertia6(m, c, I_o):
     M[3:, :3] = m * hat(c)
     M[3:, 3:] = I_o
     return M
+
+
+def _limb_decoupled(BR, Bp, X, tol):
+    """Geometry pack of the closed-form IK of one limb (see :func:`decoupled_ik_geometry`), or
+    ``(None, reason)``."""
+    N = X.shape[0]
+    if N != 6:
+        return None, f'{N} joints (closed form needs R R P R R R)'
+    C = np.eye(4)
+    ws, vs = [], []
+    Ps = [np.zeros(3)]
+    for i in range(N):
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = BR[i], Bp[i]
+        C = C @ T
+        R, p = C[:3, :3], C[:3, 3]
+        w = R @ X[i, 3:]
+        ws.append(w)
+        vs.append(R @ X[i, :3] + np.cross(p, w))
+        Ps.append(p)
+    MR, Mp = C[:3, :3], C[:3, 3]
+    L = 1.0 + max(np.linalg.norm(q) for q in Ps)          # length scale of the tolerances
+    kind = []
+    for i in range(N):
+        nw = np.linalg.norm(ws[i])
+        if abs(nw - 1.0) <= 1e-9 and abs(ws[i] @ vs[i]) <= tol * L:
+            kind.append('R')
+        elif nw <= 1e-12 and np.linalg.norm(vs[i]) > 1e-9:
+            kind.append('P')
+        else:
+            kind.append('?')
+    if ''.join(kind) != 'RRPRRR':
+        return None, f"joint types {''.join(kind)} (closed form needs RRPRRR)"
+    w = [wi / max(np.linalg.norm(wi), 1e-300) for wi in ws]
+    q = [np.cross(w[i], vs[i]) for i in range(N)]                 # a point on each axis
+
+    def meet(idx):
+        A = sum(np.eye(3) - np.outer(w[i], w[i]) for i in idx)
+        b = sum((np.eye(3) - np.outer(w[i], w[i])) @ q[i] for i in idx)
+        x = np.linalg.solve(A, b)
+        res = max(np.linalg.norm((np.eye(3) - np.outer(w[i], w[i])) @ (x - q[i])) for i in idx)
+        return x, res
+
+    for i, j, what in ((0, 1, 'U axes 1, 2'), (3, 4, 'S axes 4, 5'), (4, 5, 'S axes 5, 6')):
+        if np.linalg.norm(np.cross(w[i], w[j])) <= 1e-6:
+            return None, f'{what} parallel'
+    a, ra = meet((0, 1))
+    if ra > tol * L:
+        return None, f'U axes 1, 2 do not intersect (distance {2 * ra:.3g} m)'
+    c0, rc = meet((3, 4, 5))
+    if rc > tol * L:
+        return None, f'S axes 4, 5, 6 do not meet in one point (residual {rc:.3g} m)'
+    n = vs[2]
+    pc = c0 - a
+    r5 = w[4] - (w[4] @ w[5]) * w[5]
+    r5 /= np.linalg.norm(r5)
+    G = np.zeros(RK.IKG_SIZE)
+    G[RK.IKG_A:RK.IKG_A + 3] = a
+    G[RK.IKG_CL:RK.IKG_CL + 3] = MR.T @ (c0 - Mp)
+    G[RK.IKG_PC:RK.IKG_PC + 3] = pc
+    G[RK.IKG_N:RK.IKG_N + 3] = n
+    for o, v in ((RK.IKG_W0, w[0]), (RK.IKG_W1, w[1]), (RK.IKG_W3, w[3]), (RK.IKG_W4, w[4]),
+                 (RK.IKG_W5, w[5]), (RK.IKG_R5, r5), (RK.IKG_M5, MR.T @ w[5]),
+                 (RK.IKG_MR, MR.T @ r5), (RK.IKG_C01, np.cross(w[0], w[1])),
+                 (RK.IKG_C34, np.cross(w[3], w[4]))):
+        G[o:o + 3] = v
+    G[RK.IKG_NN] = n @ n
+    G[RK.IKG_NB] = n @ pc
+    G[RK.IKG_PP] = pc @ pc
+    G[RK.IKG_K01] = w[0] @ w[1]
+    G[RK.IKG_K34] = w[3] @ w[4]
+    return G, 'closed form (U-P-S decoupled)'
+
+
+def decoupled_ik_geometry(BR, Bp, X, tol=1e-9):
+    """Detect, per limb, the decoupled R R P R R R (U - P - S) structure that has a closed-form
+    IK, from the joint screws at the reference configuration (theta = 0):
+
+    joints 1, 2 revolute (zero pitch) with intersecting, non-parallel axes (U centre a);
+    joint 3 prismatic (usually along the line from a to the S centre c0, as in a UPS leg; any
+    direction is accepted: the closed form solves ``|c0 - a + n t3| = |c - a|``); joints 4, 5, 6
+    revolute with axes through one point c0 (4 not parallel to 5, 5 not parallel to 6).
+    Distances are tested to ``tol`` times (1 + the largest body-origin distance of the limb).
+
+    Returns ``(ik_mode (L,) int64, ik_geom (L, IKG_SIZE), ik_info (L,) str)``: mode 1 and the
+    geometry pack of :func:`_recursive_kernels.limb_ik_cf` for the decoupled limbs, 0 (Newton
+    IK) and the reason otherwise.
+    """
+    BR, Bp, X = np.asarray(BR, float), np.asarray(Bp, float), np.asarray(X, float)
+    L = X.shape[0]
+    mode = np.zeros(L, np.int64)
+    geom = np.zeros((L, RK.IKG_SIZE))
+    info = []
+    for l in range(L):
+        G, why = _limb_decoupled(BR[l], Bp[l], X[l], tol)
+        info.append(why)
+        if G is not None:
+            mode[l] = 1
+            geom[l] = G
+    return mode, geom, info
 
 
 def limbs_from_model(model, platform=None):
@@ -263,7 +372,7 @@ def _batch(x, shape, name):
 
 
 def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, gravity=None,
-                             theta_guess=None, tol=1e-13, max_iter=30):
+                             theta_guess=None, tol=1e-13, max_iter=30, ik='auto'):
     """Recursive inverse dynamics of a PKM with its 1st and 2nd time derivatives (seed 004).
 
     ``model``: a :class:`robot_dynamics.Model` of a 6-limb PKM (spanning tree + spherical cut
@@ -273,6 +382,10 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     ``V_t = (v, w)`` [m/s, rad/s] and its 1st, 2nd, 3rd time derivatives (the motion up to snap).
     ``gravity`` (3,) world gravity (default the model's). ``theta_guess`` (L, N) IK start of the
     first sample (default: the reference configuration, all limb angles 0 there).
+    ``ik``: ``'auto'`` (default) closed-form IK for the limbs detected as decoupled U-P-S
+    (``limbs.ik_mode``, :func:`decoupled_ik_geometry`), Newton (``tol``, ``max_iter``) for the
+    others; ``'newton'`` Newton for every limb. Either way every choice of the IK follows the
+    warm start (``theta_guess``, then the previous sample).
 
     Returns :class:`ID2Result`. Raises :class:`PKMSingularityError` if the IK fails or a
     Jacobian is singular, :class:`~robot_dynamics.errors.InputError` on bad shapes/values.
@@ -296,6 +409,12 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     p = np.ascontiguousarray(X[:, :3, 3])
     g = limbs.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
     L, N = limbs.L, limbs.N
+    if ik == 'auto':
+        mode = limbs.ik_mode
+    elif ik == 'newton':
+        mode = np.where(limbs.ik_mode == 1, 2, 0).astype(np.int64)
+    else:
+        raise InputError(f"ik must be 'auto' or 'newton', got {ik!r}")
     th0 = limbs.th_ref if theta_guess is None else np.asarray(theta_guess, float).reshape(L, N)
     TH = np.empty((S, 5, L, N))
     U = np.empty((S, 3, L))
@@ -303,7 +422,8 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     JIK = np.empty((S, 3, L, 6))
     st = np.empty(S, np.int64)
     RK.pkm_id_d2_batch(limbs.BR, limbs.Bp, limbs.X, limbs.M, limbs.act, g, R, p, VT,
-                       np.ascontiguousarray(th0), tol, max_iter, TH, U, WT, JIK, st)
+                       np.ascontiguousarray(th0), tol, max_iter, TH, U, WT, JIK, st, mode,
+                       limbs.ik_geom)
     if limbs.lower is not None:
         out = np.any((TH[:, 0] < limbs.lower - 1e-12) | (TH[:, 0] > limbs.upper + 1e-12), axis=(1, 2))
         st[(st == 0) & out] = 5
@@ -311,7 +431,9 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     if len(bad):
         what = {1: 'IK did not converge (pose outside the workspace?)', 2: 'singular limb Jacobian',
                 3: 'singular IK Jacobian J_IK (parallel singularity)', 4: 'non-finite input',
-                5: 'IK solution outside the URDF joint limits'}
+                5: 'IK solution outside the URDF joint limits',
+                6: 'closed-form IK branch ambiguous (warm start between two U or S branches, '
+                   'near a singular configuration?)'}
         raise PKMSingularityError(f"{limbs.model_name}: {len(bad)} of {S} samples failed, first "
                                   f"sample {bad[0]}: {what[int(st[bad[0]])]}", bad, st)
     o = limbs.order
