@@ -7,7 +7,6 @@ reconfiguration over ROS (``locked_dofs`` parameter: the locked base stays put w
 DoFs keep tracking; ``~/clear_reconfiguration``: the base follows its reference again), and a
 clean shutdown."""
 import io
-import os
 import time
 
 import numpy as np
@@ -24,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.bringup import load_bringup  # noqa: E402
 from robot_dynamics.launcher import Launcher  # noqa: E402
-from ros_helpers import Probe  # noqa: E402
+from ros_helpers import Probe, assert_no_process_left  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -41,7 +40,8 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
     setp = probe.node.create_client(SetParameters, '/ip_controller/set_parameters')
     launcher.start()
     try:
-        probe.wait_for(lambda: len(probe.diag) > 20, 60.0, 'ip_controller diagnostics')
+        probe.wait_for(lambda: len(probe.diag) > 20 and len(probe.js) > 20, 60.0,
+                       'ip_controller diagnostics and joint states')
         time.sleep(4.0)                  # start-up transient (see below)
         t0 = time.monotonic()
         time.sleep(3.0)
@@ -79,10 +79,7 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
     finally:
         probe.close()
         launcher.shutdown()
-    for name, p in launcher.procs.items():
-        assert p.poll() is not None, f'{name} still running'
-        with pytest.raises(ProcessLookupError):
-            os.kill(p.pid, 0)
+    assert_no_process_left(launcher)
 
 
 def _ns(m):
@@ -223,8 +220,7 @@ def test_series_parallel_graph_payload_added_at_run_time():
     finally:
         probe.close()
         launcher.shutdown()
-    for name, p in launcher.procs.items():
-        assert p.poll() is not None, f'{name} still running'
+    assert_no_process_left(launcher)
     E0, E1, E2 = nominal.max(0), sag[-100:].max(0), told.max(0)
     print(f'payload {PAYLOAD} kg: max |e| nominal {E0}, plant only {E1}, controller told {E2}')
     # the plant feels the payload: with K_p = 4000 the weight at ~2 m sags the shoulder and the

@@ -58,7 +58,9 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
         probe.subscribe('diag', Float64MultiArray, '/sea_controller/diagnostics')
         probe.subscribe('sref', PointStamped, '/sea_controller/reference')
         goal = probe.node.create_publisher(PointStamped, '/sea_controller/goal', QOS_COMMAND)
-        probe.wait_for(lambda: len(probe.sref) > 100 and len(probe.diag) > 0, 40.0, 'controller output')
+        # the probe's subscriptions are matched independently: wait for the plant's states too
+        probe.wait_for(lambda: len(probe.sref) > 100 and len(probe.diag) > 0 and len(probe.js) > 10,
+                       40.0, 'controller output and joint states')
         t_ready = time.monotonic() - t_wall
         probe.wait_for(lambda: goal.get_subscription_count() > 0, 10.0, 'goal subscription')
         params = sea_params_from_model(model)
