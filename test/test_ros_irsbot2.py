@@ -39,7 +39,8 @@ def test_irsbot2_graph_tracks_task_reference_with_embedding_ik():
         probe.subscribe('ikjs', JointState, '/ik_node/joint_states')
         probe.subscribe('diag', Float64MultiArray, '/ik_node/diagnostics')
         probe.subscribe('ff', Float64MultiArray, '/ik_node/feedforward')
-        wait(lambda: len(probe.ikjs) > 50 and len(probe.pose) > 50, 30.0, 'ik_node output')
+        wait(lambda: min(len(probe.ikjs), len(probe.pose), len(probe.js), len(probe.ref)) > 50, 30.0,
+             'ik_node output, joint states, tool and reference poses')
         # skip the engagement transient: the circle starts when trajectory_node starts, the
         # controller engages later (mid-circle, up to 60 mm away); PD with kp = 100, kd = 20
         # (omega_n = 10 rad/s, critically damped) settles in ~ 0.6 s: wait 2 s of controller
@@ -60,6 +61,7 @@ def test_irsbot2_graph_tracks_task_reference_with_embedding_ik():
             refs = [(_stamp(m), m.pose.position) for _, m in probe.ref]
             ff = [m for _, m in probe.ff[-20:]]
         names = list(model.joint_names)
+        assert len(ikjs) >= 50 and len(js) >= 50
         # ik_node: every joint, passive ones included, closing all 22 cut rows
         for m in ikjs[::10]:
             assert sorted(m.name) == sorted(names)

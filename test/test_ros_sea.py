@@ -75,13 +75,25 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
             with probe.lock:
                 return _ns(probe.js[-1][1].header.stamp) * 1e-9
 
+        def move_start(prev, after):
+            # simulated time at which the controller's reference leaves ``prev`` (the goal reaches
+            # the controller some steps after it is published: the move starts then)
+            with probe.lock:
+                refs = [(_ns(m.header.stamp) * 1e-9, m.point.x, m.point.y) for _, m in probe.sref]
+            for t, x, y in refs:
+                if t >= after and np.hypot(x - prev[0], y - prev[1]) > 1e-9:
+                    return t
+            return None
+
         t_goal = []
-        for target in (P2, P1):
+        for target, prev in ((P2, P1), (P1, P2)):
             g = PointStamped()
             g.point.x, g.point.y = target
+            t_pub = sim_t()
             goal.publish(g)
-            t_goal.append(sim_t())
-            probe.wait_for(lambda: sim_t() >= t_goal[-1] + MOVE + SETTLE, 40.0, f'move to {target}')
+            probe.wait_for(lambda: move_start(prev, t_pub) is not None, 20.0, f'move to {target} started')
+            t_goal.append(move_start(prev, t_pub))
+            probe.wait_for(lambda: sim_t() >= t_goal[-1] + MOVE + SETTLE + 0.01, 40.0, f'move to {target}')
         with probe.lock:
             js = [m for _, m in probe.js]
             ref = {_ns(m.header.stamp): np.array([m.point.x, m.point.y]) for _, m in probe.sref}
