@@ -106,12 +106,18 @@ class Probe:
         rclpy.shutdown(context=self.ctx)
 
 
-def run_graph(robot, body, ready=None, timeout=60.0):
-    b = load_bringup(robot)
+def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None):
+    """Start ``robot``'s graph (config name or path; ``overrides`` {node: {param: value}}),
+    call ``setup(probe)`` before the nodes start (subscriptions, clients), wait for ``ready()``
+    (default: dynamics_node's tracking error flowing), run ``body(launcher, probe, model,
+    out)``, check no node died, shut down and check no process is left. Returns the logs."""
+    b = load_bringup(robot, overrides=overrides)
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     model = rd.load_model(b.urdf)
     probe = Probe(model)
+    if setup is not None:
+        setup(probe)
     launcher.start()
     try:
         probe.wait_for(ready or (lambda: len(probe.err) > 10), timeout, f'{robot}: graph ready')

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.control.inertia_partitioning import (LAWS, IPController, brief_trajectory,
-                                                         fk_paper, lyapunov, rmse,
-                                                         simulate_tracking, vdot_paper_matrix)
+from robot_dynamics.control.inertia_partitioning import (LAWS, IPController, ReferenceRejoin,
+                                                         brief_trajectory, fk_paper, lyapunov,
+                                                         rmse, simulate_tracking,
+                                                         vdot_paper_matrix)
 from robot_dynamics.partitioning import PartitionedModel, model_with_body
 
 URDF = rd.data_path('urdf/series_parallel_3dof.urdf')
@@ -185,6 +186,48 @@ def test_locked_dof_controller(model):
     # static hold on the reference = gravity of the locked configuration
     full = PartitionedModel(model, neglect_bodies=NEG).terms(np.array([0.2, 0.3, 0.1]))
     assert np.allclose(out.Q, -full.Qg[1:], atol=1e-9)
+
+
+def test_lock_efforts_hold_tree_gravity_plus_pd(model):
+    # brake emulation: at the lock value and at rest the locked shoulder gets the gravity torque
+    # of the whole arm, computed here by the independent route G^T tau_g(tree, rnea-based)
+    pm = PartitionedModel(model)
+    c = IPController(pm, 'paper', kp={'shoulder_theta': 400.0}, kv={'shoulder_theta': 30.0})
+    assert c.lock_efforts(np.array([0.1, 0.3, 0.1]), np.zeros(3)) == {}
+    pm.lock({'shoulder_theta': 0.3})
+    th = np.array([0.4, 0.3, 0.12])
+    t = PartitionedModel(model).terms(th)
+    tau_g = t.G.T @ rd.gravity_torques(model, t.q)            # generalized gravity torque
+    hold = c.lock_efforts(th, np.zeros(3))
+    assert set(hold) == {'shoulder_theta'}
+    assert abs(hold['shoulder_theta'] - tau_g[1]) < 1e-9 * max(1.0, abs(tau_g[1]))
+    # PD to the lock value with the coordinate's gains
+    moved = c.lock_efforts(th + np.array([0.0, 0.01, 0.0]), np.array([0.0, 0.2, 0.0]))
+    t2 = PartitionedModel(model).terms(th + np.array([0.0, 0.01, 0.0]))
+    g2 = (t2.G.T @ rd.gravity_torques(model, t2.q))[1]
+    assert abs(moved['shoulder_theta'] - (g2 - 400.0 * 0.01 - 30.0 * 0.2)) < 1e-9 * max(1.0, abs(g2))
+
+
+def test_reference_rejoin_starts_at_the_state_and_ends_on_the_reference():
+    coords = ['a', 'b']
+    rj = ReferenceRejoin(coords, duration=2.0)
+    r = (np.array([1.0, -1.0]), np.array([0.5, 0.2]), np.array([0.1, 0.0]))
+    th, thd = np.array([0.2, -0.7]), np.array([0.0, 0.0])
+    assert all(np.array_equal(x, y) for x, y in zip(rj(0.5, th, thd, *r), r))   # nothing released
+    rj.mark(['a'])
+    s0, s1, s2 = rj(1.0, th, thd, *r)
+    assert np.allclose([s0[0], s1[0], s2[0]], [th[0], thd[0], r[2][0]], rtol=0, atol=1e-15)  # state of 'a'
+    assert s0[1] == r[0][1] and s1[1] == r[1][1]                      # 'b' untouched
+    # velocity of the shaped reference = derivative of its position (fixed r: the offset's rate)
+    h = 1e-6
+    p = rj(2.0 + h, th, thd, *r)[0] - rj(2.0 - h, th, thd, *r)[0]
+    v = rj(2.0, th, thd, *r)[1] - r[1]
+    assert abs(p[0] / (2 * h) - v[0]) < 1e-6
+    end = rj(3.0, th, thd, *r)                                        # t0 + duration: the reference
+    assert all(np.allclose(x, y, atol=1e-14) for x, y in zip(end, r)) and rj.blend is None
+    off = ReferenceRejoin(coords, duration=0.0)
+    off.mark(['a'])
+    assert all(np.array_equal(x, y) for x, y in zip(off(1.0, th, thd, *r), r))
 
 
 def test_bad_inputs(model):

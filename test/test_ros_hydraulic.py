@@ -7,7 +7,6 @@ from /joint_states and the task re-generated here), the passive joints published
 loops closed, cylinder states consistent with the joints and pressures inside [p_r, p_s],
 valves closed (0 V, warning) while the state stream is stale (sim_node paused with SIGSTOP) and
 on a malformed cylinder state, and a clean shutdown. Bounds: docs/hydraulic_vdc.md."""
-import io
 import os
 import signal
 import time
@@ -24,10 +23,9 @@ import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.bringup import load_bringup  # noqa: E402
 from robot_dynamics.control.vdc import quintic_legs  # noqa: E402
 from robot_dynamics.hydraulics import hydraulic_params_from_model  # noqa: E402
-from robot_dynamics.launcher import Launcher  # noqa: E402
 from robot_dynamics.nodes._common import QOS_STATE  # noqa: E402
 from robot_dynamics.vdc import segment_q, structure_from_model  # noqa: E402
-from ros_helpers import Probe, assert_no_process_left  # noqa: E402
+from ros_helpers import run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -41,18 +39,19 @@ def _stamp(m):
     return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
 
 
+OVERRIDES = {'vdc_controller': {'task_loops': 1}}
+
+
 def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
-    b = load_bringup('hydraulic_boom', overrides={'vdc_controller': {'task_loops': 1}})
+    b = load_bringup('hydraulic_boom', overrides=OVERRIDES)
     cfg = {s.name: s.parameters for s in b.nodes}['vdc_controller']
-    out = io.StringIO()
-    launcher = Launcher(b, out=out)
-    model = rd.load_model(b.urdf)
-    st = structure_from_model(model)
-    hp = hydraulic_params_from_model(model, st)
-    probe = Probe(model)
-    probe.subscribe('diag', Float64MultiArray, '/vdc_controller/diagnostics')
-    launcher.start()
-    try:
+
+    def setup(probe):
+        probe.subscribe('diag', Float64MultiArray, '/vdc_controller/diagnostics')
+
+    def body(launcher, probe, model, out):
+        st = structure_from_model(model)
+        hp = hydraulic_params_from_model(model, st)
         probe.wait_for(lambda: len(probe.diag) > 5, 60.0, 'vdc_controller diagnostics')
         labels = probe.diag[-1][1].layout.dim[0].label.split(',')
         col = {n: i for i, n in enumerate(labels)}
@@ -151,9 +150,4 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
         pub.publish(bad)
         probe.wait_for(lambda: 'rejected cylinder states: non-finite' in out.getvalue(), 5.0,
                        'warning about the malformed cylinder state')
-        dead = launcher.poll()
-        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
-    finally:
-        probe.close()
-        launcher.shutdown()
-    assert_no_process_left(launcher)
+    run_graph('hydraulic_boom', body, ready=lambda: True, overrides=OVERRIDES, setup=setup)

@@ -6,7 +6,6 @@ angles) on /joint_states closing the triangle, the diagnostics layout, run-time
 reconfiguration over ROS (``locked_dofs`` parameter: the locked base stays put while the other
 DoFs keep tracking; ``~/clear_reconfiguration``: the base follows its reference again), and a
 clean shutdown."""
-import io
 import time
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -21,25 +21,24 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.bringup import load_bringup  # noqa: E402
-from robot_dynamics.launcher import Launcher  # noqa: E402
-from ros_helpers import Probe, assert_no_process_left  # noqa: E402
+from robot_dynamics.nodes._common import QOS_COMMAND  # noqa: E402
+from ros_helpers import run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
 
-def test_series_parallel_graph_tracks_and_publishes_passive_joints():
-    b = load_bringup('series_parallel_3dof')
-    out = io.StringIO()
-    launcher = Launcher(b, out=out)
-    model = rd.load_model(b.urdf)
-    probe = Probe(model)
+def _subscribe_diag(probe):
     probe.subscribe('diag', Float64MultiArray, '/ip_controller/diagnostics')
-    probe.subscribe('jt', JointTrajectory, 'reference/joint_trajectory')
-    clear = probe.node.create_client(Trigger, '/ip_controller/clear_reconfiguration')
-    setp = probe.node.create_client(SetParameters, '/ip_controller/set_parameters')
-    launcher.start()
-    try:
+
+
+def test_series_parallel_graph_tracks_and_publishes_passive_joints():
+    def setup(probe):
+        _subscribe_diag(probe)
+        probe.subscribe('jt', JointTrajectory, 'reference/joint_trajectory')
+
+    def body(launcher, probe, model, out):
+        clear = probe.node.create_client(Trigger, '/ip_controller/clear_reconfiguration')
+        setp = probe.node.create_client(SetParameters, '/ip_controller/set_parameters')
         probe.wait_for(lambda: len(probe.diag) > 20 and len(probe.js) > 20, 60.0,
                        'ip_controller diagnostics and joint states')
         time.sleep(4.0)                  # start-up transient (see below)
@@ -74,12 +73,7 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
         assert np.all(D[:, 10] > 0.275 - 0.18 - 0.005)   # delta <= 0.18 m on this reference (+ the 5 mm bound)
         assert np.all(D[:, 9] < 100)                      # cond(Gamma) away from the dead centre
         _lock_and_clear(probe, setp, clear, out)
-        dead = launcher.poll()
-        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
-    finally:
-        probe.close()
-        launcher.shutdown()
-    assert_no_process_left(launcher)
+    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=setup)
 
 
 def _ns(m):
@@ -178,31 +172,23 @@ def test_series_parallel_graph_payload_added_at_run_time():
     The plant gets the payload's weight only (an external wrench has no inertia), the controller
     models a point mass: it over-compensates the payload's inertia, ~ m r^2 qdd_d (r ~ 2 m,
     qdd_d <= 0.2 rad/s^2: ~4 N m, ~1 mrad at K_p = 4000) -- the residual seen when told."""
-    from geometry_msgs.msg import WrenchStamped
-    from robot_dynamics.nodes._common import QOS_COMMAND
-    b = load_bringup('series_parallel_3dof',
-                     overrides={'sim_node': {'external_wrench_reference': 'local_world_aligned'}})
-    out = io.StringIO()
-    launcher = Launcher(b, out=out)
-    model = rd.load_model(b.urdf)
-    probe = Probe(model)
-    probe.subscribe('diag', Float64MultiArray, '/ip_controller/diagnostics')
-    setp = probe.node.create_client(SetParameters, '/ip_controller/set_parameters')
-    load = probe.node.create_publisher(WrenchStamped, '/sim_node/external_wrench', QOS_COMMAND)
-    launcher.start()
+    res = {}
 
-    def phase(seconds, what):
-        with probe.lock:
-            n = len(probe.diag)
-        probe.wait_logged(lambda: len(probe.diag) >= n + int(50 * seconds), 60.0, what, out,
-                          ('js', 'diag'))
-        with probe.lock:
-            return np.abs(np.array([m.data[:3] for _, m in probe.diag[n:]]))
+    def body(launcher, probe, model, out):
+        setp = probe.node.create_client(SetParameters, '/ip_controller/set_parameters')
+        load = probe.node.create_publisher(WrenchStamped, '/sim_node/external_wrench', QOS_COMMAND)
 
-    try:
+        def phase(seconds, what):
+            with probe.lock:
+                n = len(probe.diag)
+            probe.wait_logged(lambda: len(probe.diag) >= n + int(50 * seconds), 60.0, what, out,
+                              ('js', 'diag'))
+            with probe.lock:
+                return np.abs(np.array([m.data[:3] for _, m in probe.diag[n:]]))
+
         probe.wait_logged(lambda: len(probe.diag) > 20, 60.0, 'ip_controller diagnostics', out,
                           ('js', 'diag'))
-        nominal = phase(2.0, 'nominal tracking')
+        res['nominal'] = phase(2.0, 'nominal tracking')
         msg = WrenchStamped()
         msg.header.frame_id = 'tool'
         msg.wrench.force.z = -PAYLOAD * 9.81
@@ -211,16 +197,13 @@ def test_series_parallel_graph_payload_added_at_run_time():
         load.publish(msg)
         probe.wait_for(lambda: "external wrench on 'tool' applied" in out.getvalue(), 10.0,
                        'sim_node applying the load')
-        sag = phase(3.0, 'payload on the plant only')
+        res['sag'] = phase(3.0, 'payload on the plant only')
         _set_param(probe, setp, 'payload_mass', PAYLOAD)
         phase(6.0, 'controller told: transient')   # the sag recovers (delta: omega_n ~ 1.9 rad/s)
-        told = phase(2.0, 'controller told: tracking')
-        dead = launcher.poll()
-        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
-    finally:
-        probe.close()
-        launcher.shutdown()
-    assert_no_process_left(launcher)
+        res['told'] = phase(2.0, 'controller told: tracking')
+    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=_subscribe_diag,
+              overrides={'sim_node': {'external_wrench_reference': 'local_world_aligned'}})
+    nominal, sag, told = res['nominal'], res['sag'], res['told']
     E0, E1, E2 = nominal.max(0), sag[-100:].max(0), told.max(0)
     print(f'payload {PAYLOAD} kg: max |e| nominal {E0}, plant only {E1}, controller told {E2}')
     # the plant feels the payload: with K_p = 4000 the weight at ~2 m sags the shoulder and the

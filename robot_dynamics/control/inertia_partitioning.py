@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..partitioning import PartitionedModel, christoffel
+from ..trajectories import DecayingOffset
 
 __all__ = ['LAWS', 'DofModule', 'IPController', 'IPOutput', 'lyapunov', 'vdot_paper_matrix',
            'rmse', 'brief_trajectory', 'fk_paper', 'simulate_tracking', 'TrackingRun',
@@ -194,6 +195,22 @@ class IPController:
             Qm = t.Gamma @ thdd_d + christoffel(t.dGamma, thd) @ thd_d
         return Qm - t.Qg - Qext - kp * e - kv * ed
 
+    def lock_efforts(self, theta_all, thd_all, q_guess=None):
+        """Brake emulation of the locked coordinates: {name: effort} = gravity of the full
+        (unlocked) model + PD (the coordinate's gains) to the lock value; ``theta_all``,
+        ``thd_all`` (len(pm.all_coords),). Empty when nothing is locked."""
+        if not self.pm.locked:
+            return {}
+        full = self.pm.copy()
+        full.unlock()
+        Qg = full.terms(theta_all, q_guess).Qg
+        out = {}
+        for c, value in self.pm.locked.items():
+            j = self.pm.all_coords.index(c)
+            g = self.gains[c]
+            out[c] = -Qg[j] - g['kp'] * (theta_all[j] - value) - g['kv'] * thd_all[j]
+        return out
+
     def actuator_efforts(self, out, lock_effort=None):
         """Expand ``out.Q`` to all minimal coordinates ``pm.all_coords``; locked coordinates get
         ``lock_effort`` ({name: value}, default 0: a locked DoF is held by its brake)."""
@@ -202,6 +219,43 @@ class IPController:
         for c in self.pm.locked:
             Q[self.pm.all_coords.index(c)] = (lock_effort or {}).get(c, 0.0)
         return Q
+
+
+class ReferenceRejoin:
+    """Smooth re-entry of coordinates that leave a lock (or any hold) onto their reference.
+
+    :meth:`mark` the coordinates as they are released; at the next :meth:`__call__` their
+    position and velocity offsets to the reference, (theta - r0, thd - r1), become a
+    :class:`~robot_dynamics.trajectories.DecayingOffset` started at that time: the shaped
+    reference equals the state there (no step for a stiff PD to turn into a jump) and equals the
+    reference from ``t + duration`` on, with continuous velocity and acceleration. Coordinates
+    that were not released are untouched. ``duration`` <= 0 disables the shaping.
+    """
+
+    def __init__(self, coords, duration=2.0):
+        self.coords = list(coords)
+        self.duration = float(duration)
+        self.pending = set()
+        self.blend = None
+
+    def mark(self, names):
+        """Coordinates released since the last call."""
+        self.pending |= set(names)
+
+    def __call__(self, t, theta, thd, r0, r1, r2):
+        """Shaped reference (r0, r1, r2), all arrays over ``coords``; ``t`` [s]."""
+        if self.pending and self.duration > 0:
+            mask = np.array([c in self.pending for c in self.coords])
+            self.blend = DecayingOffset(np.where(mask, theta - r0, 0.0),
+                                        np.where(mask, thd - r1, 0.0), self.duration, t)
+        self.pending = set()
+        if self.blend is None:
+            return r0, r1, r2
+        if t >= self.blend.t_end:
+            self.blend = None
+            return r0, r1, r2
+        d0, d1, d2 = self.blend(t)
+        return r0 + d0, r1 + d1, r2 + d2
 
 
 # ----------------------------------------------------------------------------- example helpers

@@ -23,8 +23,9 @@ the gravity-holding effort of the full model plus PD to the lock value); ``law``
 ``kv`` (scalars). Services: ``~/enable`` (SetBool), ``~/clear_reconfiguration`` (Trigger:
 payload 0, nothing locked). A DoF that is unlocked re-joins its reference smoothly: its
 position and velocity offset to the reference at the first state after the unlock decays to
-zero over ``unlock_blend_time`` s (quintic, :class:`robot_dynamics.trajectories.DecayingOffset`)
-instead of a step that a stiff PD would turn into a violent jump.
+zero over ``unlock_blend_time`` s (quintic,
+:class:`robot_dynamics.control.inertia_partitioning.ReferenceRejoin`) instead of a step that a
+stiff PD would turn into a violent jump.
 """
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -34,12 +35,11 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.control.inertia_partitioning import LAWS, IPController
+from robot_dynamics.control.inertia_partitioning import LAWS, IPController, ReferenceRejoin
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (ReferenceSync, QOS_COMMAND, QOS_STATE, JointStateParser,
                                           load_model_param, spin_node)
 from robot_dynamics.partitioning import PartitionedModel
-from robot_dynamics.trajectories import DecayingOffset
 
 
 def _sec(stamp):
@@ -69,9 +69,7 @@ class IPControllerNode(Node):
                             inertia=list(dp('payload_inertia', [0.0] * 6).value),
                             frame=dp('payload_frame', 'tool').value)
         self.locked_names = [s for s in dp('locked_dofs', ['']).value if s]
-        self.blend_time = float(dp('unlock_blend_time', 2.0).value)
-        self.unlocked = set()             # DoFs unlocked since the last control step
-        self.blend = None                 # DecayingOffset of the reference (all coordinates)
+        self.rejoin = ReferenceRejoin(self.pm.all_coords, float(dp('unlock_blend_time', 2.0).value))
         self.parser = JointStateParser(m)
         self.enabled = True
         self.ref = None
@@ -108,7 +106,7 @@ class IPControllerNode(Node):
     def _apply_locks(self, names):
         if self.last_q is None and names:
             raise RobotDynamicsError('cannot lock before the first joint state')
-        self.unlocked |= set(self.pm.locked) - set(names)
+        self.rejoin.mark(set(self.pm.locked) - set(names))
         self.pm.unlock()
         if names:
             th = self.last_q[self.pm.loop_map.idx]
@@ -196,24 +194,13 @@ class IPControllerNode(Node):
         if rs is not None and ts is not None:
             dt = float(np.clip(ts - rs, 0.0, 0.1))
             r0, r1 = r0 + r1 * dt + 0.5 * r2 * dt * dt, r1 + r2 * dt
-        if self.unlocked and ts is not None and self.blend_time > 0:
-            # re-join the unlocked DoFs to their reference (offset in position and velocity)
-            th, thd = q[self.pm.loop_map.idx], qd[self.pm.loop_map.idx]
-            mask = np.array([c in self.unlocked for c in self.pm.all_coords])
-            self.blend = DecayingOffset(np.where(mask, th - r0, 0.0), np.where(mask, thd - r1, 0.0),
-                                        self.blend_time, ts)
-        self.unlocked = set()
-        if self.blend is not None and ts is not None:
-            if ts >= self.blend.t_end:
-                self.blend = None
-            else:
-                d0, d1, d2 = self.blend(ts)
-                r0, r1, r2 = r0 + d0, r1 + d1, r2 + d2
+        th_all, thd_all = q[self.pm.loop_map.idx], qd[self.pm.loop_map.idx]
+        if ts is not None:              # unlocked DoFs re-join their reference smoothly
+            r0, r1, r2 = self.rejoin(ts, th_all, thd_all, r0, r1, r2)
         sel = self.pm.sel
-        idx = self.pm.loop_map.idx[sel]
         try:
-            out = self.ctrl.compute(q[idx], qd[idx], r0[sel], r1[sel], r2[sel], q_guess=q)
-            lock_eff = self._lock_efforts(q, qd)
+            out = self.ctrl.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
+            lock_eff = self.ctrl.lock_efforts(th_all, thd_all, q_guess=q)
         except RobotDynamicsError as exc:
             return self._reject(f'control step: {exc}')
         Q = self.ctrl.actuator_efforts(out, lock_eff)
@@ -231,23 +218,6 @@ class IPControllerNode(Node):
             d.data = np.concatenate([out.e, out.ed, [out.V, out.Vdot, out.lyapunov_margin,
                                                      out.cond, out.loop_margin]]).tolist()
             self.pub_diag.publish(d)
-
-    def _lock_efforts(self, q, qd):
-        """Brake emulation for locked DoFs: gravity of the full model + PD to the lock value."""
-        if not self.pm.locked:
-            return {}
-        th_all = q[self.pm.loop_map.idx]
-        locked = list(self.pm.locked)
-        full = self.pm.copy()
-        full.unlock()
-        tf = full.terms(th_all, q_guess=q)
-        out = {}
-        for c in locked:
-            j = self.pm.all_coords.index(c)
-            g = self.ctrl.gains[c]
-            out[c] = (-tf.Qg[j] - g['kp'] * (th_all[j] - self.pm.locked[c])
-                      - g['kv'] * qd[self.pm.loop_map.idx[j]])
-        return out
 
 
 def main(args=None):
