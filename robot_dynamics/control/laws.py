@@ -1,0 +1,115 @@
+"""Control laws hosted by :class:`robot_dynamics.control.loop.ControlLoop` (no ROS).
+
+A law is one small object: ``compute(state, reference) -> LawOutput`` (efforts in the order of
+its ``joints``); everything else (parsing, staleness, matching, limits, safe command, timing)
+is the loop's. :func:`make_law` builds one by name from keyword parameters (what the generic
+``controller_node`` does with its ROS parameters).
+
+* ``pidc`` (seed 002): projected inverse dynamics control with passive joints, joint reference on
+  the independent joints or task reference on selected world components of a frame origin
+  (:class:`~robot_dynamics.control.computed_torque.DynamicsController`).
+* ``computed_torque``: ``M (qdd_d + kd ed + kp e) + h`` for fully actuated trees.
+* ``feedforward_pd`` (aliases ``embedding_feedforward``, seed 003, and ``d2_feedforward``, seed
+  004): ``u + kp (theta_d - theta) + kd (thetad_d - thetad)`` on the actuated joints, where the
+  feed-forward ``u`` travels with the reference (ik_node's constraint-embedding task-space
+  inverse dynamics, or trajectory_node's 2nd-order recursive inverse dynamics of the reference
+  motion) and theta are the actuated joints.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .computed_torque import DynamicsController
+from .loop import Law, LawOutput
+
+__all__ = ['ProjectedIDLaw', 'FeedforwardPDLaw', 'make_law', 'LAWS']
+
+
+class ProjectedIDLaw(Law):
+    """``pidc`` / ``computed_torque`` (see the module docstring). Reference coordinates: the
+    independent joints (``reference='joint'``, pidc), all joints (computed_torque) or
+    ``<task_frame>.<x|y|z>`` (``reference='task'``)."""
+
+    def __init__(self, model, law='pidc', kp=100.0, kd=20.0, joints=None, reference='joint',
+                 task_frame='tool', task_axes=(0, 1, 2)):
+        super().__init__(model, joints)
+        self.name = law
+        self.ctrl = DynamicsController(model, law=law, kp=kp, kd=kd, joints=self.joints,
+                                       reference=reference, task_frame=task_frame,
+                                       task_axes=task_axes)
+        self.coords = list(self.ctrl.coords)
+        self.reference = reference
+
+    @property
+    def kp(self):
+        return self.ctrl.kp
+
+    @kp.setter
+    def kp(self, v):
+        self.ctrl.kp = float(v)
+
+    @property
+    def kd(self):
+        return self.ctrl.kd
+
+    @kd.setter
+    def kd(self, v):
+        self.ctrl.kd = float(v)
+
+    def compute(self, state, ref):
+        self.ctrl.ref, self.ctrl.ref_stamp = (ref.pos, ref.vel, ref.acc), None
+        out = self.ctrl.compute(state.q, state.qd)
+        info = {'tau': out.tau}
+        if not out.controllable:
+            info['not_controllable'] = out.message
+        return LawOutput(out.tau[self.cmd_idx], out.e, out.ed, info)
+
+    def current_coordinates(self, q):
+        """The reference coordinates at configuration q (to hold the current pose)."""
+        if self.reference == 'task':
+            x, _, _ = self.ctrl.theta(q, np.zeros_like(q))
+            return x
+        return q[[self.model.joint_index(c) for c in self.coords]]
+
+    def predicted_wrenches(self, state, tau):
+        return self.ctrl.predicted_wrenches(state.q, state.qd, tau)
+
+
+class FeedforwardPDLaw(Law):
+    """``u + kp (theta_d - theta) + kd (thetad_d - thetad)`` on the actuated joints; ``u`` is the
+    reference's feed-forward effort. Reference coordinates = the actuated joints."""
+
+    needs_feedforward = True
+
+    def __init__(self, model, kp=1500.0, kd=80.0, joints=None, name='feedforward_pd'):
+        super().__init__(model, joints)
+        self.name = name
+        if float(kp) < 0 or float(kd) < 0:
+            raise InputError(f'{name}: kp and kd must be >= 0')
+        self.kp, self.kd = float(kp), float(kd)
+        self.coords = list(self.joints)
+
+    def compute(self, state, ref):
+        i = self.cmd_idx
+        e, ed = ref.pos - state.q[i], ref.vel - state.qd[i]
+        return LawOutput(ref.effort + self.kp * e + self.kd * ed, e, ed, {'u': ref.effort})
+
+
+LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward')
+
+
+def make_law(model, law, **p):
+    """Build a law by name (``LAWS``) from keyword parameters (unknown ones are an error)."""
+    def take(*names):
+        return {k: p.pop(k) for k in names if k in p}
+    if law in ('pidc', 'computed_torque'):
+        obj = ProjectedIDLaw(model, law=law, **take('kp', 'kd', 'joints', 'reference', 'task_frame',
+                                                    'task_axes'))
+    elif law in ('feedforward_pd', 'embedding_feedforward', 'd2_feedforward'):
+        obj = FeedforwardPDLaw(model, name=law, **take('kp', 'kd', 'joints'))
+    else:
+        raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
+    if p:
+        raise InputError(f'law {law}: unknown parameter(s) {sorted(p)}')
+    return obj

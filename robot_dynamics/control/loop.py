@@ -1,0 +1,528 @@
+"""One control loop for every law: the ROS-free core of every controller node.
+
+The shape follows ros2_control: :class:`ControlLoop` plays the controller manager (it owns
+timing, the state and reference inputs, limits and the safe command), a *law* plays the
+controller (one small object with one method, ``compute(state, reference) -> LawOutput``).
+A node only translates messages into :meth:`ControlLoop.set_state` /
+:meth:`ControlLoop.set_reference` / :meth:`ControlLoop.set_feedforward` calls, asks
+:meth:`ControlLoop.update` for a command and publishes it.
+
+What the loop does for every law (times in s; ``now`` is the caller's clock: the node clock,
+i.e. wall time on a real robot and simulated time in a lock-step test graph):
+
+* **state parsing** (:meth:`set_state`): joint names -> model order; the positions of the law's
+  ``required_joints`` must be present and finite; a velocity that is NaN (an interface the
+  hardware does not have) or absent reads as 0 for a joint the law does not require, and is a
+  rejection for one it does; *plausibility*: a position more than ``position_margin`` outside
+  the URDF limits or a speed above ``velocity_factor`` x the URDF velocity limit (or
+  ``max_speed`` where the URDF gives none) is rejected. A rejected state is counted, its reason
+  kept, and it never reaches the law.
+* **staleness**: the state is stale when its reception is more than ``state_timeout`` old, the
+  reference when its stamp is more than ``reference_timeout`` behind the state's stamp; both give
+  the safe command (the reason says which), never the last command.
+* **reference matching**: a reference sample with the state's own stamp is used as is (lock-step
+  graphs); otherwise the newest sample not after the state is extrapolated to the state's stamp
+  (2nd order from its own derivatives, at most ``max_extrapolation``; feed-forward efforts
+  linearly from the previous sample, optionally ``ff_lead`` further, which compensates the
+  plant's zero-order hold). With ``sync`` (lock-step) :meth:`update` returns ``None`` (wait) until
+  the matching sample is in or ``ref_wait`` has passed.
+* **limits**: efforts are clipped to min(URDF effort limit, ``max_effort``) per joint; a
+  non-finite law output or a law error gives the safe command.
+* **safe command** (``safe``): ``'zero'`` (no effort, what a ros2_control forward command
+  controller's hardware expects when the controller is stopped) or ``'hold'`` (the
+  passive-joint-aware static gravity balance at the last valid state minus ``hold_damping`` x
+  actuated velocity, :func:`~robot_dynamics.control.computed_torque.hold_command`); a law may
+  define its own (``law.safe_command``: valves closed for a hydraulic law).
+* **overrun accounting**: compute time of every update and state -> command latency (ring of the
+  last ``stats_window`` updates: p50 / p99 / max), overruns (compute time > ``period``),
+  counters; :meth:`diagnostics` returns them for ``/diagnostics``.
+
+Every state is answered at most once (a re-sent stamp is ignored), and only the newest state is
+answered (a controller that falls behind skips states instead of working through a backlog).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError, RobotDynamicsError
+
+__all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop']
+
+
+@dataclass
+class State:
+    """A valid joint state: ``q``, ``qd`` (nq,) in model order, ``stamp`` [s] of the
+    measurement, ``received`` [s] on the loop's clock."""
+    stamp: float
+    q: np.ndarray
+    qd: np.ndarray
+    received: float
+    names: tuple = ()
+
+
+@dataclass
+class Reference:
+    """A reference sample for the law's coordinates ``coords``: ``pos``, ``vel``, ``acc``
+    (k,) at ``stamp`` [s]; ``effort`` (p,) optional feed-forward actuator forces (order of the
+    law's ``joints``) and ``effort_rate`` (p,) its rate (for extrapolation)."""
+    stamp: float | None
+    pos: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
+    effort: np.ndarray | None = None
+    effort_rate: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+    def at(self, t, max_dt, ff_lead=0.0):
+        """This sample extrapolated to time ``t`` (dt clipped to [0, max_dt])."""
+        if self.stamp is None or t is None:
+            dt = 0.0
+        else:
+            dt = float(np.clip(t - self.stamp, 0.0, max_dt))
+        eff = self.effort
+        if eff is not None and self.effort_rate is not None:
+            eff = eff + self.effort_rate * (dt + ff_lead)
+        if dt == 0.0 and eff is self.effort:
+            return self
+        return Reference(t, self.pos + self.vel * dt + 0.5 * self.acc * dt * dt,
+                         self.vel + self.acc * dt, self.acc, eff, self.effort_rate, self.extra)
+
+
+@dataclass
+class LawOutput:
+    """What a law returns: ``effort`` (p,) in the order of its ``joints``; tracking errors
+    ``e``, ``ed`` of its coordinates; ``info`` (str -> value) for diagnostics."""
+    effort: np.ndarray
+    e: np.ndarray
+    ed: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Command:
+    """One answer of the loop: ``effort`` (p,) to publish (already limited), ``safe`` (True if
+    this is the safe command, ``reason`` then says why), the state/reference used, errors."""
+    effort: np.ndarray
+    safe: bool
+    reason: str
+    stamp: float | None
+    e: np.ndarray | None = None
+    ed: np.ndarray | None = None
+    clipped: bool = False
+    extrapolated: float = 0.0
+    info: dict = field(default_factory=dict)
+    reference: Reference | None = None
+    state: State | None = None
+
+
+class Law:
+    """Base class of a control law (one small core object).
+
+    Attributes: ``name``; ``joints`` (command order, p names); ``coords`` (names of the reference
+    coordinates, k); ``required_joints`` (state joints whose positions the law needs: default all
+    model joints); ``needs_feedforward`` (the reference carries actuator efforts);
+    ``needs_reference`` (False for a law that regulates to a fixed goal of its own).
+    """
+
+    name = 'law'
+    needs_feedforward = False
+    needs_reference = True
+
+    def __init__(self, model, joints=None):
+        self.model = model
+        self.joints = list(model.actuated if joints is None else joints)
+        self.cmd_idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
+        self.coords = list(self.joints)
+        self.required_joints = list(model.joint_names)
+
+    def compute(self, state: State, ref: Reference | None) -> LawOutput:  # pragma: no cover
+        raise NotImplementedError
+
+    def safe_command(self, state: State | None, mode: str, damping: float):
+        """Safe effort (p,): zero, or the static gravity hold at ``state`` (``mode='hold'``)."""
+        if mode == 'hold' and state is not None:
+            from .computed_torque import hold_command
+            try:
+                tau = hold_command(self.model, state.q, state.qd, damping)
+                eff = tau[self.cmd_idx]
+                if np.all(np.isfinite(eff)):
+                    return eff
+            except (RobotDynamicsError, np.linalg.LinAlgError):
+                pass
+        return np.zeros(len(self.joints))
+
+
+def _sec(x):
+    return None if x is None else float(x)
+
+
+class ControlLoop:
+    """The control loop shared by every law (see the module docstring).
+
+    Parameters: ``law`` (a :class:`Law`); ``period`` [s] (the controller period: overrun
+    threshold); ``state_timeout``, ``reference_timeout``, ``max_extrapolation``, ``ref_wait`` [s];
+    ``sync`` (lock-step: wait for the reference of the state's stamp); ``max_effort`` (scalar or
+    (p,), combined with the URDF limits); ``safe`` ('zero' | 'hold'), ``hold_damping``;
+    ``position_margin`` [rad | m], ``velocity_factor``, ``max_speed`` [rad/s | m/s]
+    (plausibility); ``ff_lead`` [s]; ``clock`` (callable returning seconds, default
+    ``time.monotonic``; used for compute-time measurement only).
+    """
+
+    def __init__(self, law, period=1e-3, state_timeout=0.1, reference_timeout=0.5,
+                 max_extrapolation=0.05, ref_wait=0.2, sync=False, max_effort=None,
+                 safe='hold', hold_damping=0.0, position_margin=0.5, velocity_factor=10.0,
+                 max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter):
+        if safe not in ('zero', 'hold'):
+            raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
+        for name, v in (('period', period), ('state_timeout', state_timeout),
+                        ('reference_timeout', reference_timeout), ('ref_wait', ref_wait)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InputError(f'{name} must be a finite number > 0, got {v!r}')
+        for name, v in (('max_extrapolation', max_extrapolation), ('hold_damping', hold_damping),
+                        ('position_margin', position_margin), ('ff_lead', ff_lead)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InputError(f'{name} must be a finite number >= 0, got {v!r}')
+        self.law = law
+        self.model = m = law.model
+        self.period = float(period)
+        self.state_timeout = float(state_timeout)
+        self.reference_timeout = float(reference_timeout)
+        self.max_extrapolation = float(max_extrapolation)
+        self.ref_wait = float(ref_wait)
+        self.sync = bool(sync)
+        self.safe_mode = safe
+        self.hold_damping = float(hold_damping)
+        self.ff_lead = float(ff_lead)
+        self._clock = clock
+        # limits
+        lim = np.asarray(m.effort_limit, float)[law.cmd_idx]
+        lim = np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
+        if max_effort is not None:
+            me = np.broadcast_to(np.asarray(max_effort, float), lim.shape)
+            if not np.all(me > 0):
+                raise InputError(f'max_effort must be > 0, got {max_effort!r}')
+            lim = np.minimum(lim, me)
+        self.effort_limit = lim
+        # plausibility bounds per joint (model order)
+        lo, hi = np.asarray(m.lower, float), np.asarray(m.upper, float)
+        self._qlo = np.where(np.isfinite(lo), lo - position_margin, -1e6)
+        self._qhi = np.where(np.isfinite(hi), hi + position_margin, 1e6)
+        vl = np.asarray(m.velocity_limit, float)
+        self._vmax = np.where(np.isfinite(vl) & (vl > 0), velocity_factor * vl, max_speed)
+        self._req = np.array([m.joint_index(j) for j in law.required_joints], dtype=np.int64)
+        self._req_set = set(law.required_joints)
+        # inputs
+        self.state: State | None = None
+        self.refs: OrderedDict = OrderedDict()      # stamp ns -> dict(parts)
+        self._ref_plain: Reference | None = None    # the latest complete sample
+        self._answered = None                       # stamp of the last state answered
+        self._pending_since = None
+        self.last_command: Command | None = None
+        self.stale = False
+        # accounting
+        self.count = dict(states=0, rejected_states=0, references=0, rejected_references=0,
+                          commands=0, safe_commands=0, clipped=0, extrapolated=0, overruns=0,
+                          law_errors=0, stale_state=0, stale_reference=0, skipped_states=0)
+        self.last_reject = ''
+        self.compute_times = deque(maxlen=stats_window)
+        self.latencies = deque(maxlen=stats_window)
+
+    # ------------------------------------------------------------------ inputs
+    def set_state(self, names, position, velocity=None, stamp=None, now=None):
+        """Parse a joint state; returns None if accepted, else the reason (str) it was rejected.
+
+        ``names``, ``position``, ``velocity`` (sequences, velocity may be empty); ``stamp`` [s];
+        ``now`` [s] on the caller's clock (reception time, default ``stamp``).
+        """
+        self.count['states'] += 1
+        why = self._parse(names, position, velocity, stamp, now)
+        if why:
+            self.count['rejected_states'] += 1
+            self.last_reject = f'state: {why}'
+        return why
+
+    def _parse(self, names, position, velocity, stamp, now):
+        m = self.model
+        names = list(names)
+        pos = list(position)
+        vel = list(velocity) if velocity is not None else []
+        if stamp is None or not math.isfinite(stamp):
+            return 'no valid stamp'
+        if len(pos) != len(names):
+            return f'position has {len(pos)} entries for {len(names)} names'
+        if vel and len(vel) != len(names):
+            return f'velocity has {len(vel)} entries for {len(names)} names'
+        if len(set(names)) != len(names):
+            return 'duplicate joint names'
+        if self.state is not None and stamp < self.state.stamp - 1e-9 and not self._reset_ok(stamp):
+            return f'stamp {stamp:.6f} s older than the last state ({self.state.stamp:.6f} s)'
+        q = m.reference_q() if self.state is None else self.state.q.copy()
+        qd = np.zeros(m.nq)
+        seen = set()
+        try:
+            for k, n in enumerate(names):
+                i = m._joint_index.get(n)
+                if i is None:
+                    continue
+                p = float(pos[k])
+                v = float(vel[k]) if vel else 0.0
+                if n in self._req_set:
+                    if not math.isfinite(p):
+                        return f"non-finite position of '{n}'"
+                    if not math.isfinite(v):
+                        return f"non-finite velocity of '{n}'"
+                else:
+                    if not math.isfinite(p):
+                        continue
+                    if not math.isfinite(v):
+                        v = 0.0
+                if not (self._qlo[i] <= p <= self._qhi[i]):
+                    return f"implausible position {p:.6g} of '{n}' (limits {m.lower[i]:.4g} .. {m.upper[i]:.4g})"
+                if abs(v) > self._vmax[i]:
+                    return f"implausible velocity {v:.6g} of '{n}' (bound {self._vmax[i]:.4g})"
+                q[i], qd[i] = p, v
+                seen.add(n)
+        except (TypeError, ValueError):
+            return 'non-numeric position or velocity'
+        missing = [j for j in self.law.required_joints if j not in seen]
+        if missing:
+            return f'missing joints {missing}'
+        if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
+                and stamp > self.state.stamp:
+            self.count['skipped_states'] += 1       # the previous state was never answered
+        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names))
+        self._pending_since = None
+        return None
+
+    def _reset_ok(self, stamp):
+        """A stamp jump backwards by more than a second is a plant reset: accept it."""
+        if self.state.stamp - stamp > 1.0:
+            self._answered = None
+            self.refs.clear()
+            self._ref_plain = None
+            return True
+        return False
+
+    def _ref_slot(self, stamp):
+        key = None if stamp is None else int(round(stamp * 1e9))
+        slot = self.refs.get(key)
+        if slot is None:
+            slot = self.refs[key] = {}
+            while len(self.refs) > 64:
+                self.refs.popitem(last=False)
+        return key, slot
+
+    def set_reference(self, pos, vel=None, acc=None, stamp=None, names=None, extra=None):
+        """A reference sample for the law's ``coords`` (reordered by ``names`` if given).
+        Returns None if accepted, else the reason."""
+        try:
+            ref = self._make_reference(pos, vel, acc, names)
+        except InputError as exc:
+            self.count['rejected_references'] += 1
+            self.last_reject = f'reference: {exc}'
+            return str(exc)
+        if stamp is not None and not math.isfinite(stamp):
+            self.count['rejected_references'] += 1
+            return 'non-finite stamp'
+        self.count['references'] += 1
+        key, slot = self._ref_slot(stamp)
+        slot['ref'] = (ref, extra or {})
+        self._complete(key, slot, stamp)
+        return None
+
+    def set_feedforward(self, effort, stamp=None, names=None):
+        """Feed-forward actuator efforts (p,) for the sample at ``stamp`` (order of the law's
+        ``joints``, or ``names``). Returns None if accepted, else the reason."""
+        eff = np.asarray(effort, float).ravel()
+        if names is not None:
+            names = list(names)
+            try:
+                eff = np.array([eff[names.index(j)] for j in self.law.joints])
+            except (ValueError, IndexError):
+                self.count['rejected_references'] += 1
+                return f'feed-forward needs efforts of {self.law.joints}, got {names}'
+        if eff.shape != (len(self.law.joints),) or not np.all(np.isfinite(eff)):
+            self.count['rejected_references'] += 1
+            self.last_reject = 'feed-forward: need finite efforts for ' + str(self.law.joints)
+            return self.last_reject
+        key, slot = self._ref_slot(stamp)
+        slot['ff'] = eff
+        self._complete(key, slot, stamp)
+        return None
+
+    def _make_reference(self, pos, vel, acc, names):
+        k = len(self.law.coords)
+        pos = np.asarray(pos, float).ravel()
+        vel = np.zeros(k) if vel is None or len(vel) == 0 else np.asarray(vel, float).ravel()
+        acc = np.zeros(k) if acc is None or len(acc) == 0 else np.asarray(acc, float).ravel()
+        if names is not None:
+            names = list(names)
+            try:
+                order = [names.index(c) for c in self.law.coords]
+            except ValueError:
+                raise InputError(f'reference names {names} must include {self.law.coords}') from None
+            if max(order, default=0) >= min(len(pos), len(vel), len(acc)):
+                raise InputError(f'reference needs positions/velocities/accelerations for {names}')
+            pos, vel, acc = pos[order], vel[order], acc[order]
+        for a in (pos, vel, acc):
+            if a.shape != (k,) or not np.all(np.isfinite(a)):
+                raise InputError(f'reference must be {k} finite values for {self.law.coords}')
+        return pos, vel, acc
+
+    def _complete(self, key, slot, stamp):
+        if 'ref' not in slot or (self.law.needs_feedforward and 'ff' not in slot):
+            return
+        (pos, vel, acc), extra = slot['ref']
+        eff = slot.get('ff')
+        rate = None
+        if eff is not None:
+            prev = self._ref_plain
+            if prev is not None and prev.effort is not None and prev.stamp is not None \
+                    and stamp is not None and stamp > prev.stamp:
+                rate = (eff - prev.effort) / (stamp - prev.stamp)
+            elif prev is not None and prev.effort_rate is not None:
+                rate = prev.effort_rate
+        ref = Reference(stamp, pos, vel, acc, eff, rate, extra)
+        slot['complete'] = ref
+        if self._ref_plain is None or stamp is None or self._ref_plain.stamp is None \
+                or stamp >= self._ref_plain.stamp:
+            self._ref_plain = ref
+
+    def clear_reference(self):
+        """Forget every reference sample (the law then gets the safe command until a new one)."""
+        self.refs.clear()
+        self._ref_plain = None
+
+    # ------------------------------------------------------------------ the loop
+    def _reference_for(self, ts, now):
+        """(reference, extrapolated dt, wait?) for a state at stamp ``ts``."""
+        if not self.law.needs_reference:
+            return None, 0.0, False
+        key = int(round(ts * 1e9))
+        slot = self.refs.get(key)
+        if slot is not None and 'complete' in slot:
+            ref = slot['complete']
+            if self.ff_lead and ref.effort is not None and ref.effort_rate is not None:
+                ref = Reference(ref.stamp, ref.pos, ref.vel, ref.acc,
+                                ref.effort + ref.effort_rate * self.ff_lead, ref.effort_rate, ref.extra)
+            return ref, 0.0, False
+        newest = self._ref_plain
+        if self.sync:
+            if self._pending_since is None:
+                self._pending_since = now
+            if newest is None or newest.stamp is None or newest.stamp < ts - 1e-9:
+                if now - self._pending_since < self.ref_wait:
+                    return None, 0.0, True
+        if newest is None:
+            return None, 0.0, False
+        # newest complete sample not after the state (else the oldest one after it)
+        best = None
+        for slot in reversed(self.refs.values()):
+            r = slot.get('complete')
+            if r is None:
+                continue
+            if r.stamp is None or r.stamp <= ts + 1e-9:
+                best = r
+                break
+            best = r
+        ref = best or newest
+        dt = 0.0 if ref.stamp is None else max(0.0, ts - ref.stamp)
+        return ref.at(ts, self.max_extrapolation, self.ff_lead), dt, False
+
+    def update(self, now, wall=None):
+        """Answer the newest state: a :class:`Command`, or None when there is nothing to answer
+        (no new state, or lock-step waiting for its reference). Call on every state (event
+        driven), on every reference (lock-step) and from a watchdog/timer at the control rate
+        (staleness: gives the safe command when no fresh state came for ``state_timeout``).
+        ``now``: the caller's clock (same as ``set_state``'s); ``wall``: wall-clock seconds for
+        the lock-step ``ref_wait`` (default ``now``; in a lock-step graph ``now`` is simulated
+        time, which does not advance while the loop waits).
+        """
+        st = self.state
+        if st is None:
+            return None
+        if now - st.received > self.state_timeout:
+            if not self.stale:
+                self.count['stale_state'] += 1
+            self.stale = True
+            return self._safe(None, 'state stale: no valid joint state for '
+                                    f'{now - st.received:.3f} s (> state_timeout {self.state_timeout:g} s)',
+                              st.stamp, count_answer=False)
+        self.stale = False
+        if self._answered is not None and st.stamp <= self._answered:
+            return None
+        ref, dt, wait = self._reference_for(st.stamp, now if wall is None else wall)
+        if wait:
+            return None
+        t0 = self._clock()
+        self._answered = st.stamp
+        if self.law.needs_reference:
+            if ref is None:
+                return self._finish(self._safe(st, 'no reference yet', st.stamp), t0, now)
+            if dt > self.reference_timeout:
+                self.count['stale_reference'] += 1
+                return self._finish(self._safe(st, f'reference stale: newest sample {dt:.3f} s before '
+                                                   f'the state (> reference_timeout {self.reference_timeout:g} s)',
+                                               st.stamp), t0, now)
+        if dt > 0:
+            self.count['extrapolated'] += 1
+        try:
+            out = self.law.compute(st, ref)
+            eff = np.asarray(out.effort, float)
+        except (RobotDynamicsError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            self.count['law_errors'] += 1
+            return self._finish(self._safe(st, f'law {self.law.name}: {exc}', st.stamp), t0, now)
+        if eff.shape != self.effort_limit.shape or not np.all(np.isfinite(eff)):
+            self.count['law_errors'] += 1
+            return self._finish(self._safe(st, f'law {self.law.name}: non-finite or malformed effort',
+                                           st.stamp), t0, now)
+        clipped = bool(np.any(np.abs(eff) > self.effort_limit))
+        if clipped:
+            self.count['clipped'] += 1
+            eff = np.clip(eff, -self.effort_limit, self.effort_limit)
+        cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st)
+        return self._finish(cmd, t0, now)
+
+    def _safe(self, st, reason, stamp, count_answer=True):
+        eff = self.law.safe_command(st if st is not None else self.state, self.safe_mode,
+                                    self.hold_damping)
+        eff = np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
+        self.count['safe_commands'] += 1
+        cmd = Command(eff, True, reason, stamp, state=st)
+        if not count_answer:
+            self.last_command = cmd
+        return cmd
+
+    def _finish(self, cmd, t0, now):
+        dtc = self._clock() - t0
+        self.compute_times.append(dtc)
+        if dtc > self.period:
+            self.count['overruns'] += 1
+        if cmd.state is not None:
+            self.latencies.append(max(0.0, now - cmd.state.received) + dtc)
+        self.count['commands'] += 1
+        self.last_command = cmd
+        return cmd
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostics(self):
+        """Counters and timing statistics (seconds) for ``/diagnostics``."""
+        d = dict(self.count)
+        for name, buf in (('compute', self.compute_times), ('latency', self.latencies)):
+            if buf:
+                a = np.fromiter(buf, float)
+                d[f'{name}_p50'] = float(np.percentile(a, 50))
+                d[f'{name}_p99'] = float(np.percentile(a, 99))
+                d[f'{name}_max'] = float(a.max())
+        d['period'] = self.period
+        d['stale'] = self.stale
+        d['last_reject'] = self.last_reject
+        lc = self.last_command
+        d['safe'] = bool(lc.safe) if lc is not None else True
+        d['reason'] = lc.reason if lc is not None else 'no command yet'
+        return d

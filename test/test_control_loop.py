@@ -1,0 +1,282 @@
+"""The control loop shared by every law (robot_dynamics.control.loop), without ROS:
+state parsing and plausibility, staleness, reference matching/extrapolation, lock-step wait,
+limits, the safe command and overrun accounting."""
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.control import DynamicsController, hold_command
+from robot_dynamics.control.laws import FeedforwardPDLaw, ProjectedIDLaw, make_law
+from robot_dynamics.control.loop import ControlLoop, Law, LawOutput
+from robot_dynamics.errors import InputError
+from robot_dynamics.sim import ConstrainedPlant
+
+
+@pytest.fixture(scope='module')
+def five_bar():
+    return rd.load_model(rd.data_path('urdf/five_bar.urdf'))
+
+
+@pytest.fixture(scope='module')
+def arm7():
+    return rd.load_model(rd.data_path('urdf/arm7.urdf'))
+
+
+def _state(loop, m, q, qd, stamp, now=None):
+    return loop.set_state(list(m.joint_names), list(q), list(qd), stamp, stamp if now is None else now)
+
+
+class Echo(Law):
+    """Test law: effort = reference position (or a fixed value); records what it got."""
+    name = 'echo'
+
+    def __init__(self, model, out=None, raise_=None):
+        super().__init__(model)
+        self.out, self.raise_, self.seen = out, raise_, []
+
+    def compute(self, state, ref):
+        self.seen.append((state.stamp, None if ref is None else ref.pos.copy()))
+        if self.raise_:
+            raise self.raise_
+        eff = ref.pos if self.out is None else np.asarray(self.out, float)
+        return LawOutput(eff, ref.pos * 0, ref.vel * 0)
+
+
+def test_answers_each_state_once_and_only_the_newest(five_bar):
+    m = five_bar
+    law = Echo(m)
+    loop = ControlLoop(law, safe='zero')
+    q, z = m.reference_q(), np.zeros(m.nq)
+    assert loop.update(0.0) is None                       # no state yet
+    loop.set_reference([1.0, 2.0], stamp=0.0)
+    assert _state(loop, m, q, z, 0.01) is None
+    c = loop.update(0.01)
+    assert not c.safe and np.allclose(c.effort, [1.0, 2.0])
+    assert loop.update(0.011) is None                     # the same stamp is answered once
+    _state(loop, m, q, z, 0.02)
+    _state(loop, m, q, z, 0.03)                           # 0.02 never answered: skipped
+    c = loop.update(0.03)
+    assert c.stamp == 0.03 and loop.count['skipped_states'] == 1
+    assert [s for s, _ in law.seen] == [0.01, 0.03]
+
+
+def test_state_parsing_nan_interfaces_and_plausibility(five_bar):
+    m = five_bar
+    law = Echo(m)
+    law.required_joints = list(m.actuated)                # a law that needs the actuated joints only
+    loop = ControlLoop(law, safe='zero')
+    names = list(m.joint_names)
+    q = m.reference_q()
+    nanv = [float('nan')] * m.nq
+    # NaN velocity of a required joint: rejected; of a joint the law does not use: read as 0
+    assert 'non-finite velocity' in loop.set_state(names, list(q), nanv, 1.0)
+    v = [0.0] * m.nq
+    for j in m.passive:
+        v[m.joint_index(j)] = float('nan')
+    assert loop.set_state(names, list(q), v, 1.0) is None
+    assert np.all(loop.state.qd == 0)
+    # only the actuated joints measured (a real PKM): accepted, passive positions kept
+    act = list(m.actuated)
+    assert loop.set_state(act, list(q[m.actuated_indices]), [0.0, 0.0], 1.1) is None
+    assert 'missing joints' in loop.set_state(list(m.passive), [0.0] * len(m.passive), [], 1.2)
+    # absurd but finite values never reach the law
+    big = [0.0] * m.nq
+    big[0] = 1e200
+    assert 'implausible velocity' in loop.set_state(names, list(q), big, 1.3)
+    qq = q.copy()
+    qq[m.actuated_indices[0]] = 1e7
+    assert 'implausible position' in loop.set_state(names, list(qq), [0.0] * m.nq, 1.3)
+    assert 'velocity has' in loop.set_state(names, list(q), [0.0], 1.3)
+    assert 'duplicate' in loop.set_state(names + names[:1], list(q) + [0.0], [], 1.3)
+    assert 'no valid stamp' in loop.set_state(names, list(q), [], float('nan'))
+    assert 'non-numeric' in loop.set_state(names, ['a'] * m.nq, [], 1.3)
+    assert loop.count['rejected_states'] == 8 and loop.state.stamp == 1.1
+
+
+def test_stale_state_gives_the_safe_command_within_two_periods(five_bar):
+    m = five_bar
+    period = 0.01
+    loop = ControlLoop(Echo(m, out=[5.0, -5.0]), period=period, state_timeout=period, safe='hold',
+                       hold_damping=0.5)
+    q, z = m.reference_q(), np.zeros(m.nq)
+    loop.set_reference([0.0, 0.0], stamp=0.0)
+    _state(loop, m, q, z, 0.0, now=10.0)
+    assert not loop.update(10.0).safe
+    # the watchdog runs once per period: the first tick after the timeout gives the safe command
+    ticks = [10.0 + k * period for k in range(1, 4)]
+    out = [loop.update(t) for t in ticks]
+    first_safe = next(t for t, c in zip(ticks, out) if c is not None and c.safe)
+    assert first_safe - 10.0 <= 2 * period + 1e-12
+    c = out[-1]
+    assert c.safe and 'state stale' in c.reason
+    hold = hold_command(m, q, z, 0.5)[m.actuated_indices]
+    assert np.allclose(c.effort, hold)                    # gravity hold, not the last effort
+    assert loop.diagnostics()['stale'] and loop.count['stale_state'] == 1
+    # a fresh state ends it
+    _state(loop, m, q, z, 0.1, now=10.1)
+    c = loop.update(10.1)
+    assert not c.safe and np.allclose(c.effort, [5.0, -5.0])
+
+
+def test_limits_law_errors_and_non_finite_output_give_safe_commands(five_bar):
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    loop = ControlLoop(Echo(m, out=[1e3, -3.0]), max_effort=5.0, safe='zero')
+    loop.set_reference([0, 0], stamp=0.0)
+    _state(loop, m, q, z, 0.0)
+    c = loop.update(0.0)
+    assert c.clipped and np.allclose(c.effort, [5.0, -3.0]) and loop.count['clipped'] == 1
+    urdf = np.asarray(m.effort_limit)[m.actuated_indices]
+    assert np.allclose(loop.effort_limit, np.minimum(np.where(np.isfinite(urdf), urdf, np.inf), 5.0))
+    for law, why in ((Echo(m, out=[np.nan, 0.0]), 'non-finite'),
+                     (Echo(m, out=[1.0]), 'malformed'),
+                     (Echo(m, raise_=InputError('boom')), 'boom'),
+                     (Echo(m, raise_=np.linalg.LinAlgError('singular')), 'singular')):
+        lp = ControlLoop(law, safe='zero')
+        lp.set_reference([0, 0], stamp=0.0)
+        _state(lp, m, q, z, 0.0)
+        c = lp.update(0.0)
+        assert c.safe and why in c.reason and np.all(c.effort == 0) and lp.count['law_errors'] == 1
+    with pytest.raises(InputError):
+        ControlLoop(Echo(m), max_effort=-1.0)
+    with pytest.raises(InputError):
+        ControlLoop(Echo(m), state_timeout=-1.0)
+    with pytest.raises(InputError):
+        ControlLoop(Echo(m), safe='banana')
+
+
+def test_reference_matching_extrapolation_and_staleness(five_bar):
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    law = Echo(m)
+    loop = ControlLoop(law, max_extrapolation=0.05, reference_timeout=0.2, safe='zero')
+    _state(loop, m, q, z, 0.0)
+    c = loop.update(0.0)
+    assert c.safe and 'no reference' in c.reason
+    p, v, a = np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([2.0, 4.0])
+    loop.set_reference(p, v, a, stamp=1.0)
+    loop.set_reference(p + 1, v, a, stamp=1.1)            # a later sample: not used for t=1.02
+    _state(loop, m, q, z, 1.02)
+    c = loop.update(1.02)
+    dt = 0.02
+    assert np.allclose(c.reference.pos, p + v * dt + 0.5 * a * dt * dt)
+    assert np.allclose(c.reference.vel, v + a * dt) and c.extrapolated == pytest.approx(dt)
+    _state(loop, m, q, z, 1.1)                            # exact stamp: used as is
+    c = loop.update(1.1)
+    assert c.extrapolated == 0 and np.allclose(c.reference.pos, p + 1)
+    _state(loop, m, q, z, 1.2)                            # 0.1 s later: capped at 0.05 s
+    c = loop.update(1.2)
+    assert np.allclose(c.reference.pos, p + 1 + v * 0.05 + 0.5 * a * 0.05 ** 2)
+    _state(loop, m, q, z, 1.35)                           # 0.25 s > reference_timeout
+    c = loop.update(1.35)
+    assert c.safe and 'reference stale' in c.reason
+    # reordering by names, bad references
+    lp2 = ControlLoop(Echo(m), safe='zero')
+    cs = list(m.actuated)
+    assert lp2.set_reference([2.0, 1.0], names=cs[::-1], stamp=0.0) is None
+    assert 'must include' in lp2.set_reference([1.0], names=['x'], stamp=0.0)
+    assert 'finite' in lp2.set_reference([np.nan, 1.0], stamp=0.0)
+    assert 'finite' in lp2.set_reference([1.0, 1.0, 1.0], stamp=0.0)
+
+
+def test_lockstep_waits_for_the_reference_of_the_state_stamp(five_bar):
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    loop = ControlLoop(Echo(m), sync=True, ref_wait=0.5, safe='zero')
+    loop.set_reference([0.0, 0.0], stamp=0.0)
+    _state(loop, m, q, z, 0.0)                            # now = simulated time, wall separate
+    assert loop.update(0.0, wall=100.0) is not None
+    _state(loop, m, q, z, 0.01)
+    assert loop.update(0.01, wall=100.01) is None         # waits: no sample for 0.01 yet
+    assert loop.update(0.01, wall=100.3) is None
+    loop.set_reference([3.0, 4.0], stamp=0.01)
+    c = loop.update(0.01, wall=100.31)
+    assert c.extrapolated == 0 and np.allclose(c.effort, [3.0, 4.0])
+    _state(loop, m, q, z, 0.02)
+    assert loop.update(0.02, wall=200.0) is None
+    c = loop.update(0.02, wall=200.6)                     # ref_wait over: extrapolate the newest
+    assert c is not None and c.extrapolated == pytest.approx(0.01)
+
+
+def test_feedforward_merge_by_stamp_extrapolation_and_lead(five_bar):
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    law = FeedforwardPDLaw(m, kp=10.0, kd=2.0)
+    loop = ControlLoop(law, safe='zero', ff_lead=0.001)
+    loop.set_reference([0.0, 0.0], stamp=0.0)
+    _state(loop, m, q, z, 0.0)
+    assert loop.update(0.0).safe                          # reference without its feed-forward
+    loop.set_feedforward([1.0, 2.0], stamp=0.0)
+    loop.set_feedforward([1.2, 2.4], stamp=0.01, names=list(m.actuated))
+    loop.set_reference([0.1, 0.2], [1.0, 1.0], stamp=0.01)
+    _state(loop, m, q, z, 0.01)
+    c = loop.update(0.01)
+    rate = np.array([20.0, 40.0])
+    u = np.array([1.2, 2.4]) + rate * 0.001               # ZOH lead
+    qa = q[m.actuated_indices]
+    assert np.allclose(c.effort, u + 10.0 * (np.array([0.1, 0.2]) - qa) + 2.0 * 1.0)
+    _state(loop, m, q, z, 0.015)                          # no sample: extrapolated
+    c = loop.update(0.015)
+    assert np.allclose(c.info['u'], np.array([1.2, 2.4]) + rate * 0.006)
+    assert 'feed-forward' in loop.set_feedforward([1.0], stamp=0.02)
+    assert 'feed-forward' in loop.set_feedforward([1.0, 2.0], stamp=0.02, names=['a', 'b'])
+
+
+def test_overrun_and_latency_accounting(five_bar):
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    t = [0.0]
+
+    class Slow(Echo):
+        def compute(self, state, ref):
+            t[0] += 0.003                                 # the law "takes" 3 ms
+            return super().compute(state, ref)
+
+    loop = ControlLoop(Slow(m), period=0.002, safe='zero', clock=lambda: t[0])
+    loop.set_reference([0.0, 0.0], stamp=0.0)
+    for k in range(5):
+        _state(loop, m, q, z, 0.01 * k, now=0.01 * k)
+        loop.update(0.01 * k + 0.0005)
+    d = loop.diagnostics()
+    assert d['overruns'] == 5 and d['commands'] == 5
+    assert d['compute_max'] == pytest.approx(0.003)
+    assert d['latency_p50'] == pytest.approx(0.0035)
+
+
+def test_pidc_through_the_loop_equals_the_controller_in_closed_loop(five_bar):
+    """The loop adds nothing to the law: the five-bar closed loop through ControlLoop equals
+    DynamicsController called directly (1e-12), with the reference sampled at 100 Hz and
+    extrapolated to 1 kHz states in both."""
+    m = five_bar
+    law = make_law(m, 'pidc', kp=100.0, kd=20.0, reference='task', task_frame='tool', task_axes=[0, 2])
+    loop = ControlLoop(law, safe='zero')
+    direct = DynamicsController(m, reference='task', task_frame='tool', task_axes=[0, 2], kp=100.0, kd=20.0)
+    pa, pb = ConstrainedPlant(m, dt=1e-3), ConstrainedPlant(m, dt=1e-3)
+    x0 = direct.theta(pa.q, pa.qd)[0]
+    for k in range(300):
+        t = k * 1e-3
+        if k % 10 == 0:
+            r = x0 + 0.01 * np.array([np.sin(t), 1 - np.cos(t)])
+            rv = 0.01 * np.array([np.cos(t), np.sin(t)])
+            ra = 0.01 * np.array([-np.sin(t), np.cos(t)])
+            loop.set_reference(r, rv, ra, stamp=t)
+            direct.set_reference(r, rv, ra, stamp=t)
+        _state(loop, m, pa.q, pa.qd, t)
+        c = loop.update(t)
+        assert not c.safe
+        tau = np.zeros(m.nq)
+        tau[m.actuated_indices] = c.effort
+        pa.step(tau)
+        pb.step(direct.compute(pb.q, pb.qd, stamp=t).tau)
+    assert np.abs(pa.q - pb.q).max() < 1e-12
+
+
+def test_make_law_rejects_unknown_laws_and_parameters(five_bar, arm7):
+    with pytest.raises(InputError, match='unknown law'):
+        make_law(five_bar, 'banana')
+    with pytest.raises(InputError, match='unknown parameter'):
+        make_law(five_bar, 'pidc', kq=3)
+    with pytest.raises(InputError):
+        make_law(five_bar, 'feedforward_pd', kp=-1)
+    law = make_law(arm7, 'computed_torque', kp=10.0, kd=1.0)
+    assert isinstance(law, ProjectedIDLaw) and law.coords == list(arm7.joint_names)
