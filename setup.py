@@ -64,6 +64,7 @@ setup(
             'sim_node = robot_dynamics.nodes.sim_node:main',
             'kinematics_node = robot_dynamics.nodes.kinematics_node:main',
             'dynamics_node = robot_dynamics.nodes.dynamics_node:main',
+            'controller_node = robot_dynamics.nodes.controller_node:main',
             'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
             'ip_controller = robot_dynamics.nodes.ip_controller:main',
             'ik_node = robot_dynamics.nodes.ik_node:main',

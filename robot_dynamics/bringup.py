@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .errors import RobotDynamicsError
 
-EXECUTABLES = ('sim_node', 'kinematics_node', 'dynamics_node', 'trajectory_node', 'ik_node',
+EXECUTABLES = ('sim_node', 'kinematics_node', 'controller_node', 'dynamics_node', 'trajectory_node', 'ik_node',
                'vdc_controller', 'sea_controller', 'ip_controller')
 _TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description'}
 _NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description'}

@@ -181,7 +181,7 @@ def cmd_demo(args):
     b = load_bringup(robot)
     model = rd.load_model(b.urdf, loops=b.loops or None)
     frame = next((s.parameters.get('task_frame') for s in b.nodes
-                  if s.executable == 'dynamics_node' and 'task_frame' in s.parameters), None)
+                  if s.executable in ('dynamics_node', 'controller_node') and 'task_frame' in s.parameters), None)
     os.makedirs(args.outdir, exist_ok=True)
     logpath = os.path.join(args.outdir, f'demo_{robot}.log')
     print(f'demo: {robot} closed-loop graph ({", ".join(s.name for s in b.nodes)}) for '

@@ -41,8 +41,8 @@ def test_gough_stewart_roll_feedforward_lockstep_over_real_topics():
     t_wall = time.monotonic()
 
     def body(launcher, probe, model, out):
-        probe.subscribe('ff', Float64MultiArray, '/dynamics_node/feedforward')
-        probe.subscribe('gref', JointState, '/dynamics_node/reference')
+        probe.subscribe('ff', Float64MultiArray, '/trajectory_node/feedforward')
+        probe.subscribe('gref', JointState, '/trajectory_node/reference')
 
         def sim_t():
             with probe.lock:

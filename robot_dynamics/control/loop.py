@@ -143,6 +143,22 @@ class Law:
     def compute(self, state: State, ref: Reference | None) -> LawOutput:  # pragma: no cover
         raise NotImplementedError
 
+    def prepare(self):
+        """Run the law and its safe command once at the model's reference configuration, so
+        compiled kernels are loaded (or compiled) before the first real state, not during it."""
+        m = self.model
+        st = State(0.0, m.reference_q(), np.zeros(m.nq), 0.0)
+        self.safe_command(st, 'hold', 0.0)
+        k = len(self.coords)
+        ref = Reference(0.0, np.zeros(k), np.zeros(k), np.zeros(k),
+                        np.zeros(len(self.joints)) if self.needs_feedforward else None)
+        if hasattr(self, 'current_coordinates'):
+            ref.pos = np.asarray(self.current_coordinates(st.q), float)
+        try:
+            self.compute(st, ref)
+        except (RobotDynamicsError, np.linalg.LinAlgError):
+            pass
+
     def safe_command(self, state: State | None, mode: str, damping: float):
         """Safe effort (p,): zero, or the static gravity hold at ``state`` (``mode='hold'``)."""
         if mode == 'hold' and state is not None:
@@ -259,8 +275,6 @@ class ControlLoop:
             return f'velocity has {len(vel)} entries for {len(names)} names'
         if len(set(names)) != len(names):
             return 'duplicate joint names'
-        if self.state is not None and stamp < self.state.stamp - 1e-9 and not self._reset_ok(stamp):
-            return f'stamp {stamp:.6f} s older than the last state ({self.state.stamp:.6f} s)'
         q = m.reference_q() if self.state is None else self.state.q.copy()
         qd = np.zeros(m.nq)
         seen = set()
@@ -292,6 +306,8 @@ class ControlLoop:
         missing = [j for j in self.law.required_joints if j not in seen]
         if missing:
             return f'missing joints {missing}'
+        if self.state is not None and stamp < self.state.stamp - 1e-9 and not self._reset_ok(stamp):
+            return f'stamp {stamp:.6f} s older than the last state ({self.state.stamp:.6f} s)'
         if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
                 and stamp > self.state.stamp:
             self.count['skipped_states'] += 1       # the previous state was never answered

@@ -157,3 +157,42 @@ class ReferenceSync:
             self.node.get_logger().warning(f'reference for stamp {ts:.3f} s not received within '
                                            f'{self.wait:g} s: extrapolating', throttle_duration_sec=2.0)
             self.handler(msg, q, qd)
+
+
+def stamp_sec(stamp):
+    """builtin_interfaces/Time -> seconds (float)."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+class DiagnosticsPublisher:
+    """Publish a core ``diagnostics()`` dict on ``/diagnostics`` (diagnostic_msgs/DiagnosticArray)
+    every 1/``rate`` s of wall time: level OK, WARN when the last command was a safe command or
+    overruns/rejections happened since the previous report. 0 disables it."""
+
+    def __init__(self, node, source, rate=2.0, hardware_id=''):
+        from rclpy.clock import Clock, ClockType
+        self.node, self.source, self.hw = node, source, hardware_id or node.get_name()
+        self.prev = {}
+        self.pub = None
+        if rate and rate > 0:
+            from diagnostic_msgs.msg import DiagnosticArray
+            self.pub = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+            node.create_timer(1.0 / rate, self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def publish(self):
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        d = self.source()
+        st = DiagnosticStatus(name=f'{self.node.get_fully_qualified_name()}: control loop',
+                              hardware_id=self.hw)
+        news = {k: d.get(k, 0) - self.prev.get(k, 0) for k in ('overruns', 'rejected_states', 'law_errors')}
+        self.prev = {k: d.get(k, 0) for k in news}
+        warn = d.get('safe') or any(v > 0 for v in news.values())
+        st.level = DiagnosticStatus.WARN if warn else DiagnosticStatus.OK
+        st.message = (d.get('reason') or 'ok') if d.get('safe') else (
+            ', '.join(f'{v} new {k}' for k, v in news.items() if v) or 'ok')
+        st.values = [KeyValue(key=str(k), value=f'{v:.6g}' if isinstance(v, float) else str(v))
+                     for k, v in d.items()]
+        arr = DiagnosticArray()
+        arr.header.stamp = self.node.get_clock().now().to_msg()
+        arr.status = [st]
+        self.pub.publish(arr)

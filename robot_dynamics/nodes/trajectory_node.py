@@ -12,6 +12,12 @@ task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
 ``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
+``mode: pkm_d2`` (seed 004, ``profile: roll`` with ``roll_min``/``roll_max`` [rad], ``roll_period``
+[s], ``roll_center`` [m]): the platform motion goes through the 2nd-order recursive inverse
+dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/velocity/
+acceleration and the feed-forward u in the point's ``effort``; ``~/feedforward``
+(Float64MultiArray [t, u, u', u'']) and ``~/reference`` (JointState: all tree coordinates and
+rates of the reference motion) with the same stamp.
 ``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
 message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
 lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
@@ -26,6 +32,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, load_model_param, spin_node
 from robot_dynamics.trajectories import make_profile
 
@@ -42,9 +49,27 @@ class TrajectoryNode(Node):
         self.mode = dp('mode', 'joint').value
         kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
         rate = float(dp('rate', 100.0).value)
-        if self.mode not in ('joint', 'task') or rate <= 0:
-            raise ValueError(f"mode must be 'joint' or 'task' and rate > 0 (got {self.mode!r}, {rate})")
-        if self.mode == 'joint':
+        if self.mode not in ('joint', 'task', 'pkm_d2') or rate <= 0:
+            raise ValueError(f"mode must be 'joint', 'task' or 'pkm_d2' and rate > 0 (got {self.mode!r}, {rate})")
+        self.d2 = None
+        if self.mode == 'pkm_d2':
+            # platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated
+            # joint reference with the feed-forward u in the trajectory point's effort
+            from robot_dynamics.control.d2_feedforward import D2Feedforward
+            from robot_dynamics.pkm.gough_stewart import RollMotion
+            if kind != 'roll':
+                raise ValueError(f"mode 'pkm_d2' supports profile 'roll', got {kind!r}")
+            self.d2 = D2Feedforward(m, RollMotion(
+                theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
+                period=float(dp('roll_period', 1.0).value),
+                p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
+            self.joints = list(m.actuated)
+            self.profile = self._d2_profile
+            self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+            from sensor_msgs.msg import JointState
+            self.pub_ref = self.create_publisher(JointState, '~/reference', QOS_STATE)
+            self.repeat = False
+        elif self.mode == 'joint':
             self.joints = list(dp('joints', list(m.independent)).value)
             idx = [m.joint_index(j) for j in self.joints]
             n = len(idx)
@@ -60,10 +85,11 @@ class TrajectoryNode(Node):
             params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
                           frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
                           e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
-        self.repeat = dp('repeat', True).value
-        self.profile = make_profile(kind, **params)
+        if self.d2 is None:
+            self.repeat = dp('repeat', True).value
+            self.profile = make_profile(kind, **params)
         self.world = m.root_link
-        if self.mode == 'joint':
+        if self.mode in ('joint', 'pkm_d2'):
             self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
         else:
             self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
@@ -118,10 +144,21 @@ class TrajectoryNode(Node):
             t = t % dur
         self.publish_sample(t, now)
 
+    def _d2_profile(self, t, order=ORDER):
+        self._d2_ref = r = self.d2.reference(t)
+        return r.theta_a[:order + 1]
+
     def publish_sample(self, t, now, stamp=None):
-        x = self.profile(t, order=ORDER)                       # (ORDER + 1, n)
+        try:
+            x = self.profile(t, order=ORDER)                   # (ORDER + 1, n)
+        except RobotDynamicsError as exc:
+            self.get_logger().error(f'reference at t = {t:.4f} s: {exc} (not published)',
+                                    throttle_duration_sec=1.0)
+            return
         stamp = now.to_msg() if stamp is None else stamp
-        if self.mode == 'joint':
+        if self.d2 is not None:
+            self._publish_d2(t, x, stamp)
+        elif self.mode == 'joint':
             msg = JointTrajectory()
             msg.header.stamp = stamp
             msg.joint_names = self.joints
@@ -148,6 +185,25 @@ class TrajectoryNode(Node):
                           MultiArrayDimension(label=','.join(self.joints), size=x.shape[1], stride=x.shape[1])]
         der.data = x.ravel().tolist()
         self.pub_der.publish(der)
+
+
+    def _publish_d2(self, t, x, stamp):
+        from sensor_msgs.msg import JointState
+        r = self._d2_ref
+        msg = JointTrajectory()
+        msg.header.stamp = stamp
+        msg.joint_names = self.joints
+        pt = JointTrajectoryPoint()
+        pt.positions, pt.velocities, pt.accelerations = (x[0].tolist(), x[1].tolist(), x[2].tolist())
+        pt.effort = r.u.tolist()
+        msg.points = [pt]
+        self.pub_jt.publish(msg)
+        self.pub_ff.publish(Float64MultiArray(data=[t, *r.u.tolist(), *r.ud.tolist(), *r.udd.tolist()]))
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = list(self.model.joint_names)
+        js.position, js.velocity = r.q.tolist(), r.qd.tolist()
+        self.pub_ref.publish(js)
 
 
 def main(args=None):

@@ -1,0 +1,224 @@
+"""controller_node: one generic controller node hosting any law of the core control loop.
+
+Translates messages only; the loop (:class:`robot_dynamics.control.loop.ControlLoop`: parsing,
+staleness, reference matching, limits, safe command, timing) and the law
+(:func:`robot_dynamics.control.laws.make_law`) are core objects. ``law``: ``pidc`` |
+``computed_torque`` (reference ``joint``: ``reference/joint_trajectory``; ``task``:
+``reference/pose`` + ``reference/twist`` + ``reference/accel``, selected ``task_axes`` of the
+``task_frame`` origin) | ``feedforward_pd`` = ``embedding_feedforward`` = ``d2_feedforward``
+(``reference/joint_trajectory`` of the actuated joints; the feed-forward efforts either in the
+trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feedforward_topic``,
+matched by stamp). Parameters and topics: docs/ros_interfaces.md.
+
+Input ``joint_states``: a state more than one period old on arrival (the node fell behind) is
+stored but not answered; the newest state is answered (at the latest by the timer). Outputs
+``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
+([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
+u (p), u commanded (p)]), ``~/constraint_wrench/<loop>`` (pidc, ``publish_wrenches``),
+``/diagnostics`` (diagnostic_msgs/DiagnosticArray at ``diagnostics_rate``). Services
+``~/enable`` (SetBool; disabling publishes the safe command once), ``~/hold`` (Trigger: hold
+the current coordinates).
+"""
+import time
+
+import numpy as np
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_dynamics.control.laws import make_law
+from robot_dynamics.control.loop import ControlLoop
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
+                                          load_model_param, spin_node, stamp_sec)
+
+
+
+class ControllerNode(Node):
+    """Generic controller: ControlLoop + one law, chosen by parameters."""
+
+    def __init__(self, name='controller_node'):
+        super().__init__(name)
+        self.model = m = load_model_param(self)
+        p = self._params()
+        law = p['law']
+        kw = dict(kp=p['kp'], kd=p['kd'], joints=p['joints'] or None)
+        if law in ('pidc', 'computed_torque'):
+            kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
+        self.law = make_law(m, law, **kw)
+        self.loop = ControlLoop(
+            self.law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
+            reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
+            ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
+            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'])
+        self.enabled, self.task, self._warned = True, {}, {}
+        t0 = time.monotonic()
+        self.law.prepare()                   # load/compile the kernels now, not on the first state
+        self.get_logger().info(f'law prepared in {time.monotonic() - t0:.2f} s')
+        self.pub_cmd = self.create_publisher(Float64MultiArray, f'/{p["controller"]}/commands', QOS_COMMAND)
+        self.pub_err = self.create_publisher(Float64MultiArray, '~/tracking_error', QOS_STATE)
+        self.pub_ff = (self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
+                       if self.law.needs_feedforward else None)
+        self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
+                       for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
+        self.create_subscription(JointState, 'joint_states', self.on_state, QOS_STATE)
+        if getattr(self.law, 'reference', 'joint') == 'task':
+            for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
+                self.create_subscription(typ, f'reference/{topic}', lambda msg, k=k: self.on_task(k, msg), QOS_COMMAND)
+        else:
+            self.create_subscription(JointTrajectory, 'reference/joint_trajectory', self.on_joint_ref, QOS_COMMAND)
+        if self.law.needs_feedforward and p['feedforward_topic']:
+            self.create_subscription(JointState, p['feedforward_topic'], self.on_ff, QOS_COMMAND)
+        self.create_service(SetBool, '~/enable', self.on_enable)
+        self.create_service(Trigger, '~/hold', self.on_hold)
+        self.add_on_set_parameters_callback(self.on_params)
+        # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
+        # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
+        self.create_timer(1.0 / p['rate'], self._answer, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, p['diagnostics_rate'])
+        self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
+                               f'/{p["controller"]}/commands {self.law.joints}, limits '
+                               f'{np.round(self.loop.effort_limit, 3).tolist()}, safe {p["safe"]}')
+
+    def _params(self):
+        m, dp = self.model, self.declare_parameter
+        defaults = dict(law='pidc', controller='effort_controller', joints=[''], reference='joint',
+                        task_frame='tool', task_axes=[0, 1, 2], kp=100.0, kd=20.0, rate=100.0,
+                        state_timeout=0.1, reference_timeout=0.5, max_extrapolation=0.05,
+                        reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
+                        hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
+                        publish_wrenches=True, diagnostics_rate=2.0)
+        p = {k: dp(k, v).value for k, v in defaults.items()}
+        p['joints'] = [j for j in p['joints'] if j] or list(m.actuated)
+        for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
+                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate'):
+            p[k] = float(p[k])
+        if p['rate'] <= 0:
+            raise ValueError(f'rate must be > 0, got {p["rate"]}')
+        return p
+
+    def _now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _warn(self, text):
+        """Warning throttled per kind (text up to its first ':'): 1 per 2 s of wall time."""
+        key, now = text.split(':', 1)[0], time.monotonic()
+        if now - self._warned.get(key, -1e9) >= 2.0:
+            self._warned[key] = now
+            self.get_logger().warning(text)
+
+    # ------------------------------------------------------------------ inputs
+    def on_state(self, msg):
+        now, stamp = self._now(), stamp_sec(msg.header.stamp)
+        why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now)
+        if why:
+            return self._warn(f'rejected joint_states: {why}')
+        if now - stamp > self.loop.period:
+            return      # behind: newer states are queued; the newest is answered (or the timer does)
+        self._answer()
+
+    def on_joint_ref(self, msg):
+        if not msg.points:
+            return self._warn('rejected reference: no points')
+        pt, stamp, names = msg.points[0], stamp_sec(msg.header.stamp), list(msg.joint_names)
+        why = self.loop.set_reference(pt.positions, pt.velocities, pt.accelerations, stamp=stamp, names=names)
+        if not why and self.law.needs_feedforward and len(pt.effort) == len(names):
+            why = self.loop.set_feedforward(pt.effort, stamp=stamp, names=names)
+        if why:
+            return self._warn(f'rejected reference: {why}')
+        self._answer()
+
+    def on_ff(self, msg):
+        why = self.loop.set_feedforward(msg.effort, stamp=stamp_sec(msg.header.stamp), names=list(msg.name))
+        if why:
+            return self._warn(f'rejected feed-forward: {why}')
+        self._answer()
+
+    def on_task(self, k, msg):
+        vec = (msg.pose.position if k == 0 else msg.twist.linear if k == 1 else msg.accel.linear)
+        self.task[k] = np.array([vec.x, vec.y, vec.z])
+        if k == 0:
+            ax, zero = self.law.ctrl.task_axes, np.zeros(3)
+            why = self.loop.set_reference(self.task[0][ax], self.task.get(1, zero)[ax],
+                                          self.task.get(2, zero)[ax], stamp=stamp_sec(msg.header.stamp))
+            if why:
+                return self._warn(f'rejected task reference: {why}')
+            self._answer()
+
+    # ------------------------------------------------------------------ output
+    def _answer(self):
+        if not self.enabled:
+            return
+        c = self.loop.update(self._now(), time.monotonic())
+        if c is None:
+            return
+        self.pub_cmd.publish(Float64MultiArray(data=c.effort.tolist()))
+        if c.safe:
+            return self._warn(f'safe command: {c.reason}')
+        if c.clipped:
+            self._warn('efforts clipped to the effort limits')
+        if 'not_controllable' in c.info:
+            self._warn(f'not controllable: {c.info["not_controllable"]}')
+        self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
+        if self.pub_ff is not None:
+            n_ex = float(self.loop.count['extrapolated'])
+            u = c.info['u'] - (self.loop.ff_lead * c.reference.effort_rate
+                               if c.reference.effort_rate is not None else 0.0)
+            self.pub_ff.publish(Float64MultiArray(data=[c.extrapolated, n_ex, *u.tolist(), *c.info['u'].tolist()]))
+        if self.pub_w and 'tau' in c.info:
+            for name, w in self.law.predicted_wrenches(c.state, c.info['tau']).items():
+                ws = WrenchStamped()
+                ws.header.stamp = self.get_clock().now().to_msg() if c.stamp is None else _stamp(c.stamp)
+                ws.header.frame_id = next(lp.frame_a for lp in self.model.loops if lp.name == name)
+                ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = map(float, w[:3])
+                ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = map(float, w[3:])
+                self.pub_w[name].publish(ws)
+
+    # ------------------------------------------------------------------ services, parameters
+    def on_enable(self, request, response):
+        self.enabled = bool(request.data)
+        if not self.enabled:
+            eff = self.law.safe_command(self.loop.state, self.loop.safe_mode, self.loop.hold_damping)
+            self.pub_cmd.publish(Float64MultiArray(data=np.clip(eff, -self.loop.effort_limit,
+                                                                self.loop.effort_limit).tolist()))
+        response.success, response.message = True, f'controller {"enabled" if self.enabled else "disabled"}'
+        return response
+
+    def on_hold(self, request, response):
+        st = self.loop.state
+        if st is None or not hasattr(self.law, 'current_coordinates'):
+            response.success = False
+            response.message = 'no joint state yet' if st is None else f'law {self.law.name} cannot hold'
+            return response
+        x = self.law.current_coordinates(st.q)
+        self.loop.clear_reference()
+        self.loop.set_reference(x, stamp=None)
+        response.success, response.message = True, f'holding {np.round(x, 6).tolist()}'
+        return response
+
+    def on_params(self, params):
+        for prm in params:
+            if prm.name in ('kp', 'kd'):
+                if not (isinstance(prm.value, (int, float)) and prm.value >= 0):
+                    return SetParametersResult(successful=False, reason=f'{prm.name} must be a number >= 0')
+                setattr(self.law, prm.name, float(prm.value))
+        return SetParametersResult(successful=True)
+
+
+def _stamp(t):
+    from builtin_interfaces.msg import Time
+    sec = int(np.floor(t))
+    return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
+
+
+def main(args=None):
+    """Entry point (console scripts ``controller_node`` and ``dynamics_node``)."""
+    return spin_node(ControllerNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
