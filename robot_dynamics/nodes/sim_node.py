@@ -13,8 +13,19 @@ with a warning and never reaches the plant. If no valid command arrived for
 passive-joint-aware minimum-norm actuator forces balancing gravity minus ``hold_damping``
 times the actuated joint velocities; ``hold: zero`` applies nothing.
 
+Real time (default): a steady (wall-clock) timer at ``publish_rate`` advances the plant by the
+wall time elapsed since the previous tick, in steps of exactly 1/``rate`` (never a larger step),
+at most ``max_catchup`` publish periods per tick (default 2); when the machine cannot keep up
+the simulated time falls behind (the plant slows down, it never takes a bigger step) and the
+real-time factor (simulated / wall time over the last second) is published on
+``~/real_time_factor`` (std_msgs/Float64, 1 Hz) and in ``/diagnostics``, with a warning below
+0.95. The ``/joint_states`` stamp is the plant's time mapped onto the wall clock (start time +
+simulated time): a slowed plant therefore stamps its states in the past, which controllers see
+as latency, not as a jump.
+
 ``lockstep: true``: instead of running in real time, advance one publish period per received
-command and publish right after (deterministic coupling with a controller).
+command and publish right after (deterministic coupling with a controller; no wall-clock timer
+steps the plant).
 Services: ``~/reset`` (std_srvs/Trigger), ``~/hold`` (std_srvs/SetBool: force hold on/off).
 ``~/holding`` (std_msgs/Bool) is published with every joint state: True while on hold.
 ``publish_clock`` (default = ``lockstep``): publish the plant time on ``/clock``
@@ -60,13 +71,14 @@ from rclpy.node import Node
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray, String
+from rclpy.clock import Clock as SteadyClock, ClockType
+from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.control import hold_command
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, finite_list,
-                                          load_model_param, spin_node)
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
+                                          finite_list, load_model_param, spin_node)
 from robot_dynamics.plants import make_plant
 
 
@@ -134,9 +146,20 @@ class SimNode(Node):
         # --- end external loads
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_service(SetBool, '~/hold', self.on_hold)
+        self.max_catchup = int(dp('max_catchup', 2).value)
+        if self.max_catchup < 1:
+            raise ValueError('max_catchup must be >= 1 (publish periods per tick)')
+        self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
+        self.rtf, self.rtf_window = 1.0, []          # (wall, plant t) samples over ~1 s
+        self.slip = 0.0                              # wall time the plant fell behind [s]
+        self.diag = DiagnosticsPublisher(self, self.diagnostics, float(dp('diagnostics_rate', 1.0).value))
         if not self.lockstep:
-            self.last_wall = self.get_clock().now()
-            self.create_timer(1.0 / self.publish_rate, self.tick)
+            self.wall0 = time.monotonic()
+            self.ros0 = self.get_clock().now().nanoseconds * 1e-9
+            self.last_wall = self.wall0
+            self.create_timer(1.0 / self.publish_rate, self.tick,
+                              clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
+            self.create_timer(1.0, self.report_rtf, clock=SteadyClock(clock_type=ClockType.STEADY_TIME))
         # --- lock-step idle republish (seed 004 SEA graph; off by default) ----------------
         self.republish = float(dp('lockstep_republish', 0.0).value)
         self.last_cmd_wall = time.monotonic()
@@ -235,6 +258,8 @@ class SimNode(Node):
 
     def on_reset(self, request, response):
         self.plant.reset()
+        if not self.lockstep:                  # restart the wall-clock mapping at plant t = 0
+            self.wall0, self.ros0, self.slip = time.monotonic(), self.get_clock().now().nanoseconds * 1e-9, 0.0
         for frame in self.ext_rx:              # loads survive the reset; their age restarts
             self.ext_rx[frame] = self.ext_now()
         self.cmd = None
@@ -281,15 +306,45 @@ class SimNode(Node):
             for ev in info.events:
                 self.get_logger().warning(f'plant event {ev.kind} at t = {ev.t:.3f} s: {ev.message}',
                                           throttle_duration_sec=1.0)
+        ev = getattr(self.plant, 'events', None)
+        if isinstance(ev, list) and len(ev) > 1000:     # logged above: keep memory bounded
+            del ev[:-100]
         self.applied = tau
 
     def tick(self):
-        now = self.get_clock().now()
-        lag = (now - self.last_wall).nanoseconds * 1e-9
-        self.last_wall = now
-        k = int(np.clip(round(lag * self.rate), 1, 4 * self.substeps))   # catch up, bounded
+        """Real time: advance by the wall time the plant is behind, in dt steps, bounded."""
+        wall = time.monotonic()
+        behind = (wall - self.wall0 - self.slip) - self.plant.t      # wall time not yet simulated
+        k = int(np.floor(behind * self.rate + 1e-6))
+        kmax = self.max_catchup * self.substeps
+        if k > kmax:                          # cannot keep up: let simulated time slip
+            self.slip += (k - kmax) / self.rate
+            k = kmax
+        if k <= 0:
+            return
         self.advance(k)
         self.publish()
+
+    def report_rtf(self):
+        wall = time.monotonic()
+        self.rtf_window.append((wall, self.plant.t))
+        self.rtf_window = [w for w in self.rtf_window if wall - w[0] <= 5.0]
+        (w0, t0), (w1, t1) = self.rtf_window[max(0, len(self.rtf_window) - 2)], self.rtf_window[-1]
+        if w1 - w0 > 0.5:
+            self.rtf = (t1 - t0) / (w1 - w0)
+            self.pub_rtf.publish(Float64(data=float(self.rtf)))
+            if self.rtf < 0.95:
+                self.get_logger().warning(
+                    f'real-time factor {self.rtf:.2f}: the machine does not keep up with '
+                    f'{self.rate:g} Hz integration; simulated time slows down (step stays '
+                    f'{1e3 / self.rate:g} ms), {self.slip:.2f} s behind wall time in total',
+                    throttle_duration_sec=5.0)
+
+    def diagnostics(self):
+        return {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
+                'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
+                'rejected_commands': self.rejected, 'lockstep': self.lockstep,
+                'safe': bool(self.holding), 'reason': 'hold (no valid command)' if self.holding else 'ok'}
 
     def publish(self):
         p = self.plant
@@ -297,8 +352,9 @@ class SimNode(Node):
         if self.pub_clock is not None:          # simulated time: stamps = plant time
             js.header.stamp = Time(nanoseconds=int(round(p.t * 1e9))).to_msg()
             self.pub_clock.publish(Clock(clock=js.header.stamp))
-        else:
-            js.header.stamp = self.get_clock().now().to_msg()
+        else:                                   # real time: plant time on the wall clock
+            js.header.stamp = Time(nanoseconds=int(round((self.ros0 + self.slip + p.t) * 1e9))).to_msg() \
+                if not self.lockstep else self.get_clock().now().to_msg()
         js.name = list(self.model.joint_names)
         js.position = p.q.tolist()
         js.velocity = p.qd.tolist()
