@@ -29,7 +29,30 @@ from .errors import RobotDynamicsError
 
 EXECUTABLES = ('sim_node', 'kinematics_node', 'controller_node', 'dynamics_node', 'trajectory_node', 'ik_node',
                'vdc_controller', 'sea_controller', 'ip_controller')
-_TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description'}
+_TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description', 'timing'}
+TIMINGS = ('realtime', 'lockstep')
+# Parameters that make a graph run in wall-clock real time or in lock-step on simulated time,
+# per executable ('*' = every node but sim_node). Applied before the config's own parameters
+# (which win) and the overrides (which win over both).
+TIMING_PARAMS = {
+    'realtime': {
+        'sim_node': {'lockstep': False, 'publish_clock': False},
+        'trajectory_node': {'sync_topic': ''},
+        'controller_node': {'reference_sync': False}, 'dynamics_node': {'reference_sync': False},
+        'ip_controller': {'reference_sync': False},
+        'vdc_controller': {'lockstep': False, 'time_source': 'stamp'},
+        '*': {'use_sim_time': False},
+    },
+    'lockstep': {
+        'sim_node': {'lockstep': True, 'publish_clock': True, 'lockstep_republish': 0.5},
+        'trajectory_node': {'sync_topic': 'joint_states'},
+        'controller_node': {'reference_sync': True}, 'dynamics_node': {'reference_sync': True},
+        'ip_controller': {'reference_sync': True},
+        'vdc_controller': {'lockstep': True, 'time_source': 'count'},
+        'sea_controller': {'event_driven': True},
+        '*': {'use_sim_time': True},
+    },
+}
 _NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description'}
 
 
@@ -83,6 +106,7 @@ class Bringup:
     rviz: str
     nodes: list
     source: str
+    timing: str = 'realtime'
 
 
 def share_dir() -> str:
@@ -109,11 +133,13 @@ def _abs(base, p):
     return p if os.path.isabs(p) else os.path.join(base, p)
 
 
-def load_bringup(robot_or_path: str, overrides: dict | None = None) -> Bringup:
+def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str | None = None) -> Bringup:
     """Read and validate a bringup config; returns the node specs with model paths filled.
 
     ``overrides``: {node_name: {param: value}} applied on top of the file (e.g. from the
-    command line).
+    command line). ``timing``: 'realtime' (wall clock) or 'lockstep' (the plant advances one
+    period per command, every node on simulated time: deterministic, for tests); default the
+    config's ``timing`` key, else 'realtime'. See ``TIMING_PARAMS``.
     """
     import yaml
     path = config_path(robot_or_path)
@@ -147,6 +173,10 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None) -> Bringup:
     if not isinstance(nodes_raw, dict) or not nodes_raw:
         raise BringupError(path, 'nodes', 'must be a non-empty mapping name: {executable: ...}')
     overrides = overrides or {}
+    timing = timing or data.get('timing') or 'realtime'
+    if timing not in TIMINGS:
+        raise BringupError(path, 'timing', f'must be one of {TIMINGS}, got {timing!r}')
+    tp = TIMING_PARAMS[timing]
     specs = []
     for name, nd in nodes_raw.items():
         key = f'nodes.{name}'
@@ -167,42 +197,60 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None) -> Bringup:
         for pk, pv in params.items():
             if pv is None or isinstance(pv, dict):
                 raise BringupError(path, f'{key}.parameters.{pk}', 'ROS parameters must be scalars or lists')
-        params = {'robot_description': urdf, 'loops': loops, **params, **overrides.get(name, {})}
+        timing_p = dict(tp.get(exe, {}))
+        if exe != 'sim_node':
+            timing_p.update(tp['*'])
+        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **overrides.get(name, {})}
         specs.append(NodeSpec(name=name, executable=exe, parameters=params,
                               remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns))
-    return Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path)
+    return Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path,
+                   timing=timing)
 
 
 def launch_description(robot: str, rviz_default: str = 'false'):
     """ROS 2 ``LaunchDescription`` for a robot, built from its bringup config.
 
     Used by ``launch/<robot>.launch.py`` (needs the ``launch`` and ``launch_ros`` packages of a
-    ROS 2 installation). Starts the config's nodes, ``robot_state_publisher`` with the URDF
-    text, and rviz2 with ``config/rviz/<robot>.rviz`` when ``rviz:=true``.
+    ROS 2 installation). Arguments: ``rviz`` (true | false: start rviz2 with
+    ``config/rviz/<robot>.rviz``), ``timing`` (realtime | lockstep, default the config's). Starts
+    the config's nodes, ``robot_state_publisher`` with the URDF text and optionally rviz2; the
+    nodes are built when the arguments are known (OpaqueFunction), from the same
+    :func:`load_bringup` as ``robot-dynamics launch``.
     """
     from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument
-    from launch.conditions import IfCondition
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
-    from launch_ros.actions import Node
 
     b = load_bringup(robot)
+
+    def nodes(context, *args, **kwargs):
+        return node_actions(robot, LaunchConfiguration('timing').perform(context),
+                            LaunchConfiguration('rviz').perform(context) == 'true')
+    return LaunchDescription([
+        DeclareLaunchArgument('rviz', default_value=rviz_default, choices=['true', 'false'],
+                              description='start rviz2 with config/rviz/<robot>.rviz'),
+        DeclareLaunchArgument('timing', default_value=b.timing, choices=list(TIMINGS),
+                              description='realtime (wall clock) or lockstep (simulated time, '
+                                          'deterministic)'),
+        OpaqueFunction(function=nodes)])
+
+
+def node_actions(robot: str, timing: str, rviz: bool):
+    """launch_ros ``Node`` actions of a robot's bringup (its nodes, robot_state_publisher, rviz2)."""
+    from launch_ros.actions import Node
+    b = load_bringup(robot, timing=timing)
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
     # a lock-step graph runs on simulated time (sim_node /clock): so do rsp and rviz2
-    sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
-    actions = [DeclareLaunchArgument('rviz', default_value=rviz_default,
-                                     description='start rviz2 with config/rviz/<robot>.rviz')]
-    for s in b.nodes:
-        actions.append(Node(package='robot_dynamics', executable=s.executable, name=s.name,
-                            namespace=s.namespace or None, parameters=[dict(s.parameters)],
-                            remappings=list(s.remappings.items()), output='screen'))
+    sim_time = b.timing == 'lockstep'
+    actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
+                    namespace=s.namespace or None, parameters=[dict(s.parameters)],
+                    remappings=list(s.remappings.items()), output='screen') for s in b.nodes]
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
                         name='robot_state_publisher',
                         parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
                         output='screen'))
-    if b.rviz:
+    if b.rviz and rviz:
         actions.append(Node(package='rviz2', executable='rviz2', name='rviz2',
-                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}],
-                            condition=IfCondition(LaunchConfiguration('rviz'))))
-    return LaunchDescription(actions)
+                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}]))
+    return actions

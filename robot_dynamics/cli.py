@@ -328,7 +328,7 @@ def cmd_launch(args):
         import yaml
         overrides.setdefault(node, {})[key] = yaml.safe_load(value)
     try:
-        b = load_bringup(args.robot, overrides)
+        b = load_bringup(args.robot, overrides, timing=args.timing)
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
     if args.print:
@@ -380,6 +380,8 @@ def build_parser():
     pl.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
     pl.add_argument('--param', action='append', metavar='NODE.PARAM=VALUE',
                     help='override a node parameter (YAML value), repeatable')
+    pl.add_argument('--timing', choices=['realtime', 'lockstep'], default=None,
+                    help="realtime (wall clock, default) or lockstep (simulated time, deterministic)")
     pl.add_argument('--print', action='store_true', help='print the node commands and exit')
     pl.set_defaults(func=cmd_launch)
     return p

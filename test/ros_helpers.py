@@ -106,12 +106,13 @@ class Probe:
         rclpy.shutdown(context=self.ctx)
 
 
-def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None):
+def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None, timing=None):
     """Start ``robot``'s graph (config name or path; ``overrides`` {node: {param: value}}),
     call ``setup(probe)`` before the nodes start (subscriptions, clients), wait for ``ready()``
     (default: dynamics_node's tracking error flowing), run ``body(launcher, probe, model,
-    out)``, check no node died, shut down and check no process is left. Returns the logs."""
-    b = load_bringup(robot, overrides=overrides)
+    out)``, check no node died, shut down and check no process is left. ``timing``: 'realtime'
+    or 'lockstep' (default: the config's). Returns the logs."""
+    b = load_bringup(robot, overrides=overrides, timing=timing)
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     model = rd.load_model(b.urdf)

@@ -92,8 +92,11 @@ def fake_launch(monkeypatch):
     }
     mods['launch'].LaunchDescription = cls('LaunchDescription')
     mods['launch.actions'].DeclareLaunchArgument = cls('DeclareLaunchArgument')
+    mods['launch.actions'].OpaqueFunction = cls('OpaqueFunction')
     mods['launch.conditions'].IfCondition = cls('IfCondition')
-    mods['launch.substitutions'].LaunchConfiguration = cls('LaunchConfiguration')
+    lc = cls('LaunchConfiguration')
+    lc.perform = lambda self, context: context[self.args[0]]
+    mods['launch.substitutions'].LaunchConfiguration = lc
     mods['launch_ros.actions'].Node = cls('Node')
     for k, v in mods.items():
         monkeypatch.setitem(sys.modules, k, v)
@@ -101,17 +104,22 @@ def fake_launch(monkeypatch):
     return mods
 
 
+@pytest.mark.parametrize('timing', ['realtime', 'lockstep'])
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
-def test_launch_files_build_their_nodes_from_the_config(fake_launch, path):
+def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timing):
     robot = os.path.basename(path)[:-len('.launch.py')]
     assert os.path.isfile(os.path.join(ROOT, 'config', f'{robot}.yaml')), 'launch file without config'
     ns = {}
     exec(compile(open(path).read(), path, 'exec'), ns)
     ld = ns['generate_launch_description']()
-    actions = ld.args[0]
+    args = {a.args[0]: a.kwargs for a in ld.args[0] if type(a).__name__ == 'DeclareLaunchArgument'}
+    assert args['rviz']['choices'] == ['true', 'false']
+    assert args['timing']['choices'] == ['realtime', 'lockstep'] and args['timing']['default_value'] == 'realtime'
+    opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
+    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'true'})
     nodes = [a for a in actions if type(a).__name__ == 'Node']
     ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
-    b = load_bringup(robot)
+    b = load_bringup(robot, timing=timing)
     assert [(n.kwargs['name'], n.kwargs['executable']) for n in ours] == \
         [(s.name, s.executable) for s in b.nodes]
     for n, s in zip(ours, b.nodes):

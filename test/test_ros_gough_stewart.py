@@ -105,4 +105,4 @@ def test_gough_stewart_roll_feedforward_lockstep_over_real_topics():
         with probe.lock:
             assert not any(m.data for _, m in probe.hold[-10:])      # commands kept flowing
 
-    run_graph('gough_stewart', body, ready=lambda: True, timeout=30.0)
+    run_graph('gough_stewart', body, ready=lambda: True, timeout=30.0, timing='lockstep')

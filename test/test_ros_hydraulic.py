@@ -43,7 +43,7 @@ OVERRIDES = {'vdc_controller': {'task_loops': 1}}
 
 
 def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
-    b = load_bringup('hydraulic_boom', overrides=OVERRIDES)
+    b = load_bringup('hydraulic_boom', overrides=OVERRIDES, timing='lockstep')
     cfg = {s.name: s.parameters for s in b.nodes}['vdc_controller']
 
     def setup(probe):
@@ -150,4 +150,5 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
         pub.publish(bad)
         probe.wait_for(lambda: 'rejected cylinder states: non-finite' in out.getvalue(), 5.0,
                        'warning about the malformed cylinder state')
-    run_graph('hydraulic_boom', body, ready=lambda: True, overrides=OVERRIDES, setup=setup)
+    run_graph('hydraulic_boom', body, ready=lambda: True, overrides=OVERRIDES, setup=setup,
+              timing='lockstep')

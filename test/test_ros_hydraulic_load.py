@@ -103,7 +103,7 @@ def _run_graph(tell_controller, t_end, sim_params=None, extra=None):
     nodes have the load before the first control step."""
     overrides = {'vdc_controller': {'task_loops': 1, 'wrench_timeout': 1.0e3},
                  'sim_node': dict(sim_params or {})}
-    b = load_bringup('hydraulic_boom', overrides=overrides)
+    b = load_bringup('hydraulic_boom', overrides=overrides, timing='lockstep')
     specs = {s.name: s for s in b.nodes}
     cfg = specs['vdc_controller'].parameters
     out = io.StringIO()

@@ -73,7 +73,7 @@ def test_series_parallel_graph_tracks_and_publishes_passive_joints():
         assert np.all(D[:, 10] > 0.275 - 0.18 - 0.005)   # delta <= 0.18 m on this reference (+ the 5 mm bound)
         assert np.all(D[:, 9] < 100)                      # cond(Gamma) away from the dead centre
         _lock_and_clear(probe, setp, clear, out)
-    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=setup)
+    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=setup, timing='lockstep')
 
 
 def _ns(m):
@@ -201,7 +201,7 @@ def test_series_parallel_graph_payload_added_at_run_time():
         _set_param(probe, setp, 'payload_mass', PAYLOAD)
         phase(6.0, 'controller told: transient')   # the sag recovers (delta: omega_n ~ 1.9 rad/s)
         res['told'] = phase(2.0, 'controller told: tracking')
-    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=_subscribe_diag,
+    run_graph('series_parallel_3dof', body, ready=lambda: True, setup=_subscribe_diag, timing='lockstep',
               overrides={'sim_node': {'external_wrench_reference': 'local_world_aligned'}})
     nominal, sag, told = res['nominal'], res['sag'], res['told']
     E0, E1, E2 = nominal.max(0), sag[-100:].max(0), told.max(0)

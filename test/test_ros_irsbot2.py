@@ -93,5 +93,5 @@ def test_irsbot2_graph_tracks_task_reference_with_embedding_ik():
         fut = cli.call_async(Trigger.Request())
         probe.wait_for(fut.done, 10.0, 'reset_seed response')
         assert fut.result().success
-    log = run_graph('irsbot2', body)
+    log = run_graph('irsbot2', body, timing='lockstep')
     assert 'IK failed' not in log

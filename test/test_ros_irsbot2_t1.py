@@ -169,5 +169,5 @@ def test_irsbot2_t1_tracking_and_loop_closure_with_embedding_feedforward():
               f'plant and feed-forward, 0.3-0.8 s after: max {e_on.max() * 1e3:.4f} mm')
         assert len(e_mis) > 50 and e_mis.max() > 4 * e_on.max()
         assert e_on.max() < 2.5e-4, e_on.max()
-    log = run_graph('irsbot2_t1', body)
+    log = run_graph('irsbot2_t1', body, timing='lockstep')
     assert 'IK failed' not in log

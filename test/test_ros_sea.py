@@ -148,4 +148,4 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
         assert D[-1, lab.index('holding')] == 0.0
         assert D[:, lab.index('rejected_goals')].max() == 0 and D[:, lab.index('clipped')].max() == 0
 
-    run_graph(str(path), body, ready=lambda: True, timeout=30.0)
+    run_graph(str(path), body, ready=lambda: True, timeout=30.0, timing='lockstep')

@@ -35,7 +35,8 @@ cylinders' rod joints) on every valid state pair; ``~/diagnostics`` (Float64Mult
 every ``1/diagnostics_rate`` s of controller time.
 
 Safety: a malformed message (missing names, NaN/inf, length mismatch, singular configuration),
-or no valid state pair for ``state_timeout`` s (wall clock; watchdog) -> 0 V (valves closed)
+or no valid state pair for ``state_timeout`` s (node clock: wall time, simulated time in a
+lock-step graph, so no wall-clock timer injects a plant step; watchdog) -> 0 V (valves closed)
 published and a throttled warning. ``lockstep: true``: each
 state is answered once, and a state older than the last answered one not at all (sim_node's
 lock-step stamps with the plant time and advances one period per command).
@@ -114,7 +115,7 @@ class VDCControllerNode(Node):
         self.task = None
         self.jt = None
         self.FD, self.FD_stamp = np.zeros(6), None
-        self.last_ok = time.monotonic()
+        self.last_ok = self._now()
         self.last_cmd_ns = 0
         self.next_diag = 0.0
         self.stale = True
@@ -148,8 +149,13 @@ class VDCControllerNode(Node):
         self.last_cmd_ns = self.get_clock().now().nanoseconds
         self.pub_cmd.publish(Float64MultiArray(data=[float(v) for v in u]))
 
+    def _now(self):
+        """Node clock [s]: wall time, or simulated time in a lock-step graph (use_sim_time), so
+        the watchdog never injects a command while a lock-step plant waits."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
     def watchdog(self):
-        if time.monotonic() - self.last_ok > self.timeout:
+        if self._now() - self.last_ok > self.timeout:
             self.close_valves(f'no valid joint/cylinder state for {self.timeout:g} s')
 
     def reject(self, what, why):
@@ -253,7 +259,7 @@ class VDCControllerNode(Node):
         self._publish(u[self.order])
         self.prev_stamp = stamp
         self.nstep += 1
-        self.last_ok = time.monotonic()
+        self.last_ok = self._now()
         if self.stale:
             self.get_logger().info('valid joint and cylinder states: controlling')
         self.stale = False
