@@ -5,8 +5,8 @@ observes /joint_states, /hydraulics/cylinder_states, /valve_controller/commands 
 controller diagnostics. Asserts the tracking bounds over real topics (tool point recomputed here
 from /joint_states and the task re-generated here), the passive joints published and the
 loops closed, cylinder states consistent with the joints and pressures inside [p_r, p_s],
-valves closed (0 V, warning) while the state stream is stale (sim_node paused with SIGSTOP) and
-on a malformed cylinder state, and a clean shutdown. Bounds: docs/hydraulic_vdc.md."""
+no valve command while the lock-step plant is paused (SIGSTOP: simulated time stands still),
+valves closed (0 V, warning) on a malformed cylinder state, and a clean shutdown. Bounds: docs/hydraulic_vdc.md."""
 import os
 import signal
 import time
@@ -125,22 +125,21 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
             assert np.all(p > hp.p_r) and np.all(p < hp.p_s)
         assert matched > 100
 
-        # --- stale input: pause sim_node; the controller's watchdog closes the valves
+        # --- lock-step: a paused plant stops simulated time, so no watchdog (node clock =
+        # simulated time) and no wall-clock timer may inject a valve command (each command is a
+        # plant step); the stale-input watchdog is tested in real time (test_ros_realtime.py)
         sim = launcher.procs['sim_node']
+        with probe.lock:
+            n_cmd = len(probe.cmd)
         os.kill(sim.pid, signal.SIGSTOP)
-        t_stop = time.monotonic()
         try:
-            time.sleep(1.5)                # the watchdog (0.1 s) fires within this, even on a slow machine
+            time.sleep(1.0)
             with probe.lock:
-                late = [m.data for t, m in probe.cmd if t > t_stop + 0.5]
+                t_stop = time.monotonic() - 1.0
+                late = [m.data for t, m in probe.cmd[n_cmd:] if t > t_stop + 0.3]
         finally:
             os.kill(sim.pid, signal.SIGCONT)
-        assert len(late) >= 3 and all(max(abs(v) for v in d) == 0.0 for d in late), late[:5]
-        assert 'no valid joint/cylinder state' in out.getvalue()
-        # the queued 0 V commands reach the plant: it applies closed valves (u = 0 reported)
-        probe.wait_for(lambda: any(t > t_stop and m.position[-1] == 0.0 and m.position[-4] == 0.0
-                                   for t, m in list(probe.cyl)), 10.0, 'plant applying 0 V')
-        # and control resumes
+        assert late == [], late[:5]
         n_diag = len(probe.diag)
         probe.wait_for(lambda: len(probe.diag) > n_diag + 10, 10.0, 'control resuming')
 

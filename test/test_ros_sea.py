@@ -47,7 +47,6 @@ def _ns(stamp):
 
 def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
     cfg = yaml.safe_load(open(config_path('planar_3rrr_sea'), encoding='utf-8'))
-    assert cfg['nodes']['sim_node']['parameters']['lockstep'] is True
     cfg['nodes']['sea_controller']['parameters']['preload'] = PRELOAD
     path = tmp_path / 'planar_3rrr_sea.yaml'
     path.write_text(yaml.safe_dump(cfg))
