@@ -13,10 +13,11 @@ lists from ROS parameters ...), so that afterwards every node starts in seconds.
 import the node modules (they import rclpy): the calls are written here, one function per node
 role (sim_node's plant kind, dynamics_node's law, ...), see ``_NODES``.
 
-Extending: a new node, law or plant kind gets a function here that calls the core API the way
-the node does (arguments of the same types), registered in ``_NODES`` (by executable) or in
-``_LAWS`` (dynamics_node laws; sim_node builds any plant kind through the plant registry); ``test/test_startup.py`` starts every node of every config after the
-warm-up and fails if one of them still compiles at start.
+Extending: a new node or law gets a function here that calls the core API the way the node
+does (arguments of the same types), registered in ``_NODES`` (by executable) or ``_LAWS``
+(dynamics_node laws); sim_node builds any plant kind through the plant registry, so a new plant
+is covered if its ``step``/``hold_command`` are all it needs. ``test/test_startup.py`` starts
+every node of every config after the warm-up and fails if one of them still compiles at start.
 
 This module imports nothing heavy at import time (the command line lists the robots in its
 help without loading numpy or numba).
