@@ -12,24 +12,68 @@ ROS-free core (everything except :mod:`robot_dynamics.nodes`)::
     phi, A, Adqd = rd.constraint_terms(model, q, qd) # loop closures of the sidecar
 
 Conventions: SI units; twists/wrenches linear first (as Pinocchio); batch axis first.
+
+The public names are imported lazily (PEP 562): ``import robot_dynamics`` costs almost nothing
+(no numpy, no numba), and ``rd.rnea`` (or ``from robot_dynamics import rnea``) imports
+:mod:`robot_dynamics.dynamics` on first use. So the command line (``robot-dynamics --help``)
+starts in a fraction of a second, and a program imports only the modules it uses.
 """
 import os as _os
 
-from .errors import (InputError, LoopSpecError, ModelError, RobotDynamicsError,
-                     SingularMassMatrixError, UnknownNameError)
-from .model import Loop, Model
-from .urdf import load_model
-from .kinematics import (body_jacobian, forward_kinematics, frame_acceleration,
-                         frame_jacobian, frame_jacobian_time_variation, frame_placement,
-                         frame_velocity, frame_wrench_to_joint, joint_placements,
-                         space_jacobian)
-from .dynamics import (crba, forward_dynamics, gravity_torques, kinetic_energy,
-                       nonlinear_effects, potential_energy, rnea)
-from . import pkm  # noqa: E402  (rd.pkm.*)
-from .constraints import (constraint_bias, constraint_jacobian, constraint_row_names,
-                          constraint_terms, loop_errors, loop_residual)
-
 __version__ = '0.1.0'
+
+# public name -> submodule that defines it (everything ``import robot_dynamics`` exported when
+# the imports were eager; add new re-exports here)
+_EXPORTS = {
+    'errors': ('AssemblyError', 'ConstraintRankError', 'ControllabilityError', 'InputError',
+               'LoopSpecError', 'ModelError', 'RobotDynamicsError', 'SingularMassMatrixError',
+               'UnknownNameError'),
+    'model': ('Loop', 'Model'),
+    'urdf': ('load_model',),
+    'kinematics': ('body_jacobian', 'forward_kinematics', 'frame_acceleration', 'frame_jacobian',
+                   'frame_jacobian_time_variation', 'frame_placement', 'frame_velocity',
+                   'frame_wrench_to_joint', 'joint_placements', 'space_jacobian'),
+    'dynamics': ('crba', 'forward_dynamics', 'gravity_torques', 'kinetic_energy',
+                 'nonlinear_effects', 'potential_energy', 'rnea'),
+    'constraints': ('constraint_bias', 'constraint_jacobian', 'constraint_row_names',
+                    'constraint_terms', 'loop_errors', 'loop_residual'),
+    # closed-chain dynamics by the projection-matrix formulation (seed 002) and its simulator
+    'projection': ('DEFAULT_EPS', 'ConstrainedDynamics', 'assemble',
+                   'constrained_forward_dynamics', 'constraint_force_control', 'controllability',
+                   'hybrid_control', 'independent_coordinates', 'lagrange_forward_dynamics',
+                   'pidc', 'pinv_abs', 'project_velocity', 'projected_inverse_dynamics'),
+    'sim': ('BranchMonitor', 'ConstrainedPlant', 'Plant', 'SimLog', 'simulate'),
+}
+_LAZY = {name: mod for mod, names in _EXPORTS.items() for name in names}
+# public submodules (attributes of the package when its imports were eager); any other
+# submodule (rd.lie, rd.vdc ...) is imported on first access as well
+_SUBMODULES = ('constraints', 'dynamics', 'errors', 'kinematics', 'model', 'pkm', 'projection',
+               'sim', 'urdf')
+
+__all__ = sorted(['data_path', *_LAZY, *_SUBMODULES])
+
+
+def __getattr__(name):
+    """Import the submodule that defines ``name`` on first access (PEP 562)."""
+    import importlib
+    mod = _LAZY.get(name)
+    if mod is not None:
+        value = getattr(importlib.import_module(f'{__name__}.{mod}'), name)
+        globals()[name] = value            # later accesses do not come here again
+        return value
+    if not name.startswith('__'):
+        # any submodule (rd.pkm, rd.lie, rd.vdc ...): imported on first access, as an
+        # eager ``from . import pkm`` made it available
+        try:
+            return importlib.import_module(f'{__name__}.{name}')
+        except ModuleNotFoundError as exc:
+            if exc.name != f'{__name__}.{name}':
+                raise                          # the submodule exists but one of its imports failed
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
 def data_path(relative=''):
@@ -42,22 +86,15 @@ def data_path(relative=''):
     here = _os.path.dirname(_os.path.abspath(__file__))
     cands = [_os.path.join(_os.path.dirname(here), relative),
              _os.path.join(sys.prefix, 'share', 'robot_dynamics', relative)]
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        cands.append(_os.path.join(get_package_share_directory('robot_dynamics'), relative))
-    except Exception:  # noqa: BLE001 - not on a ROS install / AMENT_PREFIX_PATH unset
-        pass
     for c in cands:
         if _os.path.exists(c):
             return c
+    try:               # a ROS 2 install (colcon): ask the ament index (imported only if needed)
+        from ament_index_python.packages import get_package_share_directory
+        c = _os.path.join(get_package_share_directory('robot_dynamics'), relative)
+        cands.append(c)
+        if _os.path.exists(c):
+            return c
+    except Exception:  # noqa: BLE001 - not on a ROS install / AMENT_PREFIX_PATH unset
+        pass
     raise FileNotFoundError(f"robot_dynamics data file '{relative}' not found in {cands}")
-
-
-# closed-chain dynamics by the projection-matrix formulation (seed 002) and its simulator
-from .errors import AssemblyError, ConstraintRankError, ControllabilityError  # noqa: E402
-from .projection import (DEFAULT_EPS, ConstrainedDynamics, assemble,  # noqa: E402
-                         constrained_forward_dynamics, constraint_force_control,
-                         controllability, hybrid_control, independent_coordinates,
-                         lagrange_forward_dynamics, pidc, pinv_abs, project_velocity,
-                         projected_inverse_dynamics)
-from .sim import BranchMonitor, ConstrainedPlant, Plant, SimLog, simulate  # noqa: E402

@@ -21,9 +21,23 @@ import os
 import sys
 import time
 
-import numpy as np
-
 log = logging.getLogger('robot_dynamics')
+
+
+class _LazyModule:
+    """Imports a module on first attribute access: ``--help``, argument errors and
+    ``info --list`` never load numpy (nor numba: ``import robot_dynamics`` is lazy too), so
+    the command line answers in a fraction of a second; the commands use ``np`` as usual."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+        return getattr(importlib.import_module(self._name), attr)
+
+
+np = _LazyModule('numpy')
 
 
 def packaged_robots():
@@ -298,19 +312,13 @@ def _plot_demo(path, rec, t, e, model, frame):
 
 
 def cmd_warmup(args):
-    """Compile (and cache) the numerical kernels once, so that nodes start quickly."""
-    import robot_dynamics as rd
-    t0 = time.perf_counter()
-    m = rd.load_model(rd.data_path('urdf/five_bar.urdf'))
-    q, z = m.reference_q(), np.zeros(m.nq)
-    rd.rnea(m, q, z, z)
-    rd.crba(m, q)
-    rd.forward_dynamics(m, q, z, z)
-    rd.constrained_forward_dynamics(m, q, z, z)
-    plant = rd.ConstrainedPlant(m, dt=1e-3)
-    plant.step(z)
-    rd.pidc(m, q, z, q[m.independent_indices], [0, 0], [0, 0], 1.0, 1.0)
-    print(f'kernels compiled and cached in {time.perf_counter() - t0:.1f} s')
+    """Compile (and cache) the numerical kernels of every node, so that nodes start quickly."""
+    from .warmup import WarmupError, warmup
+    try:
+        warmup(args.robots or None, progress=lambda line: print(line, flush=True))
+    except WarmupError as exc:
+        print(f'robot-dynamics warmup: {exc}', file=sys.stderr)
+        return 1
     return 0
 
 
@@ -373,7 +381,14 @@ def build_parser():
     pd.add_argument('--plot', default=os.path.join('out', 'demo_five_bar.png'),
                     help='PNG plot path (default out/demo_five_bar.png)')
     pd.set_defaults(func=cmd_demo)
-    pw = sub.add_parser('warmup', help='compile and cache the numerical kernels (done by setup)')
+    from .warmup import robot_names
+    pw = sub.add_parser(
+        'warmup', help='compile and cache the numerical kernels (done by setup)',
+        description='Compile and cache the numerical kernels that the nodes of the robot configs '
+                    'use (runs their core computations once), so that nodes start in seconds. '
+                    'Robots: ' + ', '.join(robot_names() or ['(no config found)']) + '.')
+    pw.add_argument('robots', nargs='*', metavar='ROBOT',
+                    help='robot configs to warm up (default: all)')
     pw.set_defaults(func=cmd_warmup)
     pl = sub.add_parser('launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)")
     pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')

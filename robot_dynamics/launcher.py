@@ -6,6 +6,15 @@ Reads the same ``config/<robot>.yaml`` as ``launch/<robot>.launch.py`` (via
 forwards every output line prefixed with ``[<node>]``, and shuts everything down cleanly
 (SIGINT, then SIGTERM, then SIGKILL) on Ctrl-C / SIGTERM, when the optional duration is over,
 or as soon as one node dies (then the exit status is non-zero and the culprit is named).
+
+Which ``robot_dynamics`` the nodes run: always the one the launcher's interpreter imports by
+its ``sys.path`` (the installed package, or a source tree put on ``PYTHONPATH`` on purpose, as
+the test suite does), never a ``robot_dynamics/`` that happens to be in the current directory
+(e.g. a clone of the repository, whose numba cache is not the warmed-up one): the nodes run in
+a neutral working directory (the launcher's temp dir) and, on Python >= 3.11, with ``python -P``
+(no working directory on ``sys.path``). Relative ``PYTHONPATH`` entries are made absolute (they
+keep their meaning) and empty ones (= the working directory) are dropped; relative paths in the
+``robot_description``/``loops`` parameters are made absolute too.
 """
 from __future__ import annotations
 
@@ -33,9 +42,13 @@ class Launcher:
         self.python = python or sys.executable
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault('PYTHONUNBUFFERED', '1')
+        if self.env.get('PYTHONPATH') is not None:
+            self.env['PYTHONPATH'] = os.pathsep.join(
+                os.path.abspath(e) for e in self.env['PYTHONPATH'].split(os.pathsep) if e)
         self.procs = {}
         self._threads = []
         self._tmp = tempfile.TemporaryDirectory(prefix='robot_dynamics_launch_')
+        self.cwd = self._tmp.name          # neutral working directory of the nodes
         self._lock = threading.Lock()
         self.failed = None
 
@@ -49,20 +62,45 @@ class Launcher:
             self._say(name, line.rstrip('\n'))
         stream.close()
 
+    def python_flags(self):
+        """``['-P']`` if the node interpreter has it (Python >= 3.11: the working directory is
+        not put on ``sys.path``), else ``[]`` (the neutral working directory still applies)."""
+        if not hasattr(self, '_flags'):
+            if self.python == sys.executable:
+                new = sys.version_info >= (3, 11)
+            else:
+                try:
+                    new = subprocess.run([self.python, '-c', 'import sys; print(sys.version_info >= (3, 11))'],
+                                         capture_output=True, text=True, timeout=30,
+                                         cwd=self.cwd).stdout.strip() == 'True'
+                except (OSError, subprocess.SubprocessError):
+                    new = False
+            self._flags = ['-P'] if new else []
+        return list(self._flags)
+
     def command(self, spec):
-        """The command line of one node (params file written to a temp dir)."""
+        """The command line of one node (params file written to a temp dir); run it with
+        ``cwd=self.cwd`` and ``env=self.env``."""
         pf = os.path.join(self._tmp.name, f'{spec.name}.yaml')
+        params = spec.params_yaml()
+        for p in params.values():
+            par = p['ros__parameters']
+            for key in ('robot_description', 'loops'):
+                v = par.get(key)
+                if isinstance(v, str) and v and '<' not in v and not os.path.isabs(v) \
+                        and os.path.exists(v):
+                    par[key] = os.path.abspath(v)          # relative to the caller's directory
         with open(pf, 'w') as fh:
-            yaml.safe_dump(spec.params_yaml(), fh)
-        return [self.python, '-m', spec.module] + spec.ros_args(pf)
+            yaml.safe_dump(params, fh)
+        return [self.python, *self.python_flags(), '-m', spec.module] + spec.ros_args(pf)
 
     def start(self):
         """Start every node in config order."""
         for spec in self.bringup.nodes:
             cmd = self.command(spec)
-            self._say('launch', f'starting {spec.name}: {" ".join(cmd[1:4])} ...')
+            self._say('launch', f'starting {spec.name}: -m {spec.module} --ros-args ...')
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 bufsize=1, env=self.env, start_new_session=True)
+                                 bufsize=1, env=self.env, cwd=self.cwd, start_new_session=True)
             self.procs[spec.name] = p
             t = threading.Thread(target=self._pump, args=(spec.name, p.stdout), daemon=True)
             t.start()

@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 scripts/setup_env.sh
+# The demo and its nodes run the INSTALLED package (whose kernels the set-up's warmup compiled),
+# not this source tree: the console script does not put the working directory on sys.path, and
+# the launcher starts the nodes with `python -P` in a neutral working directory.
 exec "$VENV/bin/robot-dynamics" demo "$@"

@@ -4,6 +4,7 @@ Independent routes: high-order finite differences in time, the projection-method
 dynamics (seed 002) on the 21-DOF spanning tree with 15 constraints, the tree energy (power
 balance), the closed-form leg lengths, and the brief's regression table (par. 5.3).
 """
+import math
 import os
 
 import numpy as np
@@ -41,11 +42,65 @@ TABLE = {
 }
 
 
+def _tokens(text):
+    """Whitespace-separated tokens of an XML attribute/text; numbers as floats."""
+    out = []
+    for tok in (text or '').split():
+        try:
+            out.append(float(tok))
+        except ValueError:
+            out.append(tok)
+    return out
+
+
+def _xml_tree(el):
+    return {'tag': el.tag, 'attrib': {k: _tokens(v) for k, v in el.attrib.items()},
+            'text': _tokens(el.text), 'children': [_xml_tree(c) for c in el]}
+
+
+def _assert_same(a, b, where='$'):
+    """Same structure (keys, lengths, strings, types) exactly; floats to rtol 1e-12 (the last
+    digits of the generated numbers differ between CPUs: libm, FMA)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), f'{where}: keys {list(a)} != {list(b)}'
+        for k in a:
+            _assert_same(a[k], b[k], f'{where}.{k}')
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), f'{where}: {a!r} != {b!r}'
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f'{where}[{i}]')
+    elif isinstance(a, float) or isinstance(b, float):
+        assert all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)), \
+            f'{where}: {a!r} != {b!r}'
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-14), f'{where}: {a!r} != {b!r}'
+    else:
+        assert type(a) is type(b) and a == b, f'{where}: {a!r} != {b!r}'
+
+
 def test_urdf_files_match_generator():
+    """The shipped files are what the generator writes (parsed: structure exactly, numbers to
+    rtol 1e-12, not character by character)."""
+    import xml.etree.ElementTree as ET
+
+    import yaml
     with open(URDF) as f:
-        assert f.read() == gs.gough_stewart_urdf()
+        _assert_same(_xml_tree(ET.fromstring(f.read())), _xml_tree(ET.fromstring(gs.gough_stewart_urdf())))
     with open(URDF.replace('.urdf', '.loops.yaml')) as f:
-        assert f.read() == gs.gough_stewart_sidecar()
+        _assert_same(yaml.safe_load(f.read()), yaml.safe_load(gs.gough_stewart_sidecar()))
+
+
+def test_urdf_comparison_tolerates_last_digits_only():
+    import xml.etree.ElementTree as ET
+    a = '<robot name="r"><link name="l1"><origin xyz="0.1 0.30000000000000004 0"/></link></robot>'
+    b = '<robot name="r"><link name="l1"><origin xyz="0.1 0.3 0"/></link></robot>'
+    _assert_same(_xml_tree(ET.fromstring(a)), _xml_tree(ET.fromstring(b)))
+    for bad in (b.replace('0.3 ', '0.3001 '), b.replace('l1', 'l2'), b.replace(' 0"', '"'),
+                b.replace('<origin', '<inertial')):
+        with pytest.raises(AssertionError):
+            _assert_same(_xml_tree(ET.fromstring(a)), _xml_tree(ET.fromstring(bad)))
+    _assert_same({'a': [1.0, 'x']}, {'a': [1.0 + 1e-15, 'x']})
+    with pytest.raises(AssertionError):
+        _assert_same({'a': [1, 'x']}, {'a': [1, 'y']})
 
 
 def test_topology(model):

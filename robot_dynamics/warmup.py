@@ -1,0 +1,421 @@
+"""Compile (and cache) every numerical kernel the nodes use: ``robot-dynamics warmup``.
+
+The kernels are numba functions with ``cache=True``: each is compiled on its first call for the
+argument types of that call and stored in the ``__pycache__`` of the copy of the package that
+was imported (the installed one, or a source tree on ``PYTHONPATH``). A node started on a cold
+cache compiles its kernels itself: 20-230 s per family (tree kinematics, projection, constraint
+embedding, recursive 2nd-order ID, VDC/hydraulics, SEA), during which it publishes nothing.
+
+:func:`warmup` runs, for every robot config ``config/<robot>.yaml``, the core API calls that
+each node of that config makes at run time, with the node's parameters from the config and the
+same argument types and shapes (1-D float64 state vectors built from ``/joint_states``, Python
+lists from ROS parameters ...), so that afterwards every node starts in seconds. It does not
+import the node modules (they import rclpy): the calls are written here, one function per node
+role (sim_node's plant kind, dynamics_node's law, ...), see ``_NODES``.
+
+Extending: a new node or law gets a function here that calls the core API the way the node
+does (arguments of the same types), registered in ``_NODES`` (by executable) or ``_LAWS``
+(dynamics_node laws); sim_node builds any plant kind through the plant registry, so a new plant
+is covered if its ``step``/``hold_command`` are all it needs. ``test/test_startup.py`` starts
+every node of every config after the warm-up and fails if one of them still compiles at start.
+
+This module imports nothing heavy at import time (the command line lists the robots in its
+help without loading numpy or numba).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+__all__ = ['warmup', 'warmup_robot', 'robot_names', 'WarmupError']
+
+
+class WarmupError(RuntimeError):
+    """One or more robots failed to warm up (the message names them and the error)."""
+
+
+def robot_names():
+    """Names of the robot configs (``config/<robot>.yaml``) that :func:`warmup` covers."""
+    from . import data_path
+    try:
+        d = data_path('config')
+    except FileNotFoundError:
+        return []
+    return sorted(f[:-5] for f in os.listdir(d) if f.endswith('.yaml'))
+
+
+def warmup(robots=None, progress=print):
+    """Compile and cache the kernels of every node of the given robot configs (default: all).
+
+    ``progress(str)`` receives one line per robot (nodes covered, seconds) and the total.
+    Returns {robot: seconds}. Raises :class:`WarmupError` after trying every robot if any
+    failed (unknown robot names too).
+    """
+    names = _robots_arg(robots)
+    progress = progress or (lambda s: None)
+    t0 = time.perf_counter()
+    times, failed = {}, []
+    for k, robot in enumerate(names, 1):
+        t1 = time.perf_counter()
+        try:
+            covered, skipped = warmup_robot(robot)
+        except Exception as exc:  # noqa: BLE001 - report every robot, then fail
+            failed.append(f'{robot}: {type(exc).__name__}: {exc}')
+            progress(f'[{k}/{len(names)}] {robot}: FAILED: {type(exc).__name__}: {exc}')
+            continue
+        times[robot] = time.perf_counter() - t1
+        note = f'; NOT covered (compile at their start): {", ".join(skipped)}' if skipped else ''
+        progress(f'[{k}/{len(names)}] {robot}: {", ".join(covered)} ({times[robot]:.1f} s){note}')
+    progress(f'warmup: kernels of {len(times)} robot config(s) compiled and cached in '
+             f'{time.perf_counter() - t0:.1f} s')
+    if failed:
+        raise WarmupError('warmup failed for ' + '; '.join(failed))
+    return times
+
+
+def _robots_arg(names):
+    known = robot_names()
+    if names is None or len(names) == 0:
+        return known
+    names = [names] if isinstance(names, str) else list(names)
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise WarmupError(f'unknown robot config(s) {bad} (known: {", ".join(known)})')
+    return names
+
+
+def warmup_robot(robot):
+    """Run the core API calls of every (enabled) node of ``config/<robot>.yaml``.
+
+    Returns (covered, skipped): node names warmed up, and nodes without a warm-up function.
+    """
+    import robot_dynamics as rd
+    from .bringup import load_bringup
+    b = load_bringup(robot)
+    model = rd.load_model(b.urdf, loops=b.loops or None)
+    ctx = {}                      # what the first nodes produce for the later ones (state)
+    covered, skipped = [], []
+    for spec in b.nodes:          # config order: sim_node first
+        fn = _NODES.get(spec.executable)
+        if fn is None:
+            skipped.append(spec.name)
+            continue
+        fn(model, spec.parameters, ctx)
+        covered.append(spec.name)
+    return covered, skipped
+
+
+# --------------------------------------------------------------------------- shared helpers
+def _state(model, ctx):
+    """(q, qd) as a node builds them from /joint_states (JointStateParser: float64 (n,))."""
+    import numpy as np
+    if 'q' in ctx:
+        return ctx['q'].copy(), ctx['qd'].copy()
+    return model.reference_q(), np.zeros(model.nq)
+
+
+def _moving_frames(model):
+    """A frame on the last moving body (the tool, usually) and one on the first: the loads of
+    the plants take different routes for the tool body and the others (hydraulic plant)."""
+    names = [f for i, f in enumerate(model.frame_names) if int(model.frame_parent[i]) >= 0]
+    out = [f for f in ('tool', 'platform') if f in names][:1] or names[-1:]
+    return out + [f for f in names[:1] if f not in out]
+
+
+# --------------------------------------------------------------------------- sim_node
+def _sim_node(model, p, ctx):
+    """sim_node: plant construction, hold command, stepping, publishing, external loads."""
+    import numpy as np
+    from .control import hold_command
+    from .plants import make_plant
+    m = model
+    kind = p.get('plant', 'rigid')
+    rate = float(p.get('rate', 1000.0))
+    q0 = list(p.get('initial_positions', m.reference_q().tolist()))
+    plant = make_plant(kind, m, np.asarray(q0, float), dt=1.0 / rate)
+    joints = list(p.get('joints', list(m.actuated)))
+    idx = np.array([m.joint_index(j) for j in joints], dtype=np.int64)
+    damping = float(p.get('hold_damping', 2.0))
+    # hold (no command yet): the plant's own hold, or gravity balance, or zero (hydraulic)
+    if hasattr(plant, 'hold_command'):
+        tau = plant.hold_command(damping)
+    elif kind == 'hydraulic' or p.get('hold', 'gravity') == 'zero':
+        tau = np.zeros(m.nq)
+    else:
+        tau = hold_command(m, plant.q, plant.qd, damping)
+    plant.step(tau)
+    # a command (Float64MultiArray -> list -> array) spread on the actuated joints
+    cmd = np.asarray([0.0] * len(joints), float)
+    tau = np.zeros(m.nq)
+    tau[idx] = cmd
+    for _ in range(2):
+        plant.step(tau)
+    _publish(plant)
+    if getattr(plant, 'supports_external_wrench', False):
+        ref = p.get('external_wrench_reference', 'local')
+        w = np.array([1.0, 0.0, -1.0, 0.0, 0.01, 0.0], dtype=float)
+        for frame in _moving_frames(m):
+            plant.set_external_wrench(frame, w, ref)
+            plant.step(tau)
+            plant.set_external_wrench(frame, None)
+        _publish(plant)
+    ctx['q'], ctx['qd'] = np.asarray(plant.q, float), np.asarray(plant.qd, float)
+    ctx['plant'] = plant
+
+
+def _publish(plant):
+    plant.q.tolist()
+    plant.qd.tolist()
+    if hasattr(plant, 'extra_states'):
+        plant.extra_states()
+
+
+# --------------------------------------------------------------------------- kinematics_node
+def _kinematics_node(model, p, ctx):
+    """kinematics_node: poses, twists, loop errors and cut-frame markers of the frames."""
+    import robot_dynamics as rd
+    from .lie import matrix_to_quat_xyzw
+    m = model
+    q, qd = _state(m, ctx)
+    default = [f for f in ('tool', 'tool0', 'ee', 'end_effector') if f in m.frame_names][:1] \
+        or [m.frame_names[-1]]
+    frames = list(p.get('frames', default))
+    T = rd.forward_kinematics(m, q, frames)
+    for f in frames:
+        matrix_to_quat_xyzw(T[f][:3, :3])
+        rd.frame_velocity(m, q, qd, f, 'local_world_aligned')
+    if m.loops:
+        rd.loop_errors(m, q)
+        rd.forward_kinematics(m, q, [f for lp in m.loops for f in (lp.frame_a, lp.frame_b)])
+        rd.loop_residual(m, q)          # what `robot-dynamics demo` reports
+
+
+# --------------------------------------------------------------------------- trajectory_node
+def _trajectory_node(model, p, ctx):
+    """trajectory_node: the analytic profile and its derivatives up to snap."""
+    from .trajectories import make_profile
+    m = model
+    mode = p.get('mode', 'joint')
+    kind = p.get('profile', 'sinusoid' if mode == 'joint' else 'circle')
+    if mode == 'joint':
+        joints = list(p.get('joints', list(m.independent)))
+        n = len(joints)
+        q0 = m.reference_q()[[m.joint_index(j) for j in joints]]
+        prm = dict(amplitude=p.get('amplitude', [0.3] * n), frequency=p.get('frequency', [0.25] * n),
+                   phase=p.get('phase', [0.0] * n), offset=p.get('offset', q0.tolist()),
+                   waypoints=p.get('waypoints', list(q0) * 2), durations=p.get('durations', [1.0]),
+                   n=n)
+    else:
+        prm = dict(center=p.get('center', [0.0, 0.0, 0.0]), radius=p.get('radius', 0.05),
+                   frequency=p.get('frequency', 0.25), e1=p.get('e1', [1.0, 0.0, 0.0]),
+                   e2=p.get('e2', [0.0, 0.0, 1.0]), phase=p.get('phase', 0.0))
+    prof = make_profile(kind, **prm)
+    for t in (0.0, 0.01):
+        prof(t, order=4)
+
+
+# --------------------------------------------------------------------------- dynamics_node
+def _dynamics_node(model, p, ctx):
+    """dynamics_node: the law of the config (see ``_LAWS``)."""
+    law = p.get('law', 'pidc')
+    _LAWS[law](model, p, ctx)
+
+
+def _law_inverse_dynamics(model, p, ctx):
+    """Laws 'pidc' / 'computed_torque' (DynamicsController): reference, compute, cut wrenches."""
+    import numpy as np
+    from .control import DynamicsController
+    m = model
+    q, qd = _state(m, ctx)
+    reference = p.get('reference', 'joint')
+    ctrl = DynamicsController(m, law=p.get('law', 'pidc'), kp=float(p.get('kp', 100.0)),
+                              kd=float(p.get('kd', 20.0)),
+                              joints=list(p.get('joints', list(m.actuated))), reference=reference,
+                              task_frame=p.get('task_frame', 'tool'),
+                              task_axes=list(p.get('task_axes', [0, 1, 2])))
+    if reference == 'task':
+        x = ctrl.theta(q, np.zeros_like(q))[0]          # also the ~/hold service
+        axes = ctrl.task_axes
+        full = np.zeros(3)
+        full[axes] = x
+        zero = np.zeros(3)
+        ctrl.set_reference(full[axes], zero[axes], zero[axes], stamp=0.001)
+    else:
+        x = q[m.independent_indices] if ctrl.law == 'pidc' else q
+        k = len(ctrl.coords)
+        ctrl.set_reference(x.tolist(), [0.0] * k, [0.0] * k, names=list(ctrl.coords), stamp=0.001)
+    for stamp in (0.002, None):
+        out = ctrl.compute(q, qd, stamp=stamp)
+    if bool(p.get('publish_wrenches', True)) and m.loops:
+        ctrl.predicted_wrenches(q, qd, out.tau)
+
+
+def _law_d2_feedforward(model, p, ctx):
+    """Law 'd2_feedforward': 2nd-order recursive ID along the roll motion + PD."""
+    import numpy as np
+    from .control.d2_feedforward import D2Feedforward
+    from .pkm.gough_stewart import RollMotion
+    m = model
+    q, qd = _state(m, ctx)
+    roll = RollMotion(theta_min=float(p.get('roll_min', -0.5)),
+                      theta_max=float(p.get('roll_max', 0.5)),
+                      period=float(p.get('roll_period', 1.0)),
+                      p0=np.asarray(p.get('roll_center', [0.0, 0.0, 0.2]), float))
+    ff = D2Feedforward(m, roll, kp=float(p.get('kp', 2000.0)), kd=float(p.get('kd', 100.0)))
+    for t in (0.0, 0.001):
+        tau, ref, e, ed = ff(t, q, qd)
+        ref.q.tolist()
+
+
+def _law_numpy_only(model, p, ctx):
+    """Laws without compiled kernels (embedding_feedforward: u from ik_node + PD in numpy)."""
+
+
+_LAWS = {'pidc': _law_inverse_dynamics, 'computed_torque': _law_inverse_dynamics,
+         'd2_feedforward': _law_d2_feedforward, 'embedding_feedforward': _law_numpy_only}
+
+
+# --------------------------------------------------------------------------- ik_node
+def _ik_node(model, p, ctx):
+    """ik_node: constraint-embedding IK (branch-tracked), task motion, task dynamics (+ load)."""
+    import numpy as np
+    from .pkm.embedding import IKTracker
+    tracker = IKTracker(model, scheme=p.get('scheme', 'nested'),
+                        kappa_warn=float(p.get('kappa_warn', 30.0)), tol=float(p.get('tol', 1e-10)),
+                        max_outer=int(p.get('max_outer', 20)))
+    pk = tracker.pkm
+    comp = [{'x': 0, 'y': 1, 'z': 2}[c] for c in pk.task]
+    x = np.asarray(pk.x_ref_full, float)[comp]       # as the node: (x, y, z)[comp] of the msg
+    xd = np.array([0.01, 0.0, 0.0])[comp]
+    xdd = np.array([0.0, 0.0, 0.01])[comp]
+    for wrench in (None, np.array([0.0, 0.0, -10.0, 0.0, 0.0, 0.0])):
+        sol, mo = tracker.step(x, xd, xdd)
+        pk.task_dynamics(sol, xd, xdd, wrench, motion=mo)
+    tracker.reset()
+
+
+# --------------------------------------------------------------------------- ip_controller
+def _ip_controller(model, p, ctx):
+    """ip_controller: partitioned model, the law, lock efforts, run-time reconfiguration."""
+    import numpy as np
+    from .control.inertia_partitioning import IPController, ReferenceRejoin
+    from .partitioning import PartitionedModel
+    m = model
+    q, qd = _state(m, ctx)
+    neglect = [s for s in p.get('neglect_bodies', ['']) if s]
+    pm = PartitionedModel(m, p.get('loop_map', 'auto'), neglect_bodies=neglect)
+    ctrl = IPController(pm, p.get('law', 'paper'), float(p.get('kp', 20.0)), float(p.get('kv', 20.0)))
+    rejoin = ReferenceRejoin(pm.all_coords, float(p.get('unlock_blend_time', 2.0)))
+
+    def control(t):
+        th_all, thd_all = q[pm.loop_map.idx], qd[pm.loop_map.idx]
+        r0, r1, r2 = th_all.copy(), np.zeros_like(th_all), np.zeros_like(th_all)
+        r0, r1, r2 = rejoin(t, th_all, thd_all, r0, r1, r2)
+        sel = pm.sel
+        out = ctrl.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
+        lock = ctrl.lock_efforts(th_all, thd_all, q_guess=q)
+        ctrl.actuator_efforts(out, lock).tolist()
+
+    control(0.001)
+    # run-time reconfiguration (parameters): a locked DoF, a payload, the other law
+    th = q[pm.loop_map.idx]
+    pm.lock({pm.all_coords[0]: th[0]})
+    control(0.002)
+    rejoin.mark(set(pm.locked))
+    pm.unlock()
+    pm.add_payload(1.0, np.diag([0.01, 0.01, 0.01]), [0.0, 0.0, 0.0],
+                   frame=p.get('payload_frame', 'tool'))
+    law = ctrl.law
+    for other in ('paper', 'pdplus'):
+        ctrl.law = other
+        control(0.003)
+    ctrl.law = law
+    pm.remove_body('payload')
+
+
+# --------------------------------------------------------------------------- vdc_controller
+def _vdc_controller(model, p, ctx):
+    """vdc_controller: boom structure, task reference (quintic legs), VDC step, diagnostics."""
+    import numpy as np
+    from .control.vdc import TaskReference, VDCController, quintic_legs
+    from .hydraulics import hydraulic_params_from_model
+    from .vdc import segment_q, structure_from_model
+    m = model
+    st = structure_from_model(m)
+    hp = hydraulic_params_from_model(m, st)
+    rate = float(p.get('rate', 1000.0))
+    ctrl = VDCController(st, hp, lam=float(p.get('lam', 5.0)), k_scale=float(p.get('k_scale', 10.0)),
+                         kf_pole=float(p.get('kf_pole', 50.0)),
+                         kx_ratio=float(p.get('kx_ratio', 1e4)), dt=1.0 / rate,
+                         dp_min=float(p.get('dp_min', 1e5)))
+    Q, Qd = _state(m, ctx)
+    q, qd = segment_q(st, Q, Qd)
+    plant = ctx.get('plant')
+    if plant is not None and hasattr(plant, 'extra_states'):
+        ex = plant.extra_states()
+        pres = np.array([float(ex[k][i]) for k in ('pa', 'pb') for i in range(st.ns)])
+    else:
+        pres = np.concatenate([np.full(st.ns, 60e5), np.full(st.ns, 40e5)])
+    pa, pb = pres[:st.ns], pres[st.ns:]
+    axes = list(p.get('task_axes', [0, 2]))
+    wp = np.asarray(p.get('waypoints', [2.07152, 0.39253, 2.47152, 0.39253]), float).reshape(-1, 2)
+    st.check_q(q)
+    p0 = st.tool_pose(q)[1][axes]
+    pts = [p0] + list(wp) + [wp[0]]
+    durs = [float(p.get('leg_duration', 2.0))] * (len(pts) - 1)
+
+    def path(s):
+        return quintic_legs(pts, durs, s - float(p.get('start_delay', 0.0)))
+    task = TaskReference(st, path, axes, q)
+    for k, t in enumerate((0.0, 0.5, 0.501)):
+        ref = task(t)
+        path(t)[0]
+        FD = None if k == 0 else np.array([0.0, 0.0, 100.0, 0.0, 0.0, 0.0])
+        u = ctrl.step(q, qd, pa, pb, ref, FD=FD)
+        u.tolist()
+    st.tool_pose(q)
+    ctrl.lyapunov()
+    d = ctrl.diag
+    np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float)], axis=1).ravel()
+    # reference 'joint_trajectory': the tool point of a joint reference
+    r = np.array([q, np.zeros(st.ns), np.zeros(st.ns)])
+    st.tool_pose(r[0])
+
+
+# --------------------------------------------------------------------------- sea_controller
+def _sea_controller(model, p, ctx):
+    """sea_controller: joint states -> EE state, flatness law on a sin^2-jerk move, goal check."""
+    import numpy as np
+    from .control.flatness_sea import SEAFlatnessController, sea_state_from_joints
+    from .pkm.planar_sea import SinSquaredJerk
+    from .sea import sea_params_from_model
+    m = model
+    params = sea_params_from_model(m)
+    ctrl = SEAFlatnessController(params, poles=float(p.get('poles', 30.0)),
+                                 lambda_poles=float(p.get('lambda_poles', 30.0)))
+    names = list(m.joint_names)
+    ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
+    q, qd = _state(m, ctx)
+    pos, pd, qm, qdm = sea_state_from_joints(params, q, qd, ia, ie, im)
+    rest = SinSquaredJerk(pos, pos, 1e-3, t0=0.0)
+    lam_d = np.array([float(p.get('preload', 0.0)), 0.0, 0.0])
+    ctrl(pos, pd, qm, qdm, rest(0.001), lam_d)
+    # a goal: the whole path is checked by a batched IK, then tracked
+    goal = pos + np.array([0.01, 0.0])
+    T = 0.3
+    move = SinSquaredJerk(rest(0.001)[0], goal, T, t0=0.001)
+    ctrl.pkm.ik(move(0.001 + np.linspace(0, T, 21))[0])
+    ctrl(pos, pd, qm, qdm, move(0.05), lam_d)
+
+
+# executable (config ``nodes.<name>.executable``) -> warm-up of the core calls of that node
+_NODES = {
+    'sim_node': _sim_node,
+    'kinematics_node': _kinematics_node,
+    'trajectory_node': _trajectory_node,
+    'dynamics_node': _dynamics_node,
+    'ik_node': _ik_node,
+    'ip_controller': _ip_controller,
+    'vdc_controller': _vdc_controller,
+    'sea_controller': _sea_controller,
+}
