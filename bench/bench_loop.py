@@ -89,12 +89,12 @@ def _probe_run(robot, duration, timing, startup, logdir):
         row['startup'] = time.monotonic() - t0
         time.sleep(1.0)                              # settle
         with lock:
-            n_js, n_cmd = len(js), len(cmd)
+            n_js, n_cmd, n_rtf = len(js), len(cmd), len(rtf)
         w0 = time.monotonic()
         time.sleep(duration)
         w1 = time.monotonic()
         with lock:
-            J, C = list(js[n_js:]), list(cmd[n_cmd:])
+            J, C, R = list(js[n_js:]), list(cmd[n_cmd:]), list(rtf[n_rtf:])
             D = dict(diag)
     finally:
         launcher.shutdown()
@@ -109,14 +109,18 @@ def _probe_run(robot, duration, timing, startup, logdir):
     ja = np.array([a for a, _ in J])
     js_st = np.array([s for _, s in J])
     row['js_rate'] = (len(J) - 1) / (ja[-1] - ja[0])
-    row['rtf'] = (js_st[-1] - js_st[0]) / (ja[-1] - ja[0]) if timing == 'realtime' else \
-        (js_st[-1] - js_st[0]) / (w1 - w0)
+    # real time: sim_node's own real-time factor (its stamps are mapped onto the wall clock);
+    # lock-step: simulated time (stamps) per wall second
+    row['rtf'] = float(np.mean(R)) if (timing == 'realtime' and R) else (js_st[-1] - js_st[0]) / (w1 - w0)
     ca = np.array(C)
     k = np.searchsorted(ja, ca) - 1
     lat = (ca - ja[np.clip(k, 0, None)])[k >= 0]
     row['cmd_rate'] = (len(C) - 1) / (ca[-1] - ca[0])
     row['lat_p50'], row['lat_p99'], row['lat_max'] = (np.percentile(lat, 50), np.percentile(lat, 99), lat.max())
     ctrl_diag = next((v for k_, v in D.items() if 'control loop' in k_), None)
+    sim_diag = next((v for k_, v in D.items() if 'sim_node' in k_), None)
+    if sim_diag and timing == 'realtime':
+        row['slip'] = float(sim_diag.get('slip', 'nan'))
     if ctrl_diag:
         row['overruns'] = int(ctrl_diag.get('overruns', 0))
         row['safe_commands'] = int(ctrl_diag.get('safe_commands', 0))

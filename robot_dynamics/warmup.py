@@ -192,10 +192,23 @@ def _kinematics_node(model, p, ctx):
 
 # --------------------------------------------------------------------------- trajectory_node
 def _trajectory_node(model, p, ctx):
-    """trajectory_node: the analytic profile and its derivatives up to snap."""
+    """trajectory_node: the analytic profile and its derivatives up to snap (mode pkm_d2: the
+    platform motion through the 2nd-order recursive inverse dynamics)."""
+    import numpy as np
     from .trajectories import make_profile
     m = model
     mode = p.get('mode', 'joint')
+    if mode == 'pkm_d2':
+        from .control.d2_feedforward import D2Feedforward
+        from .pkm.gough_stewart import RollMotion
+        ff = D2Feedforward(m, RollMotion(
+            theta_min=float(p.get('roll_min', -0.5)), theta_max=float(p.get('roll_max', 0.5)),
+            period=float(p.get('roll_period', 1.0)),
+            p0=np.asarray(p.get('roll_center', [0.0, 0.0, 0.2]), float)))
+        for t in (0.0, 0.001):
+            r = ff.reference(t)
+            r.q.tolist()
+        return
     kind = p.get('profile', 'sinusoid' if mode == 'joint' else 'circle')
     if mode == 'joint':
         joints = list(p.get('joints', list(m.independent)))
@@ -214,65 +227,33 @@ def _trajectory_node(model, p, ctx):
         prof(t, order=4)
 
 
-# --------------------------------------------------------------------------- dynamics_node
-def _dynamics_node(model, p, ctx):
-    """dynamics_node: the law of the config (see ``_LAWS``)."""
+# --------------------------------------------------------------------------- controller_node
+def _controller_node(model, p, ctx):
+    """controller_node / dynamics_node: the config's law in the control loop (prepare, one
+    answered state, the safe command, cut wrenches of pidc)."""
+    import numpy as np
+    from .control.laws import make_law
+    from .control.loop import ControlLoop
+    m = model
     law = p.get('law', 'pidc')
-    _LAWS[law](model, p, ctx)
-
-
-def _law_inverse_dynamics(model, p, ctx):
-    """Laws 'pidc' / 'computed_torque' (DynamicsController): reference, compute, cut wrenches."""
-    import numpy as np
-    from .control import DynamicsController
-    m = model
+    kw = dict(kp=float(p.get('kp', 100.0)), kd=float(p.get('kd', 20.0)),
+              joints=[j for j in p.get('joints', []) if j] or None)
+    if law in ('pidc', 'computed_torque'):
+        kw.update(reference=p.get('reference', 'joint'), task_frame=p.get('task_frame', 'tool'),
+                  task_axes=list(p.get('task_axes', [0, 1, 2])))
+    obj = make_law(m, law, **kw)
+    obj.prepare()
+    loop = ControlLoop(obj, safe='hold')
     q, qd = _state(m, ctx)
-    reference = p.get('reference', 'joint')
-    ctrl = DynamicsController(m, law=p.get('law', 'pidc'), kp=float(p.get('kp', 100.0)),
-                              kd=float(p.get('kd', 20.0)),
-                              joints=list(p.get('joints', list(m.actuated))), reference=reference,
-                              task_frame=p.get('task_frame', 'tool'),
-                              task_axes=list(p.get('task_axes', [0, 1, 2])))
-    if reference == 'task':
-        x = ctrl.theta(q, np.zeros_like(q))[0]          # also the ~/hold service
-        axes = ctrl.task_axes
-        full = np.zeros(3)
-        full[axes] = x
-        zero = np.zeros(3)
-        ctrl.set_reference(full[axes], zero[axes], zero[axes], stamp=0.001)
-    else:
-        x = q[m.independent_indices] if ctrl.law == 'pidc' else q
-        k = len(ctrl.coords)
-        ctrl.set_reference(x.tolist(), [0.0] * k, [0.0] * k, names=list(ctrl.coords), stamp=0.001)
-    for stamp in (0.002, None):
-        out = ctrl.compute(q, qd, stamp=stamp)
-    if bool(p.get('publish_wrenches', True)) and m.loops:
-        ctrl.predicted_wrenches(q, qd, out.tau)
-
-
-def _law_d2_feedforward(model, p, ctx):
-    """Law 'd2_feedforward': 2nd-order recursive ID along the roll motion + PD."""
-    import numpy as np
-    from .control.d2_feedforward import D2Feedforward
-    from .pkm.gough_stewart import RollMotion
-    m = model
-    q, qd = _state(m, ctx)
-    roll = RollMotion(theta_min=float(p.get('roll_min', -0.5)),
-                      theta_max=float(p.get('roll_max', 0.5)),
-                      period=float(p.get('roll_period', 1.0)),
-                      p0=np.asarray(p.get('roll_center', [0.0, 0.0, 0.2]), float))
-    ff = D2Feedforward(m, roll, kp=float(p.get('kp', 2000.0)), kd=float(p.get('kd', 100.0)))
-    for t in (0.0, 0.001):
-        tau, ref, e, ed = ff(t, q, qd)
-        ref.q.tolist()
-
-
-def _law_numpy_only(model, p, ctx):
-    """Laws without compiled kernels (embedding_feedforward: u from ik_node + PD in numpy)."""
-
-
-_LAWS = {'pidc': _law_inverse_dynamics, 'computed_torque': _law_inverse_dynamics,
-         'd2_feedforward': _law_d2_feedforward, 'embedding_feedforward': _law_numpy_only}
+    x = obj.current_coordinates(q) if hasattr(obj, 'current_coordinates') else q[obj.cmd_idx]
+    k = len(obj.coords)
+    loop.set_reference(x, np.zeros(k), np.zeros(k), stamp=0.0)
+    if obj.needs_feedforward:
+        loop.set_feedforward(np.zeros(len(obj.joints)), stamp=0.0)
+    loop.set_state(list(m.joint_names), q.tolist(), qd.tolist(), 0.001, 0.001)
+    c = loop.update(0.001)
+    if c is not None and 'tau' in c.info and m.loops and bool(p.get('publish_wrenches', True)):
+        obj.predicted_wrenches(c.state, c.info['tau'])
 
 
 # --------------------------------------------------------------------------- ik_node
@@ -413,7 +394,8 @@ _NODES = {
     'sim_node': _sim_node,
     'kinematics_node': _kinematics_node,
     'trajectory_node': _trajectory_node,
-    'dynamics_node': _dynamics_node,
+    'dynamics_node': _controller_node,
+    'controller_node': _controller_node,
     'ik_node': _ik_node,
     'ip_controller': _ip_controller,
     'vdc_controller': _vdc_controller,

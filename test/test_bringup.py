@@ -114,7 +114,8 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     ld = ns['generate_launch_description']()
     args = {a.args[0]: a.kwargs for a in ld.args[0] if type(a).__name__ == 'DeclareLaunchArgument'}
     assert args['rviz']['choices'] == ['true', 'false']
-    assert args['timing']['choices'] == ['realtime', 'lockstep'] and args['timing']['default_value'] == 'realtime'
+    assert args['timing']['choices'] == ['realtime', 'lockstep']
+    assert args['timing']['default_value'] == load_bringup(robot).timing
     opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
     actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'true'})
     nodes = [a for a in actions if type(a).__name__ == 'Node']

@@ -54,6 +54,7 @@ FIRST_OUTPUT = {
     'kinematics_node': ('~/loop_residual', Float64MultiArray),
     'trajectory_node': ('reference/derivatives', Float64MultiArray),
     'dynamics_node': ('~/tracking_error', Float64MultiArray),
+    'controller_node': ('~/tracking_error', Float64MultiArray),
     'ik_node': ('~/diagnostics', Float64MultiArray),
     'ip_controller': ('~/diagnostics', Float64MultiArray),
     'vdc_controller': ('~/diagnostics', Float64MultiArray),
