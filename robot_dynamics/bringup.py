@@ -53,7 +53,13 @@ TIMING_PARAMS = {
         '*': {'use_sim_time': True},
     },
 }
-_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description'}
+_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description', 'nice'}
+# the control path (plant, reference, controllers) runs at a higher CPU priority in real time so
+# that other work on the machine (a CPU hog, the test runner) does not stall it (nice -10, as
+# ros2_control's controller manager asks for a real-time priority); ignored without permission
+CONTROL_PATH = ('sim_node', 'trajectory_node', 'ik_node', 'controller_node', 'dynamics_node',
+                'ip_controller', 'vdc_controller', 'sea_controller')
+REALTIME_NICE = -10
 
 
 class BringupError(RobotDynamicsError):
@@ -73,6 +79,7 @@ class NodeSpec:
     parameters: dict = field(default_factory=dict)
     remappings: dict = field(default_factory=dict)
     namespace: str = ''
+    nice: int = 0
 
     @property
     def module(self) -> str:
@@ -201,8 +208,12 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         if exe != 'sim_node':
             timing_p.update(tp['*'])
         params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **overrides.get(name, {})}
+        nice = nd.get('nice', REALTIME_NICE if (timing == 'realtime' and exe in CONTROL_PATH) else 0)
+        if not isinstance(nice, int) or isinstance(nice, bool) or not -20 <= nice <= 19:
+            raise BringupError(path, f'{key}.nice', f'must be an integer in -20..19, got {nice!r}')
         specs.append(NodeSpec(name=name, executable=exe, parameters=params,
-                              remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns))
+                              remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns,
+                              nice=nice))
     return Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path,
                    timing=timing)
 
@@ -245,7 +256,8 @@ def node_actions(robot: str, timing: str, rviz: bool):
     sim_time = b.timing == 'lockstep'
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],
-                    remappings=list(s.remappings.items()), output='screen') for s in b.nodes]
+                    remappings=list(s.remappings.items()), output='screen',
+                    **({'prefix': f'nice -n {s.nice}'} if s.nice else {})) for s in b.nodes]
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
                         name='robot_state_publisher',
                         parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],

@@ -19,6 +19,7 @@ keep their meaning) and empty ones (= the working directory) are dropped; relati
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,7 +93,8 @@ class Launcher:
                     par[key] = os.path.abspath(v)          # relative to the caller's directory
         with open(pf, 'w') as fh:
             yaml.safe_dump(params, fh)
-        return [self.python, *self.python_flags(), '-m', spec.module] + spec.ros_args(pf)
+        prefix = ['nice', '-n', str(spec.nice)] if spec.nice and shutil.which('nice') else []
+        return prefix + [self.python, *self.python_flags(), '-m', spec.module] + spec.ros_args(pf)
 
     def start(self):
         """Start every node in config order."""

@@ -99,9 +99,15 @@ def _hold_and_rejection_checks(launcher, probe, model, out):
     # node with a warning (the other malformed cases: test_joint_state_parser below)
     js_pub = probe.node.create_publisher(JointState, 'joint_states', QOS_STATE)
     names = list(model.joint_names)
-    js_pub.publish(JointState(name=[f'bogus{i}' for i in range(len(names))], position=[0.0] * len(names)))
-    probe.wait_for(lambda: '[dynamics_node]' in _warnings(out) and '[kinematics_node]' in _warnings(out),
-                   5.0, 'warnings about the rejected joint state from both nodes')
+    bogus = JointState(name=[f'bogus{i}' for i in range(len(names))], position=[0.0] * len(names))
+    # the new publisher must be matched by both nodes first (discovery is slow on a loaded
+    # machine); publish again while waiting (the nodes' warnings are throttled, not the check)
+    probe.wait_for(lambda: js_pub.get_subscription_count() >= 2, 10.0, 'bogus publisher matched')
+
+    def warned():
+        js_pub.publish(bogus)
+        return '[dynamics_node]' in _warnings(out) and '[kinematics_node]' in _warnings(out)
+    probe.wait_for(warned, 10.0, 'warnings about the rejected joint state from both nodes')
 
 
 def _warnings(out):

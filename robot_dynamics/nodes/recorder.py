@@ -33,10 +33,34 @@ class Recorder(Node):
                                  lambda m: self._pose(self.pose, m), deep)
         self.create_subscription(PoseStamped, 'reference/pose', lambda m: self._pose(self.ref, m), deep)
         self.create_subscription(Float64MultiArray, '/dynamics_node/tracking_error', self.on_err, deep)
+        self.topics = {}
+        self._deep = deep
+
+    def subscribe(self, key, msg_type, topic):
+        """Record any topic: ``self.topics[key]`` = [(arrival time.monotonic(), msg), ...].
+        ``msg_type``: a message class or its name ('JointState', 'Float64MultiArray', 'Float64',
+        'PointStamped')."""
+        if isinstance(msg_type, str):
+            from geometry_msgs.msg import PointStamped
+            from std_msgs.msg import Float64
+            msg_type = {'JointState': JointState, 'Float64MultiArray': Float64MultiArray,
+                        'Float64': Float64, 'PointStamped': PointStamped}[msg_type]
+        lst = self.topics.setdefault(key, [])
+
+        def cb(m):
+            with self.lock:
+                lst.append((time.monotonic(), m))
+        self.create_subscription(msg_type, topic, cb, self._deep)
+        return lst
+
+    def publisher(self, msg_type, topic):
+        """A publisher of this node (e.g. goals for a controller)."""
+        from robot_dynamics.nodes._common import QOS_COMMAND
+        return self.create_publisher(msg_type, topic, QOS_COMMAND)
 
     def on_js(self, m):
         with self.lock:
-            self.js.append((_t(m.header.stamp), list(m.name), np.array(m.position)))
+            self.js.append((_t(m.header.stamp), list(m.name), np.array(m.position), time.monotonic()))
 
     def _pose(self, lst, m):
         p = m.pose.position
