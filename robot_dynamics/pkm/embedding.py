@@ -654,14 +654,14 @@ class PKM:
         return scheme == 'compound'
 
     def _limb_solve(self, limb, target3, seed, scheme):
-        th = np.empty(limb.nq)
+        th = np.empty(limb.model.nq)
         inner = np.zeros(self.max_outer + 1, dtype=np.int64)
         sig = np.empty(1 + len(limb.loops))
         F = np.empty((len(limb.qi), limb.D.shape[1]))
         out = np.zeros(5)
         st = _K.limb_solve(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
-                           self._scheme(scheme), self.tol, self.max_outer, self.max_inner, th,
-                           inner, sig, F, out)
+                           self._scheme(scheme), float(self.tol), int(self.max_outer),
+                           int(self.max_inner), th, inner, sig, F, out)
         if st:
             self._raise(limb, st, int(out[0]), out[1], out[2], out[3])
         k = int(out[0])
@@ -678,11 +678,14 @@ class PKM:
     # ----------------------------------------------------------------- PKM IK
     def target3(self, x):
         x = np.asarray(x, float)
-        if x.shape != (self.ntask,) or not np.all(np.isfinite(x)):
+        if x.shape != (self.ntask,) or not np.isfinite(x).all():
             raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
                              f'got {x!r}')
         t = self.x_ref_full.copy()
-        t[[_COMP[c] for c in self.task]] = x
+        ti = self.__dict__.get('_tidx')
+        if ti is None:
+            ti = self._tidx = np.array([_COMP[c] for c in self.task], dtype=np.int64)
+        t[ti] = x
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
@@ -735,8 +738,9 @@ class PKM:
         """Global URDF vector (n,) from limb vectors (joint values or their derivatives)."""
         q = np.zeros(self.model.nq)
         for lb, th in zip(self.limbs, thetas):
-            m = lb.gidx >= 0
-            q[lb.gidx[m]] = th[m]
+            src, dst = lb.__dict__.get('_gmap') or lb.__dict__.setdefault(
+                '_gmap', (np.flatnonzero(lb.gidx >= 0), lb.gidx[lb.gidx >= 0]))
+            q[dst] = th[src]
         return q
 
     # ----------------------------------------------------------------- motion
@@ -766,9 +770,12 @@ class PKM:
         J_IK = np.empty((len(self.act_map), nt))
         for r, (li, j) in enumerate(self.act_map):
             J_IK[r] = H_l[li][j] @ F_l[li]
+        if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(J_IK).all():
+            cj = float(_K._cond(J_IK))          # s_max / s_min of the LAPACK SVD (np.linalg.cond)
+        else:
+            cj = float(np.linalg.cond(J_IK))
         return TaskMotion(th_l, thd_l, thdd_l, H_l, F_l, Lt_l, J_IK, self.global_q(th_l),
-                          self.global_q(thd_l), self.global_q(thdd_l), conds,
-                          float(np.linalg.cond(J_IK)))
+                          self.global_q(thd_l), self.global_q(thdd_l), conds, cj)
 
     # ----------------------------------------------------------------- dynamics
     def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
@@ -784,12 +791,10 @@ class PKM:
         Q = np.zeros(nt)
         b = np.zeros(nt)
         g = np.zeros(nt)
-        xdd_ = np.zeros(nt) if xdd is None else np.asarray(xdd, float)
+        xdd_ = np.zeros(nt) if xdd is None else np.ascontiguousarray(xdd, dtype=float)
         for li, lb in enumerate(self.limbs):
-            HF = mo.H[li] @ mo.F[li]
-            thdd0 = mo.thetadd[li] - HF @ xdd_
-            _K.limb_dynamics(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], thdd0, HF,
-                             Q, b, g, M_t)
+            _K.limb_dynamics_hf(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], mo.H[li],
+                                mo.F[li], xdd_, Q, b, g, M_t)
         W_ee = np.zeros(nt)
         if wrench is not None:
             w = np.asarray(wrench, float)
@@ -798,17 +803,22 @@ class PKM:
             lb = self.limbs[0]
             p, J, _, _ = self._terms(lb, mo.theta[0])
             W_ee = (J @ mo.H[0] @ mo.F[0]).T @ w
-        M_t = 0.5 * (M_t + M_t.T)
         J_IK = mo.J_IK
         cj = mo.cond_J_IK
         if not np.isfinite(cj) or cj > 1e12:
             raise SingularityError(f'J_IK is singular (cond {cj:.3g}): output singularity, the '
                                    f'actuator forces are undefined')
-        if J_IK.shape[0] == J_IK.shape[1]:
-            u = np.linalg.solve(J_IK.T, Q - W_ee)
-        else:                                   # redundant actuation: minimum norm
-            u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
-        ev = np.linalg.eigvalsh(M_t)
+        if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(M_t).all():
+            u = np.empty(J_IK.shape[0])
+            ev = np.empty(nt)
+            _K.task_finish(M_t, Q, W_ee, np.ascontiguousarray(J_IK, dtype=float), u, ev)
+        else:
+            M_t = 0.5 * (M_t + M_t.T)
+            if J_IK.shape[0] == J_IK.shape[1]:
+                u = np.linalg.solve(J_IK.T, Q - W_ee)
+            else:                                   # redundant actuation: minimum norm
+                u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
+            ev = np.linalg.eigvalsh(M_t)
         return TaskDynamics(u, M_t, b, g, b - g, W_ee, J_IK, mo, ev,
                             float(ev[-1] / ev[0]) if ev[0] > 0 else np.inf, cj)
 
@@ -916,3 +926,24 @@ class IKTracker:
         self.last = sol
         self.near_singular = max(sol.cond_F) > self.kappa_warn
         return sol, mo
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the constraint-embedding kernels with the
+    argument types used at run time (IK tracking step, velocity/acceleration IK, task
+    dynamics with and without an end-effector wrench, a seeded IK, one limb IK).
+    ``model``: a PKM :class:`~robot_dynamics.model.Model` (default ``urdf/irsbot2.urdf``)."""
+    if model is None:
+        from .. import data_path, load_model
+        model = load_model(data_path('urdf/irsbot2.urdf'))
+    pk = get_pkm(model)
+    tr = IKTracker(model)
+    z = np.zeros(pk.ntask)
+    sol, mo = tr.step(pk.x_ref, z, z)
+    pk.task_dynamics(sol, z, z, motion=mo)
+    pk.task_dynamics(sol, z, z, wrench=np.zeros(6), motion=mo)
+    pk.solve_ik(pk.x_ref, seed=sol.q)
+    lb = pk.limbs[0]
+    pk.limb_ik(lb, pk.target3(pk.x_ref), lb.ref)
+    pk._resolve(lb, lb.ref.copy())
+    return pk
