@@ -566,18 +566,18 @@ def limb_post(kp, th, target3, sig, F):
     A = np.empty((m, n))
     bias = np.empty(m)
     terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
-    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A)
+    d = kp[18].shape[0]
+    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, np.empty((n, d)),
+                         np.empty((d, d)))
 
 
 @njit(cache=_C)
-def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A):
-    """:func:`limb_post` with the terms (p, J, phi, A) at th given."""
+def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
+    """:func:`limb_post` with the terms (p, J, phi, A) at th given; fills H and L_t too."""
     LI = kp[7]
     n = th.shape[0]
     d = kp[18].shape[0]
     m = nrows(kp)
-    H = np.empty((n, d))
-    Lt = np.empty((d, d))
     dx = np.empty(d)
     sig[:] = np.nan
     for l in range(LI.shape[0]):
@@ -602,6 +602,17 @@ def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner
     """limb_ik + limb_post. out = [outer, task error, closure residual, inner residual,
     cond F]. Returns the status (5: L_t singular at the solution)."""
     n = seed.shape[0]
+    d = kp[18].shape[0]
+    return limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig,
+                         F, out, np.empty((n, d)), np.empty((d, d)))
+
+
+@njit(cache=_C)
+def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F,
+                  out, H, Lt):
+    """:func:`limb_solve` that also returns H (n, d) and L_t (d, d) at the solution (for
+    :func:`limb_motion_hl`: the position-level half of the velocity IK at the same th)."""
+    n = seed.shape[0]
     m = nrows(kp)
     p = np.empty(3)
     J = np.empty((6, n))
@@ -615,7 +626,7 @@ def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner
     if st != 0:
         return st
     # the buffers hold the terms at th (limb_ik returns right after evaluating them)
-    ok, c, tres, lres = _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A)
+    ok, c, tres, lres = _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt)
     out[1], out[2], out[4] = tres, lres, c
     return 0 if ok else 5
 
@@ -645,6 +656,35 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     D = kp[21]
     for c in range(D.shape[1]):
         F[:, c] = _lu_solve(LU, piv, np.ascontiguousarray(D[:, c]))
+    if not _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
+        return False, np.inf
+    return True, _cond(F)
+
+
+@njit(cache=_C)
+def limb_motion_hl(kp, th, xd, xdd, thd, thdd, H, F, Lt):
+    """:func:`limb_motion` with H, F and L_t at th given (from :func:`limb_solve_hl` at the
+    same th: identical numbers). Returns ok."""
+    LU, piv, s, ok = _lu(Lt)
+    if not ok:
+        return False
+    return _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv)
+
+
+@njit(cache=_C)
+def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
+    """Velocity-level half of :func:`limb_motion` (LU: factors of L_t)."""
+    n = th.shape[0]
+    d = kp[18].shape[0]
+    m = nrows(kp)
+    rows = kp[20]
+    D = kp[21]
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
     qd = np.empty(d)
     for i in range(d):
         acc = 0.0
@@ -659,7 +699,7 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     Hdqd = np.zeros(n)
     if m:
         if not hdot_qd(kp, A, bias, Hdqd):
-            return False, np.inf
+            return False
     ltd = np.empty(d)
     for i in range(d):
         s2 = acc0[rows[i]]
@@ -677,7 +717,7 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
         for c in range(d):
             s3 += H[i, c] * qdd[c]
         thdd[i] = s3
-    return True, _cond(F)
+    return True
 
 
 @njit(cache=_C)

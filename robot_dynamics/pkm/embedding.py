@@ -653,15 +653,17 @@ class PKM:
             raise InputError(f"scheme must be 'nested' or 'compound', got {scheme!r}")
         return scheme == 'compound'
 
-    def _limb_solve(self, limb, target3, seed, scheme):
-        th = np.empty(limb.model.nq)
+    def _limb_solve(self, limb, target3, seed, scheme, HL=None):
+        n, d = limb.model.nq, len(limb.qi)
+        th = np.empty(n)
         inner = np.zeros(self.max_outer + 1, dtype=np.int64)
         sig = np.empty(1 + len(limb.loops))
-        F = np.empty((len(limb.qi), limb.D.shape[1]))
+        F = np.empty((d, limb.D.shape[1]))
         out = np.zeros(5)
-        st = _K.limb_solve(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
-                           self._scheme(scheme), float(self.tol), int(self.max_outer),
-                           int(self.max_inner), th, inner, sig, F, out)
+        H, Lt = (np.empty((n, d)), np.empty((d, d))) if HL is None else HL
+        st = _K.limb_solve_hl(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
+                              self._scheme(scheme), float(self.tol), int(self.max_outer),
+                              int(self.max_inner), th, inner, sig, F, out, H, Lt)
         if st:
             self._raise(limb, st, int(out[0]), out[1], out[2], out[3])
         k = int(out[0])
@@ -713,8 +715,15 @@ class PKM:
             sig0 = [self._signature(lb, s) for lb, s in zip(self.limbs, seeds)]
         thetas, outer, inner, conds, sigs = [], [], [], [], []
         tres = lres = 0.0
-        for lb, s, sg in zip(self.limbs, seeds, sig0):
-            th, k, inn, sv, F, out = self._limb_solve(lb, t3, s, scheme)
+        cache = self.__dict__.setdefault('_pos_cache', {})
+        for li, (lb, s, sg) in enumerate(zip(self.limbs, seeds, sig0)):
+            n, d = lb.model.nq, len(lb.qi)
+            HL = (np.empty((n, d)), np.empty((d, d)))
+            cache.pop(li, None)
+            th, k, inn, sv, F, out = self._limb_solve(lb, t3, s, scheme, HL)
+            # H, F, L_t at the solution: task_motion at this theta reuses them (the position
+            # half of the velocity IK, identical numbers)
+            cache[li] = (th, th.tobytes(), HL[0], HL[1], F, float(out[4]))
             sig = self._sigdict(lb, sv)
             if check_branch:
                 flips = [n for n, v in sig.items() if sg.get(n, v) != v]
@@ -752,11 +761,19 @@ class PKM:
             raise InputError(f'xd and xdd must have shape ({self.ntask},)')
         th_l, thd_l, thdd_l, H_l, F_l, Lt_l, conds = [], [], [], [], [], [], []
         nt = self.ntask
-        for lb, th in zip(self.limbs, sol.theta):
-            n, d = lb.nq, len(lb.qi)
-            thd, thdd, H, F, Lt = np.empty(n), np.empty(n), np.empty((n, d)), np.empty((d, nt)), \
-                np.empty((d, d))
-            ok, c = _K.limb_motion(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
+        cache = self.__dict__.get('_pos_cache') or {}
+        for li, (lb, th) in enumerate(zip(self.limbs, sol.theta)):
+            n, d = lb.model.nq, len(lb.qi)
+            thd, thdd = np.empty(n), np.empty(n)
+            hit = cache.get(li)
+            if hit is not None and hit[0] is th and hit[1] == th.tobytes():
+                del cache[li]                   # used once: the arrays go to the TaskMotion
+                H, Lt, F, c = hit[2], hit[3], hit[4], hit[5]
+                ok = _K.limb_motion_hl(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
+            else:
+                H, F, Lt = np.empty((n, d)), np.empty((d, nt)), np.empty((d, d))
+                ok, c = _K.limb_motion(lb.kp, np.ascontiguousarray(th, dtype=float), xd, xdd,
+                                       thd, thdd, H, F, Lt)
             if not ok:
                 raise SingularityError(f"limb '{lb.name}': L_t or G_y is singular (input "
                                        f"singularity)")
@@ -939,8 +956,9 @@ def warmup(model=None):
     pk = get_pkm(model)
     tr = IKTracker(model)
     z = np.zeros(pk.ntask)
-    sol, mo = tr.step(pk.x_ref, z, z)
-    pk.task_dynamics(sol, z, z, motion=mo)
+    sol, mo = tr.step(pk.x_ref, z, z)           # limb_solve_hl, limb_motion_hl, _cond
+    pk.task_motion(sol, z, z)                    # the generic limb_motion (no cached H, F)
+    pk.task_dynamics(sol, z, z, motion=mo)       # limb_dynamics_hf, task_finish
     pk.task_dynamics(sol, z, z, wrench=np.zeros(6), motion=mo)
     pk.solve_ik(pk.x_ref, seed=sol.q)
     lb = pk.limbs[0]
