@@ -287,6 +287,9 @@ x, xd (ns,) strokes [m, m/s]; pa, pb (ns,) [Pa]; fp (ns,) piston forces [N]; u (
 (saturated) valve inputs [V]; events: tuple of strings (limit hits, toggle points)."""
 
 
+_Ev = namedtuple('Ev', 't kind message')
+
+
 class HydraulicPlant(Plant):
     """Hydraulic parallel-serial boom plant (see the module doc).
 
@@ -467,9 +470,31 @@ class HydraulicPlant(Plant):
     def qd(self):
         return full_q(self.st, self.qs, self.qds)[1]
 
+    def _full_q(self, qs, qds):
+        """:func:`~robot_dynamics.vdc.full_q` (q, qd) without the per-call name look-ups."""
+        m = self.model
+        lut = self.__dict__.get('_fq')
+        if lut is None:
+            lut = self._fq = [(k, s, m.joint_index(s.joint),
+                               m.joint_index(s.case_joint) if s.kind == 'revolute' else -1,
+                               m.joint_index(s.rod_joint) if s.kind == 'revolute' else -1)
+                              for k, s in enumerate(self.st.segments)]
+        Q, Qd = np.zeros(m.nq), np.zeros(m.nq)
+        for k, s, J, C, P in lut:
+            q, qd = float(qs[k]), float(qds[k])
+            Q[J], Qd[J] = q - s.offset, qd
+            if C >= 0:
+                L, L1 = s.L, s.L1
+                sn, co = math.sin(q), math.cos(q)
+                c = math.sqrt(L * L + L1 * L1 + 2 * L * L1 * co)
+                k1 = L1 * (L1 + L * co) / (c * c)
+                Q[C], Qd[C] = math.atan2(L1 * sn, L + L1 * co) - s.case_offset, k1 * qd
+                Q[P], Qd[P] = c - s.x0, (-L * L1 * sn / c) * qd
+        return Q, Qd
+
     def _info(self, events):
         ns = self.ns
-        Q, Qd, _ = full_q(self.st, self.qs, self.qds)
+        Q, Qd = self._full_q(self.X[:ns], self.X[ns:2 * ns])
         return HydraulicStepInfo(self.t, Q, Qd, self.aux[:, 0].copy(), self.aux[:, 1].copy(),
                                  self.pa, self.pb, self.aux[:, 2].copy(),
                                  np.clip(self.u, -self.hp.P[:, UMAX], self.hp.P[:, UMAX]), tuple(events))
@@ -479,6 +504,10 @@ class HydraulicPlant(Plant):
         if tau is None:
             return np.zeros(self.ns)
         t = np.asarray(tau, float).reshape(-1)
+        if t.shape == (self.ns,) and self.ns != self.model.nq and np.isfinite(t).all():
+            u = np.zeros(self.ns)
+            u[self.act_seg] = t
+            return u
         if t.shape == (self.model.nq,):
             t = t[self.model.actuated_indices]
         t = self.full_tau(t)[self.model.actuated_indices]
@@ -505,8 +534,7 @@ class HydraulicPlant(Plant):
         for k, n in enumerate(hp.names):
             if x[k] < 0 or x[k] > hp.P[k, STROKE]:
                 ev.append(f"cylinder '{n}' at its end stop (x = {x[k]:.4f} m)")
-        Ev = namedtuple('Ev', 't kind message')
-        events = tuple(Ev(self.t, 'hydraulic_limit', m) for m in ev)
+        events = tuple(_Ev(self.t, 'hydraulic_limit', m) for m in ev)
         self.events.extend(events)
         self.last = self._info(events)
         return self.last
@@ -523,3 +551,25 @@ def _factory(model, q0=None, dt=1e-3, **options):
 
 
 register_plant('hydraulic', _factory)
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the kernels of the hydraulic boom with the
+    argument types used at run time: the plant step (:func:`_rk4` and the recursion kernels of
+    :mod:`robot_dynamics.vdc`), the VDC controller step and the compiled task reference
+    (:func:`robot_dynamics.vdc._task_reference`). ``model``: default
+    ``urdf/hydraulic_boom.urdf``."""
+    from .control.vdc import TaskReference, VDCController, quintic_legs
+    if model is None:
+        from . import data_path, load_model
+        model = load_model(data_path('urdf/hydraulic_boom.urdf'))
+    pl = HydraulicPlant(model)
+    st = pl.st
+    q0 = pl.qs
+    ctrl = VDCController(st, pl.hp)
+    ref = np.array([q0, np.zeros(pl.ns), np.zeros(pl.ns)])
+    pl.step(ctrl.step(pl.qs, pl.qds, pl.pa, pl.pb, ref))
+    if pl.ns >= 1 and pl.ns <= 3:
+        axes = [0, 2, 1][:pl.ns]
+        p0 = st.tool_pose(q0)[1][axes]
+        TaskReference(st, lambda t: quintic_legs([p0, p0], [1.0], t), axes, q0)(0.5)

@@ -32,6 +32,7 @@ units of the minimal coordinates (N·m for angles, N for strokes).
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,7 +152,7 @@ def triangle_zeta(delta, L0, l0):
             f'c = {c!r} m outside the admissible (0, 2 L0) = (0, {2 * L0}) m, i.e. delta in '
             f'({-l0}, {2 * L0 - l0}) m; delta = {2 * L0 - l0} m is the dead centre (zeta\' -> inf)')
     s = 4.0 * L0 * L0 - c * c
-    return 2.0 * np.arcsin(c / (2.0 * L0)) - np.pi, 2.0 / np.sqrt(s), 2.0 * c * s ** -1.5
+    return 2.0 * math.asin(c / (2.0 * L0)) - math.pi, 2.0 / math.sqrt(s), 2.0 * c * s ** -1.5
 
 
 class TriangleLoopMap:
@@ -200,6 +201,10 @@ class TriangleLoopMap:
         if missing or not self.triangles:
             raise PartitioningError(f'{model.name}: loops {missing or "(none declared)"} have no '
                                     f'closed-form resolver; use NumericLoopMap')
+        self._ar = np.arange(len(self.idx))
+        self._rows = [[(t['apex'], t['apex_sign'])] + [(b, -0.5 * sg) for b, sg in
+                                                       zip(t['base'], t['base_signs'])]
+                      for t in self.triangles]
         dep = {t['apex'] for t in self.triangles} | {b for t in self.triangles for b in t['base']}
         free = set(range(model.nq)) - dep - set(self.idx.tolist())
         if free:
@@ -221,17 +226,16 @@ class TriangleLoopMap:
         G = np.zeros((n, k))
         H = np.zeros((n, k, k))
         q[self.idx] = theta
-        G[self.idx, np.arange(k)] = 1.0
-        for t in self.triangles:
-            d = theta[t['col']]
+        G[self.idx, self._ar] = 1.0
+        for t, rows in zip(self.triangles, self._rows):
+            c = t['col']
+            d = float(theta[c])
             try:
                 z, z1, z2 = triangle_zeta(d, t['L0'], t['l0'])
             except LoopMapDomainError as exc:
                 raise LoopMapDomainError(t['stroke_name'], exc.value, exc.bounds,
                                          f"joint '{t['stroke_name']}' ({t['name']}): {exc}") from None
-            c = t['col']
-            for j, sgn in [(t['apex'], t['apex_sign'])] + [(b, -0.5 * s) for b, s in
-                                                           zip(t['base'], t['base_signs'])]:
+            for j, sgn in rows:
                 q[j] = sgn * z
                 G[j, c] = sgn * z1
                 H[j, c, c] = sgn * z2
@@ -240,7 +244,7 @@ class TriangleLoopMap:
     def margin(self, theta):
         """Smallest distance [m] of a stroke to the dead centre ``2 L0 - l0`` (or to c = 0)."""
         theta = np.asarray(theta, float)
-        return min(min(2 * t['L0'] - t['l0'] - theta[t['col']], theta[t['col']] + t['l0'])
+        return min(min(2 * t['L0'] - t['l0'] - float(theta[t['col']]), float(theta[t['col']]) + t['l0'])
                    for t in self.triangles)
 
 
@@ -266,6 +270,10 @@ class NumericLoopMap:
                             dtype=np.int64)
         self.rank_tol, self.tol = rank_tol, tol
         self._last = model.reference_q()
+        self._free = np.ones(model.nq, dtype=np.bool_)
+        self._free[self.idx] = False
+        self._idx = np.ascontiguousarray(self.idx, dtype=np.int64)
+        self._margin = None                   # (theta, sigma_min) of the last evaluation
 
     def _solve_dep(self, A):
         Au = A[:, self.dep]
@@ -278,10 +286,42 @@ class NumericLoopMap:
         return lambda b: Vt[:r].T @ ((U[:, :r].T @ b) / s[:r])
 
     def evaluate(self, theta, q_guess=None):
+        """Compiled path (:func:`robot_dynamics._partitioning_kernels.numeric_loop_map`: Newton
+        assembly, A, the closure biases and the dependent-block SVD in one call); the reference
+        numpy route :meth:`evaluate_reference` handles the cases it does not (Newton failure:
+        least-squares fallback / :class:`~robot_dynamics.AssemblyError`; loop singularity)."""
+        from . import _partitioning_kernels as PK
+        from .projection import _eps, _kin_pack, _pack
+        theta = np.asarray(theta, float)
+        n, k = self.model.nq, len(self.idx)
+        guess = self._last.copy() if q_guess is None else np.array(q_guess, float)
+        if guess.shape != (n,) or theta.shape != (k,):
+            return self.evaluate_reference(theta, q_guess)
+        guess[self.idx] = theta
+        if not np.all(np.isfinite(guess)):
+            return self.evaluate_reference(theta, q_guess)
+        G = np.empty((n, k))
+        H = np.empty((n, k, k))
+        nd = len(self.dep)
+        s = np.zeros(min(self.model.nconstraints, nd))
+        q = guess.copy()
+        st, _ = PK.numeric_loop_map(*_kin_pack(_pack(self.model)), q, self._free, self._idx,
+                                    self.dep, float(self.tol), 50, _eps(None),
+                                    float(self.rank_tol), G, H, s)
+        if st != 0 or nd == 0:
+            return self.evaluate_reference(theta, q_guess)
+        self._last = q.copy()
+        self._margin = (theta.copy(), float(s[nd - 1]))
+        return LoopMapResult(q, G, H)
+
+    def evaluate_reference(self, theta, q_guess=None):
+        """The numpy route of :meth:`evaluate` (seed 002 :func:`~robot_dynamics.assemble`,
+        :func:`~robot_dynamics.constraint_terms`); the tests compare both."""
         from .constraints import constraint_terms
         from .projection import assemble
         theta = np.asarray(theta, float)
         n, k = self.model.nq, len(self.idx)
+        self._margin = None
         guess = self._last.copy() if q_guess is None else np.array(q_guess, float)
         guess[self.idx] = theta
         q = assemble(self.model, q_guess=guess, fixed=list(self.independent), tol=self.tol).q
@@ -307,7 +347,14 @@ class NumericLoopMap:
     def margin(self, theta):
         """Smallest singular value of the dependent block of A at theta (0 = singular)."""
         from .constraints import constraint_terms
+        theta = np.asarray(theta, float)
+        c = self._margin
+        if c is not None and c[0].shape == theta.shape and np.array_equal(c[0], theta):
+            return c[1]                  # evaluated at this theta: Newton would not move q
         q = self.evaluate(theta).q
+        c = self._margin
+        if c is not None and np.array_equal(c[0], theta):
+            return c[1]
         return float(np.linalg.svd(constraint_terms(self.model, q).A[:, self.dep],
                                    compute_uv=False)[len(self.dep) - 1])
 
@@ -463,6 +510,24 @@ class PartitionedModel:
             if b.joint >= 0:
                 s[m.support[b.joint]] = True
             self._sup.append(s)
+        # packed constants of the compiled evaluation (_partitioning_kernels.partition_terms)
+        nb = len(self.bodies)
+        bsup = -np.ones((nb, n), dtype=np.int64)
+        for b_i, s in enumerate(self._sup):
+            f = np.flatnonzero(s)
+            bsup[b_i, :len(f)] = f
+        self._kpack = (
+            m._par, m._geo, np.ascontiguousarray(m.screw_local, dtype=float),
+            np.array([b.joint for b in self.bodies], dtype=np.int64).reshape(nb),
+            np.array([b.R for b in self.bodies], dtype=float).reshape(nb, 3, 3),
+            np.array([b.p for b in self.bodies], dtype=float).reshape(nb, 3),
+            np.array(self._Ml, dtype=float).reshape(nb, 6, 6),
+            np.array([b.mass for b in self.bodies], dtype=float).reshape(nb),
+            np.array([b.com for b in self.bodies], dtype=float).reshape(nb, 3),
+            bsup, np.ascontiguousarray(self.gravity, dtype=float))
+        self._names = self.body_names()
+        self._sel_all = len(self.sel) == len(self.all_coords) and \
+            np.array_equal(self.sel, np.arange(len(self.all_coords)))
 
     @property
     def coords(self):
@@ -548,6 +613,8 @@ class PartitionedModel:
 
     def full_theta(self, theta):
         """Full minimal coordinates (all, locked ones at their lock value) from the active ones."""
+        if not self.locked:
+            return np.array(theta, float).reshape(len(self.all_coords))
         th = np.empty(len(self.all_coords))
         for c, v in self.locked.items():
             th[self.all_coords.index(c)] = v
@@ -604,6 +671,36 @@ class PartitionedModel:
         ``q_guess``: full tree configuration used to warm-start a numeric loop map.
         Raises :class:`LoopMapDomainError` outside the loop map's admissible range.
         """
+        theta = np.asarray(theta, float).reshape(-1)
+        if theta.shape != (self.k,) or not np.isfinite(theta).all():
+            raise InputError(f'theta must be {self.k} finite values ({self.free}), got {theta}')
+        lm = self.loop_map.evaluate(self.full_theta(theta), q_guess)
+        if self._sel_all:
+            G, H = lm.G, lm.H
+        else:
+            G = np.ascontiguousarray(lm.G[:, self.sel])
+            H = np.ascontiguousarray(lm.H[:, self.sel][:, :, self.sel])
+        return self._terms_compiled(theta, lm.q, G, H)
+
+    def _terms_compiled(self, theta, q, G, H):
+        from ._partitioning_kernels import partition_terms
+        nb, k = len(self.bodies), self.k
+        R = np.empty((nb, 3, 3))
+        p = np.empty((nb, 3))
+        J = np.empty((nb, 6, k))
+        dJ = np.empty((nb, 6, k, k))
+        Gi = np.empty((nb, k, k))
+        Gam = np.empty((k, k))
+        dG = np.empty((k, k, k))
+        Qg = np.empty(k)
+        V = partition_terms(*self._kpack, np.ascontiguousarray(q, dtype=float),
+                            np.ascontiguousarray(G, dtype=float),
+                            np.ascontiguousarray(H, dtype=float), R, p, J, dJ, Gi, Gam, dG, Qg)
+        return PartitionTerms(theta, q, G, H, J, dJ, Gi, Gam, dG, Qg, V, R, p, list(self._names))
+
+    def terms_reference(self, theta, q_guess=None):
+        """The numpy route of :meth:`terms` (tree Jacobians and einsum contractions), kept as
+        the readable reference the tests compare the compiled evaluation with."""
         theta = np.asarray(theta, float).reshape(-1)
         if theta.shape != (self.k,) or not np.all(np.isfinite(theta)):
             raise InputError(f'theta must be {self.k} finite values ({self.free}), got {theta}')
@@ -686,3 +783,22 @@ def model_with_body(model, frame, mass, com=(0, 0, 0), inertia_com=None):
     mass_a, com_a, in_a = model.mass.copy(), model.com.copy(), model.inertia_com.copy()
     mass_a[j], com_a[j], in_a[j] = mt, ct, shift(m1, c1, I1) + shift(mass, c2, I2)
     return dataclasses.replace(model, mass=mass_a, com=com_a, inertia_com=in_a)
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) every kernel of the partitioning layer with the
+    argument types used at run time: :func:`~robot_dynamics._partitioning_kernels.partition_terms`,
+    :func:`~robot_dynamics._partitioning_kernels.numeric_loop_map` (only if the model has loops)
+    and :func:`~robot_dynamics._partitioning_kernels.ip_law` (both laws). ``model``: a
+    :class:`~robot_dynamics.model.Model` (default ``urdf/series_parallel_3dof.urdf``)."""
+    from .control.inertia_partitioning import IPController
+    if model is None:
+        from . import data_path, load_model
+        model = load_model(data_path('urdf/series_parallel_3dof.urdf'))
+    kinds = ['auto'] + (['numeric'] if model.loops else [])
+    for kind in kinds:
+        pm = PartitionedModel(model, kind)
+        th = pm.theta_of(model.reference_q())
+        z = np.zeros(pm.k)
+        for law in ('paper', 'pdplus'):
+            IPController(pm, law).compute(th, z, th, z, z)

@@ -206,6 +206,21 @@ def _uf(R, r, F, out):
 
 
 @njit(cache=True)
+def _mm3(A, B, out):
+    """out = A @ B (3, 3) without a BLAS call (out must not alias A or B)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
+
+
+@njit(cache=True)
+def _pmv3(p, A, v, out):
+    """out = p + A @ v (3,) without a BLAS call (out may alias p, not v)."""
+    for i in range(3):
+        out[i] = p[i] + (A[i, 0] * v[0] + A[i, 1] * v[1] + A[i, 2] * v[2])
+
+
+@njit(cache=True)
 def _rz(a, R):
     c, s = math.cos(a), math.sin(a)
     R[:, :] = 0.0
@@ -276,8 +291,8 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _ut(R, r, Vdc, Vd[k, 1])
             _dut(Rd, R, r, rd, Vc, Vd[k, 1])
             Vd[k, 1, 5] += qddu[k]
-            Rw[k, 1] = Rc @ R
-            pw[k, 1] = pc + Rc @ r
+            _mm3(Rc, R, Rw[k, 1])
+            _pmv3(pc, Rc, r, pw[k, 1])
             # B3: R = Rz(q1), r = 0
             _rz(q1, R)
             _rzd(q1, q1dm, Rd)
@@ -287,7 +302,7 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _ut(R, r, Vdc, Vd[k, 2])
             _dut(Rd, R, r, rd, Vc, Vd[k, 2])
             Vd[k, 2, 5] += q1ddu
-            Rw[k, 2] = Rc @ R
+            _mm3(Rc, R, Rw[k, 2])
             pw[k, 2] = pc
             # B4: R = I, r = (c - lc, 0, 0), rd = (cd, 0, 0)
             r[0] = c - lc
@@ -298,13 +313,13 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _dut(Z3, Id, r, rd, V[k, 2], Vd[k, 3])
             Vd[k, 3, 0] += xddu
             Rw[k, 3] = Rw[k, 2]
-            pw[k, 3] = pc + Rw[k, 2] @ r
+            _pmv3(pc, Rw[k, 2], r, pw[k, 3])
             # T (slot 5): from B1, R = I, r = (L1, 0, 0)
             r[0] = L1
             _ut(Id, r, V[k, 1], V[k, 5])
             _ut(Id, r, Vd[k, 1], Vd[k, 5])
             Rw[k, 5] = Rw[k, 1]
-            pw[k, 5] = pw[k, 1] + Rw[k, 1] @ r
+            _pmv3(pw[k, 1], Rw[k, 1], r, pw[k, 5])
         else:
             for i in range(12):
                 clo[k, i] = 0.0
@@ -320,7 +335,7 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _dut(Z3, Id, r, rd, Vc, Vd[k, 1])
             Vd[k, 1, 0] += qddu[k]
             Rw[k, 1] = Rc
-            pw[k, 1] = pc + Rc @ r
+            _pmv3(pc, Rc, r, pw[k, 1])
             V[k, 2, :] = 0.0
             V[k, 3, :] = 0.0
             Vd[k, 2, :] = 0.0
@@ -336,14 +351,14 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
         # E (slot 4): constant pose in T (revolute) / B5 (prismatic)
         _ut(RE[k], rE[k], V[k, 5], V[k, 4])
         _ut(RE[k], rE[k], Vd[k, 5], Vd[k, 4])
-        Rw[k, 4] = Rw[k, 5] @ RE[k]
+        _mm3(Rw[k, 5], RE[k], Rw[k, 4])
         for i in range(3):
             tmp[i] = rE[k, i]
-        pw[k, 4] = pw[k, 5] + Rw[k, 5] @ tmp
-        Vc = V[k, 4].copy()
-        Vdc = Vd[k, 4].copy()
-        Rc = Rw[k, 4].copy()
-        pc = pw[k, 4].copy()
+        _pmv3(pw[k, 5], Rw[k, 5], tmp, pw[k, 4])
+        Vc[:] = V[k, 4]
+        Vdc[:] = Vd[k, 4]
+        Rc[:, :] = Rw[k, 4]
+        pc[:] = pw[k, 4]
 
 
 @njit(cache=True)
@@ -355,6 +370,12 @@ def _body_wrenches(Mb, mb, cb, Ib, Kb, g, V, Vd, Vm, Rw, use_gain, Fs):
     ns = Mb.shape[0]
     W = np.zeros((3, 3))
     C = np.zeros((3, 3))
+    WC = np.empty((3, 3))
+    CW = np.empty((3, 3))
+    CWC = np.empty((3, 3))
+    WI = np.empty((3, 3))
+    IW = np.empty((3, 3))
+    Cmat = np.empty((6, 6))
     gl = np.zeros(3)
     for k in range(ns):
         for a in range(4):
@@ -377,12 +398,17 @@ def _body_wrenches(Mb, mb, cb, Ib, Kb, g, V, Vd, Vm, Rw, use_gain, Fs):
             C[0, 1], C[0, 2], C[1, 0], C[1, 2], C[2, 0], C[2, 1] = -c[2], c[1], c[2], -c[0], -c[1], c[0]
             v = V[k, a, 0:3]
             om = V[k, a, 3:6]
-            WC = W @ C
-            Cmat = np.zeros((6, 6))
-            Cmat[0:3, 0:3] = m * W
-            Cmat[0:3, 3:6] = -m * WC
-            Cmat[3:6, 0:3] = m * (C @ W)
-            Cmat[3:6, 3:6] = W @ Ib[k, a] + Ib[k, a] @ W - m * (C @ WC)
+            _mm3(W, C, WC)
+            _mm3(C, W, CW)
+            _mm3(C, WC, CWC)
+            _mm3(W, Ib[k, a], WI)
+            _mm3(Ib[k, a], W, IW)
+            for i in range(3):
+                for j in range(3):
+                    Cmat[i, j] = m * W[i, j]
+                    Cmat[i, 3 + j] = -m * WC[i, j]
+                    Cmat[3 + i, j] = m * CW[i, j]
+                    Cmat[3 + i, 3 + j] = WI[i, j] + IW[i, j] - m * CWC[i, j]
             for i in range(6):
                 acc = 0.0
                 for j in range(3):
@@ -453,6 +479,75 @@ def _bwd(kind, geo, RE, rE, q, clo, Fs, FD, fc, FBc, FE, eps):
                 FBc[k, i] = Fs[k, 0, i] + t6[i]
         Fn = FBc[k].copy()
     return bad
+
+
+@njit(cache=True)
+def _tool_point(kind, geo, RE, rE, Rc1, pc1, axes, q, qd, V, Vd, Rw, pw, clo, p, J, acc):
+    """World tool position p (d,), Jacobian J (d, ns) and Jd qd (d,) on the task ``axes`` at
+    (q, qd): the forward recursion at (q, qd) and once per column with the unit rate (the
+    arithmetic of :meth:`robot_dynamics.control.vdc.TaskReference.tool_point`)."""
+    ns = kind.shape[0]
+    d = axes.shape[0]
+    z = np.zeros(ns)
+    z6 = np.zeros(6)
+    _fwd(kind, geo, RE, rE, Rc1, pc1, q, qd, qd, z, z6, z6, V, Vd, Rw, pw, clo)
+    R = Rw[ns - 1, 4].copy()
+    Vt = V[ns - 1, 4]
+    a3 = np.empty(3)
+    a3[0] = Vd[ns - 1, 4, 0] + (Vt[4] * Vt[2] - Vt[5] * Vt[1])
+    a3[1] = Vd[ns - 1, 4, 1] + (Vt[5] * Vt[0] - Vt[3] * Vt[2])
+    a3[2] = Vd[ns - 1, 4, 2] + (Vt[3] * Vt[1] - Vt[4] * Vt[0])
+    for i in range(d):
+        ax = axes[i]
+        p[i] = pw[ns - 1, 4, ax]
+        acc[i] = R[ax, 0] * a3[0] + R[ax, 1] * a3[1] + R[ax, 2] * a3[2]
+    e = np.zeros(ns)
+    for j in range(ns):
+        e[:] = 0.0
+        e[j] = 1.0
+        _fwd(kind, geo, RE, rE, Rc1, pc1, q, z, e, z, z6, z6, V, Vd, Rw, pw, clo)
+        for i in range(d):
+            ax = axes[i]
+            J[i, j] = (R[ax, 0] * V[ns - 1, 4, 0] + R[ax, 1] * V[ns - 1, 4, 1]
+                       + R[ax, 2] * V[ns - 1, 4, 2])
+
+
+@njit(cache=True)
+def _task_reference(kind, geo, RE, rE, Rc1, pc1, axes, q0, P, tol, it, out):
+    """Newton IK of the tool point P[0] from q0 (the steps of TaskReference.ik), then
+    qd = J^-1 P[1], qdd = J^-1 (P[2] - Jd qd) into out (3, ns). Returns False if the IK did
+    not converge in ``it`` iterations (out untouched)."""
+    ns = kind.shape[0]
+    d = axes.shape[0]
+    V = np.zeros((ns, 6, 6))
+    Vd = np.zeros((ns, 6, 6))
+    Rw = np.zeros((ns, 6, 3, 3))
+    pw = np.zeros((ns, 6, 3))
+    clo = np.zeros((ns, 12))
+    p = np.empty(d)
+    J = np.empty((d, ns))
+    acc = np.empty(d)
+    z = np.zeros(ns)
+    q = q0.copy()
+    ok = False
+    for _ in range(it):
+        _tool_point(kind, geo, RE, rE, Rc1, pc1, axes, q, z, V, Vd, Rw, pw, clo, p, J, acc)
+        dq = np.linalg.solve(J, P[0] - p)
+        q = q + dq
+        if np.abs(dq).max() < tol:
+            ok = True
+            break
+    if not ok:
+        return False
+    _tool_point(kind, geo, RE, rE, Rc1, pc1, axes, q, z, V, Vd, Rw, pw, clo, p, J, acc)
+    qd = np.linalg.solve(J, P[1])
+    _tool_point(kind, geo, RE, rE, Rc1, pc1, axes, q, qd, V, Vd, Rw, pw, clo, p, J, acc)
+    qdd = np.linalg.solve(J, P[2] - acc)
+    for k in range(ns):
+        out[0, k] = q[k]
+        out[1, k] = qd[k]
+        out[2, k] = qdd[k]
+    return True
 
 
 @njit(cache=True)

@@ -260,3 +260,33 @@ def test_spec_errors():
     pk = E.get_pkm(rd.load_model(urdf))
     x = pk.x_ref + [0.05, 0.02]
     assert np.allclose(pa.solve_ik(x).q, pk.solve_ik(x).q, atol=1e-9)
+
+
+@pytest.mark.parametrize('compound', [False, True])
+def test_limb_solve_reuses_terms_exactly(irs, compound):
+    """limb_solve reuses the terms of the converged loop closure / of the solution: the same
+    iterates and outputs, bit for bit, as limb_ik followed by limb_post (which re-evaluates
+    the terms), along T1 for both limbs and both schemes."""
+    from robot_dynamics.pkm import _embedding_kernels as K
+    pk = E.get_pkm(irs)
+    seeds = [lb.ref.copy() for lb in pk.limbs]
+    for t in np.arange(1, 40) * 5e-3:
+        t3 = pk.target3(I.trajectory(t)[0])
+        for li, lb in enumerate(pk.limbs):
+            n, d = lb.nq, len(lb.qi)
+            th1, th2 = np.empty(n), np.empty(n)
+            in1, in2 = np.zeros(pk.max_outer + 1, np.int64), np.zeros(pk.max_outer + 1, np.int64)
+            s1, s2 = np.empty(1 + len(lb.loops)), np.empty(1 + len(lb.loops))
+            F1, F2 = np.empty((d, lb.D.shape[1])), np.empty((d, lb.D.shape[1]))
+            out = np.zeros(5)
+            st = K.limb_solve(lb.kp, t3, seeds[li], compound, pk.tol, pk.max_outer,
+                              pk.max_inner, th1, in1, s1, F1, out)
+            r = K.limb_ik(lb.kp, t3, seeds[li], compound, pk.tol, pk.max_outer, pk.max_inner,
+                          th2, in2)
+            ok, c, tres, lres = K.limb_post(lb.kp, th2, t3, s2, F2)
+            assert st == 0 and r[0] == 0 and ok
+            assert np.array_equal(th1, th2) and np.array_equal(in1, in2)
+            assert np.array_equal(s1, s2, equal_nan=True) and np.array_equal(F1, F2)
+            assert out[0] == r[1] and out[3] == r[4]
+            assert (out[1], out[2], out[4]) == (tres, lres, c)
+            seeds[li] = th1

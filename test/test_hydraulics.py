@@ -223,3 +223,31 @@ def test_telescopic_structure_closed_loop():
     errs = np.array(errs)
     assert errs[1000:].max() < 5e-3, errs[1000:].max(0)
     assert np.all(pl.pa > PR) and np.all(pl.pb < PS)
+
+
+def test_compiled_task_reference_and_step_info_equal_numpy_routes(boom):
+    """TaskReference.__call__ (one compiled call) = its numpy route (tool_point / ik /
+    np.linalg.solve); the plant's step info (q, qd) = vdc.full_q; the plant accepts the
+    actuated efforts and the full vector alike."""
+    m, st, hp = boom
+    pl = HydraulicPlant(m)
+    q0 = pl.qs
+    p0 = st.tool_pose(q0)[1][[0, 2]]
+    pts = [p0, (2.07152, 0.39253), (2.47152, 0.39253), (2.47152, 0.09253), (2.07152, 0.09253)]
+    a = TaskReference(st, lambda t: quintic_legs(pts, [2.0] * 4, t), (0, 2), q0)
+    b = TaskReference(st, lambda t: quintic_legs(pts, [2.0] * 4, t), (0, 2), q0)
+    for t in np.linspace(0.0, 8.5, 60):
+        ra, rb = a(t), b.reference(t)
+        assert np.abs(ra - rb).max() < 1e-12 * max(1.0, np.abs(rb).max())
+        assert np.abs(a.q - b.q).max() < 1e-14
+    u = np.array([0.3, -0.2])
+    full = np.zeros(m.nq)
+    full[m.actuated_indices] = u
+    pl2 = HydraulicPlant(m)
+    for _ in range(5):
+        i1, i2 = pl.step(u), pl2.step(full)
+        Q, Qd, _ = full_q(st, pl.qs, pl.qds)
+        assert np.array_equal(i1.q, Q) and np.array_equal(i1.qd, Qd)
+        assert np.array_equal(i1.q, i2.q) and np.array_equal(pl.X, pl2.X)
+    with pytest.raises(rd.InputError):
+        pl.step(np.array([np.nan, 0.0]))

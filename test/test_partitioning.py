@@ -330,3 +330,82 @@ def test_lock_dof_is_selection(paper):
         pm.lock({'base_phi': 0.0, 'cylinder_delta': 0.1})
     pm.unlock()
     assert pm.k == 3
+
+
+# ----------------------------------------------------------------------------- compiled paths
+@pytest.fixture(scope='module')
+def full_numeric(model):
+    """The series-parallel arm forced onto the numeric (Newton) loop map."""
+    return PartitionedModel(model, 'numeric')
+
+
+def test_numeric_path_equals_closed_form_path(model, full, full_numeric):
+    """Gamma, dGamma, Qg, the Jacobians and the controller torques of the compiled numeric
+    loop map equal those of the closed-form triangle to ~1e-9 (both laws)."""
+    from robot_dynamics.control.inertia_partitioning import IPController
+    assert isinstance(full_numeric.loop_map, NumericLoopMap)
+    assert isinstance(full.loop_map, TriangleLoopMap)
+    ctrl = {(law, k): IPController(pm, law) for law in ('paper', 'pdplus')
+            for k, pm in (('cf', full), ('num', full_numeric))}
+    for th, thd, thdd in _states(8, 21):
+        a, b = full.terms(th), full_numeric.terms(th)
+        for f in ('q', 'G', 'H', 'J', 'dJ', 'Gamma_i', 'Gamma', 'dGamma', 'Qg', 'R', 'p'):
+            x, y = getattr(a, f), getattr(b, f)
+            assert np.abs(x - y).max() < 1e-9 * max(1, np.abs(x).max()), f
+        assert b.potential == pytest.approx(a.potential, rel=1e-12, abs=1e-9)
+        assert np.abs(rd.loop_residual(model, b.q)).max() < 1e-12
+        th_d = th + 0.01
+        for law in ('paper', 'pdplus'):
+            o1 = ctrl[law, 'cf'].compute(th, thd, th_d, thd * 0.9, thdd)
+            o2 = ctrl[law, 'num'].compute(th, thd, th_d, thd * 0.9, thdd)
+            assert np.abs(o1.Q - o2.Q).max() < 1e-9 * max(1, np.abs(o1.Q).max())
+            for f in ('V', 'Vdot', 'lyapunov_margin', 'cond'):
+                assert getattr(o2, f) == pytest.approx(getattr(o1, f), rel=1e-9, abs=1e-9), f
+
+
+def test_numeric_path_inverse_dynamics_equals_projection_method(model, full_numeric):
+    """test_inverse_dynamics_equals_projection_method on the numeric loop map."""
+    worst = 0.0
+    for th, thd, thdd in _states(10, 9):
+        t = full_numeric.terms(th)
+        tau = full_numeric.inverse_dynamics(th, thd, thdd)
+        r = rd.projected_inverse_dynamics(model, t.q, t.G @ thd, thdd)
+        worst = max(worst, np.abs(tau - r.tau_actuated).max() / max(1, np.abs(tau).max()))
+        qdd = t.G @ thdd + np.einsum('nab,a,b->n', t.H, thd, thd)
+        tau_open = t.G.T @ rd.rnea(model, t.q, t.G @ thd, qdd)
+        assert np.abs(tau - tau_open).max() < 1e-9 * max(1, np.abs(tau).max())
+    assert worst < 1e-9, worst
+
+
+@pytest.mark.parametrize('kind', ['closed_form', 'numeric'])
+def test_compiled_terms_equal_numpy_reference(model, kind):
+    """The compiled PartitionedModel.terms (and the compiled numeric loop map) equal the numpy
+    reference routes, with and without neglected bodies, a payload and a locked coordinate."""
+    pm = PartitionedModel(model, kind, neglect_bodies=NEG)
+    cases = [pm]
+    pl = pm.copy()
+    pl.add_payload(3.0, np.diag([0.01, 0.02, 0.03]), com=(0.05, 0.01, 0))
+    cases.append(pl)
+    lk = pl.copy()
+    lk.lock({'shoulder_theta': 0.3})
+    cases.append(lk)
+    for c in cases:
+        for th, _, _ in _states(4, 22):
+            th = th[c.sel]
+            a, b = c.terms(th), c.terms_reference(th)
+            for f in ('q', 'G', 'H', 'J', 'dJ', 'Gamma_i', 'Gamma', 'dGamma', 'Qg', 'R', 'p'):
+                x, y = getattr(a, f), getattr(b, f)
+                assert np.abs(x - y).max() < 1e-12 * max(1, np.abs(y).max()), f
+            assert a.potential == pytest.approx(b.potential, rel=1e-13, abs=1e-12)
+    if kind == 'numeric':
+        lm = pm.loop_map
+        for th, _, _ in _states(4, 23):
+            a = lm.evaluate(th)
+            sa = lm.margin(th)                         # cached from the evaluation
+            b = lm.evaluate_reference(th)
+            sb = np.linalg.svd(rd.constraint_terms(model, b.q).A[:, lm.dep],
+                               compute_uv=False)[len(lm.dep) - 1]     # numpy route
+            assert np.abs(a.q - b.q).max() < 1e-14
+            assert np.abs(a.G - b.G).max() < 1e-12
+            assert np.abs(a.H - b.H).max() < 1e-12 * max(1, np.abs(b.H).max())
+            assert sa == pytest.approx(sb, rel=1e-12)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._partitioning_kernels import ip_law
 from ..errors import InputError
 from ..partitioning import PartitionedModel, christoffel
 from ..trajectories import DecayingOffset
@@ -158,27 +159,26 @@ class IPController:
     def compute(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None, q_guess=None):
         """One control step; all arrays (k,) in the active coordinates ``pm.coords``."""
         k = self.pm.k
-        arr = [np.asarray(x, float).reshape(-1) for x in (theta, thd, theta_d, thd_d, thdd_d)]
+        arr = [np.ascontiguousarray(x, dtype=float).reshape(-1)
+               for x in (theta, thd, theta_d, thd_d, thdd_d)]
         for nm, x in zip(('theta', 'thd', 'theta_d', 'thd_d', 'thdd_d'), arr):
-            if x.shape != (k,) or not np.all(np.isfinite(x)):
+            if x.shape != (k,) or not np.isfinite(x).all():
                 raise InputError(f'{nm} must be {k} finite values ({self.pm.coords}), got {x}')
         theta, thd, theta_d, thd_d, thdd_d = arr
-        Qext = np.zeros(k) if Q_ext is None else np.asarray(Q_ext, float).reshape(k)
+        Qext = np.zeros(k) if Q_ext is None else np.ascontiguousarray(Q_ext, dtype=float).reshape(k)
         t = self.pm.terms(theta, q_guess)
-        Gdot = t.Gamma_dot(thd)
-        C = christoffel(t.dGamma, thd) if self.law == 'pdplus' else None
         e, ed = theta - theta_d, thd - thd_d
-        mods = self.modules
-        Q = np.array([mod(self.law, t, Gdot, C, e, ed, thd_d, thdd_d, Qext) for mod in mods])
-        kp = np.array([m.kp for m in mods])
-        kv = np.array([m.kv for m in mods])
-        if self.law == 'pdplus':
-            S = np.diag(kv)
-        else:
-            S = vdot_paper_matrix(t.dGamma, thd_d, kv)
-        ev = np.linalg.eigvalsh(t.Gamma)
-        return IPOutput(Q, e, ed, lyapunov(t.Gamma, kp, e, ed), float(-ed @ S @ ed),
-                        float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]), float(ev[-1] / ev[0]),
+        # the rows of every DofModule (module j = row j of the law) in one compiled call,
+        # the same arithmetic as DofModule.__call__ / vector_law
+        coords = self.pm.coords
+        g = self.gains
+        kp = np.array([g[c]['kp'] for c in coords])
+        kv = np.array([g[c]['kv'] for c in coords])
+        Q = np.empty(k)
+        out = np.empty(4)
+        ip_law(self.law == 'paper', t.Gamma, t.dGamma, t.Qg, thd, e, ed, thd_d, thdd_d, Qext,
+               kp, kv, Q, out)
+        return IPOutput(Q, e, ed, float(out[0]), float(out[1]), float(out[2]), float(out[3]),
                         float(self.pm.loop_map.margin(self.pm.full_theta(theta))), t)
 
     def vector_law(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None):

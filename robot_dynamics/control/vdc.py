@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..hydraulics import A_A, A_B, UMAX, _volumes, friction, valve_inverse
-from ..vdc import _body_wrenches, _bwd, _fwd
+from ..vdc import _body_wrenches, _bwd, _fwd, _task_reference
 
 
 class VDCController:
@@ -174,6 +174,7 @@ class TaskReference:
         if len(self.axes) != structure.ns:
             raise InputError('TaskReference needs one task axis per segment')
         self.q = np.asarray(q_guess, float).copy()
+        self._axes = np.array(self.axes, dtype=np.int64)
 
     def tool_point(self, q, qd=None):
         """World tool position p (d,), Jacobian (d, ns) and Jd qd (d,) at (q, qd)."""
@@ -207,6 +208,26 @@ class TaskReference:
 
     def __call__(self, t):
         P = self.path(t)
+        st = self.st
+        d = len(self.axes)
+        if d != st.ns:
+            return self.reference(t, P)
+        Pa = np.ascontiguousarray(P, dtype=float)
+        if Pa.ndim != 2 or Pa.shape[0] < 3 or Pa.shape[1] != d or \
+                not np.isfinite(Pa[:3]).all():
+            return self.reference(t, P)
+        out = np.empty((3, st.ns))
+        # the steps of ik() + the J^-1 maps below, in one compiled call (same arithmetic)
+        if not _task_reference(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, self._axes,
+                               np.ascontiguousarray(self.q, dtype=float), Pa[:3], 1e-12, 30,
+                               out):
+            raise InputError(f'IK did not converge for tool point {P[0]}')
+        self.q = out[0].copy()
+        return out
+
+    def reference(self, t, P=None):
+        """The numpy route of :meth:`__call__` (tool_point, ik and np.linalg.solve)."""
+        P = self.path(t) if P is None else P
         q = self.ik(P[0])
         _, J, _ = self.tool_point(q)
         qd = np.linalg.solve(J, P[1])

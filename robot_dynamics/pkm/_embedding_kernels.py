@@ -23,7 +23,8 @@ not converge, 4 singular G_y.
 import numpy as np
 from numba import njit
 
-from .._kernels import _crba_one, _rnea_one, world_kinematics
+from .._kernels import _crba_one, _rnea_one
+from .._projection_kernels import _world_kin
 
 _C = True
 
@@ -115,22 +116,72 @@ def _absmax(x):
 
 # --------------------------------------------------------------------------- kinematics
 @njit(cache=_C)
+def _cross_to(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=_C)
+def _mv_to(R, v, out):
+    out[0] = R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2]
+    out[1] = R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2]
+    out[2] = R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2]
+
+
+@njit(cache=_C)
 def _fstate(kp, f, Rw, pw, W, Vo, Al, Ao, vel):
     """World (R, p, w, v, alpha, a) of packed frame f."""
+    R = np.empty((3, 3))
+    p = np.empty(3)
+    w = np.empty(3)
+    v = np.empty(3)
+    al = np.empty(3)
+    ac = np.empty(3)
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    t3 = np.empty(3)
+    _fstate_to(kp, f, Rw, pw, W, Vo, Al, Ao, vel, R, p, w, v, al, ac, t1, t2, t3)
+    return R, p, w, v, al, ac
+
+
+@njit(cache=_C)
+def _fstate_to(kp, f, Rw, pw, W, Vo, Al, Ao, vel, R, p, w, v, al, ac, r, wr, t):
+    """:func:`_fstate` into caller buffers (r, wr, t: scratch (3,))."""
     j = kp[4][f]
     Ro, po = kp[5][f], kp[6][f]
-    z = np.zeros(3)
     if j < 0:
-        return Ro.copy(), po.copy(), z, z, z, z
+        for a in range(3):
+            for b in range(3):
+                R[a, b] = Ro[a, b]
+            p[a] = po[a]
+            w[a] = 0.0
+            v[a] = 0.0
+            al[a] = 0.0
+            ac[a] = 0.0
+        return
     Rj = Rw[j]
-    r = _mv(Rj, po)
-    R = Rj @ Ro
-    p = pw[j] + r
-    w, al = W[j].copy(), Al[j].copy()
+    _mv_to(Rj, po, r)
+    for a in range(3):
+        for b in range(3):
+            R[a, b] = Rj[a, 0] * Ro[0, b] + Rj[a, 1] * Ro[1, b] + Rj[a, 2] * Ro[2, b]
+        p[a] = pw[j, a] + r[a]
+        w[a] = W[j, a]
+        al[a] = Al[j, a]
     if not vel:
-        return R, p, w, Vo[j].copy(), al, Ao[j].copy()
-    wr = _cross(w, r)
-    return R, p, w, Vo[j] + wr, al, Ao[j] + _cross(al, r) + _cross(w, wr)
+        for a in range(3):
+            v[a] = Vo[j, a]
+            ac[a] = Ao[j, a]
+        return
+    _cross_to(w, r, wr)
+    for a in range(3):
+        v[a] = Vo[j, a] + wr[a]
+    _cross_to(al, r, t)
+    for a in range(3):
+        ac[a] = Ao[j, a] + t[a]
+    _cross_to(w, wr, t)
+    for a in range(3):
+        ac[a] = ac[a] + t[a]
 
 
 @njit(cache=_C)
@@ -140,10 +191,11 @@ def _jac(kp, j, p, pw, ax, J):
     k = j
     while k >= 0:
         if geo[k, 15] == 0.0:
-            d = p - pw[k]
-            c = _cross(ax[k], d)
+            d0, d1, d2 = p[0] - pw[k, 0], p[1] - pw[k, 1], p[2] - pw[k, 2]
+            J[0, k] = ax[k, 1] * d2 - ax[k, 2] * d1
+            J[1, k] = ax[k, 2] * d0 - ax[k, 0] * d2
+            J[2, k] = ax[k, 0] * d1 - ax[k, 1] * d0
             for a in range(3):
-                J[a, k] = c[a]
                 J[3 + a, k] = ax[k, a]
         else:
             for a in range(3):
@@ -168,62 +220,91 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
     n = th.shape[0]
     Rw = np.empty((n, 3, 3))
     pw = np.empty((n, 3))
-    W = np.zeros((n, 3))
-    Vo = np.zeros((n, 3))
-    Al = np.zeros((n, 3))
-    Ao = np.zeros((n, 3))
-    world_kinematics(par, geo, th, thd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
+    W = np.empty((n, 3))
+    Vo = np.empty((n, 3))
+    Al = np.empty((n, 3))
+    Ao = np.empty((n, 3))
+    _world_kin(par, geo, th, thd, Rw, pw, W, Vo, Al, Ao)     # qdd = 0, allocation-free
     ax = np.empty((n, 3))
     for i in range(n):
         for a in range(3):
             ax[i, a] = Rw[i, a, 0] * geo[i, 12] + Rw[i, a, 1] * geo[i, 13] + Rw[i, a, 2] * geo[i, 14]
-    R0, p0, w0, v0, al0, a0 = _fstate(kp, 0, Rw, pw, W, Vo, Al, Ao, vel)
+    S = np.empty((15, 3))            # frame states and scratch (no per-row allocation)
+    Ra = np.empty((3, 3))
+    Rb = np.empty((3, 3))
+    pa, wa, va, ala, aa = S[0], S[1], S[2], S[3], S[4]
+    pb, wb, vb, alb, ab = S[5], S[6], S[7], S[8], S[9]
+    t1, t2, t3 = S[10], S[11], S[12]
+    nw, ww = S[13], S[14]
+    c3 = np.empty(3)
+    nd = np.empty(3)
+    ndd = np.empty(3)
+    d = np.empty(3)
+    wd = np.empty(3)
+    udd = np.empty(3)
+    wdd = np.empty(3)
+    _fstate_to(kp, 0, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa, t1, t2, t3)
     for a in range(3):
-        p[a] = p0[a]
+        p[a] = pa[a]
     J[:, :] = 0.0
-    _jac(kp, kp[4][0], p0, pw, ax, J)
+    _jac(kp, kp[4][0], pa, pw, ax, J)
     if vel:
         for a in range(3):
-            acc0[a] = a0[a]
-            acc0[3 + a] = al0[a]
+            acc0[a] = aa[a]
+            acc0[3 + a] = ala[a]
     LI, LD, LR = kp[7], kp[8], kp[9]
     Ja = np.empty((6, n))
     Jb = np.empty((6, n))
     for l in range(LI.shape[0]):
         npos, nrot, r = LI[l, 0], LI[l, 1], LI[l, 2]
-        Ra, pa, wa, va, ala, aa = _fstate(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel)
-        Rb, pb, wb, vb, alb, ab = _fstate(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel)
+        _fstate_to(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa,
+                   t1, t2, t3)
+        _fstate_to(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Rb, pb, wb, vb, alb, ab,
+                   t1, t2, t3)
         Ja[:, :] = 0.0
         Jb[:, :] = 0.0
         _jac(kp, kp[4][1 + 2 * l], pa, pw, ax, Ja)
         _jac(kp, kp[4][2 + 2 * l], pb, pw, ax, Jb)
-        d = pb - pa
+        for a in range(3):
+            d[a] = pb[a] - pa[a]
         for i in range(npos):
-            nw = _mv(Ra, LD[l, i])
+            _mv_to(Ra, LD[l, i], nw)
             phi[r] = _dot(nw, d)
-            nd_ = _cross(nw, d)
+            _cross_to(nw, d, c3)
             for c in range(n):
                 A[r, c] = (nw[0] * (Jb[0, c] - Ja[0, c]) + nw[1] * (Jb[1, c] - Ja[1, c])
                            + nw[2] * (Jb[2, c] - Ja[2, c])
-                           + nd_[0] * Ja[3, c] + nd_[1] * Ja[4, c] + nd_[2] * Ja[5, c])
+                           + c3[0] * Ja[3, c] + c3[1] * Ja[4, c] + c3[2] * Ja[5, c])
             if vel:
-                nd = _cross(wa, nw)
-                ndd = _cross(ala, nw) + _cross(wa, nd)
-                bias[r] = _dot(ndd, d) + 2.0 * _dot(nd, vb - va) + _dot(nw, ab - aa)
+                _cross_to(wa, nw, nd)
+                _cross_to(ala, nw, t1)
+                _cross_to(wa, nd, t2)
+                for a in range(3):
+                    ndd[a] = t1[a] + t2[a]
+                    t3[a] = vb[a] - va[a]
+                    c3[a] = ab[a] - aa[a]
+                bias[r] = _dot(ndd, d) + 2.0 * _dot(nd, t3) + _dot(nw, c3)
             r += 1
         for i in range(nrot):
-            uw = _mv(Ra, LR[l, i, 0])
-            ww = _mv(Rb, LR[l, i, 1])
-            phi[r] = _dot(uw, ww)
-            cw = _cross(uw, ww)
+            _mv_to(Ra, LR[l, i, 0], nw)              # u (world)
+            _mv_to(Rb, LR[l, i, 1], ww)
+            phi[r] = _dot(nw, ww)
+            _cross_to(nw, ww, c3)
             for c in range(n):
-                A[r, c] = (cw[0] * (Ja[3, c] - Jb[3, c]) + cw[1] * (Ja[4, c] - Jb[4, c])
-                           + cw[2] * (Ja[5, c] - Jb[5, c]))
+                A[r, c] = (c3[0] * (Ja[3, c] - Jb[3, c]) + c3[1] * (Ja[4, c] - Jb[4, c])
+                           + c3[2] * (Ja[5, c] - Jb[5, c]))
             if vel:
-                ud, wd = _cross(wa, uw), _cross(wb, ww)
-                udd = _cross(ala, uw) + _cross(wa, ud)
-                wdd = _cross(alb, ww) + _cross(wb, wd)
-                bias[r] = _dot(udd, ww) + 2.0 * _dot(ud, wd) + _dot(uw, wdd)
+                _cross_to(wa, nw, nd)                # ud
+                _cross_to(wb, ww, wd)
+                _cross_to(ala, nw, t1)
+                _cross_to(wa, nd, t2)
+                for a in range(3):
+                    udd[a] = t1[a] + t2[a]
+                _cross_to(alb, ww, t1)
+                _cross_to(wb, wd, t2)
+                for a in range(3):
+                    wdd[a] = t1[a] + t2[a]
+                bias[r] = _dot(udd, ww) + 2.0 * _dot(nd, wd) + _dot(nw, wdd)
             r += 1
 
 
@@ -317,15 +398,6 @@ def _linear(kp, th):
 def resolve(kp, th, tol, kmax):
     """Close every loop of the limb at fixed independent joints (reconstructed Alg. 2), in
     place. Returns (status, iterations, residual)."""
-    LI, LY, LS, Ltol = kp[7], kp[10], kp[12], kp[16]
-    _linear(kp, th)
-    nl = LI.shape[0]
-    anyn = False
-    for l in range(nl):
-        if LI[l, 3] == 0:
-            anyn = True
-    if not anyn:
-        return 0, 0, 0.0
     n = th.shape[0]
     m = nrows(kp)
     p = np.empty(3)
@@ -334,6 +406,24 @@ def resolve(kp, th, tol, kmax):
     phi = np.empty(m)
     A = np.empty((m, n))
     bias = np.empty(m)
+    st, its, res, fresh = _resolve_ws(kp, th, tol, kmax, p, J, acc0, phi, A, bias)
+    return st, its, res
+
+
+@njit(cache=_C)
+def _resolve_ws(kp, th, tol, kmax, p, J, acc0, phi, A, bias):
+    """:func:`resolve` on caller buffers. The 4th value is True when the buffers hold
+    ``terms`` at the returned th (the converged iterate), so the caller need not recompute."""
+    LI, LY, LS, Ltol = kp[7], kp[10], kp[12], kp[16]
+    _linear(kp, th)
+    nl = LI.shape[0]
+    anyn = False
+    for l in range(nl):
+        if LI[l, 3] == 0:
+            anyn = True
+    if not anyn:
+        return 0, 0, 0.0, False
+    n = th.shape[0]
     z = np.zeros(n)
     for k in range(kmax + 1):
         terms(kp, th, z, False, p, J, acc0, phi, A, bias)
@@ -347,7 +437,7 @@ def resolve(kp, th, tol, kmax):
                 done = False
                 LU, piv, s, ok = _lu(_gy(kp, l, A))
                 if not ok:
-                    return 4, k, _absmax(phi)
+                    return 4, k, _absmax(phi), False
                 rhs = np.empty(ny)
                 for a in range(ny):
                     rhs[a] = phi[LS[l, a]]
@@ -355,8 +445,8 @@ def resolve(kp, th, tol, kmax):
                 for a in range(ny):
                     th[LY[l, a]] -= x[a]
         if done:
-            return 0, k, _absmax(phi)
-    return 3, kmax, _absmax(phi)
+            return 0, k, _absmax(phi), True
+    return 3, kmax, _absmax(phi), False
 
 
 @njit(cache=_C)
@@ -364,6 +454,24 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
     """IK of one limb (nested Alg. 1 + inner Newton, or compound Alg. 3 with eq. 33), from
     ``seed`` into ``th``; ``inner[k]`` = inner iterations of outer step k.
     Returns (status, outer iterations, task error, closure residual, inner residual)."""
+    n = seed.shape[0]
+    m = nrows(kp)
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    return _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner,
+                       p, J, acc0, phi, A, bias)
+
+
+@njit(cache=_C)
+def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner,
+                p, J, acc0, phi, A, bias):
+    """:func:`limb_ik` on caller buffers; on success they hold ``terms`` at the solution.
+    The terms of the converged inner loop closure are those of the next outer iterate (the
+    same th): they are reused instead of evaluated twice (identical numbers)."""
     LI, LY, LQ, LS = kp[7], kp[10], kp[11], kp[12]
     qi, qcol, rows = kp[18], kp[19], kp[20]
     n = seed.shape[0]
@@ -371,19 +479,16 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
     m = nrows(kp)
     for i in range(n):
         th[i] = seed[i]
-    p = np.empty(3)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
     H = np.empty((n, d))
     Lt = np.empty((d, d))
     dx = np.empty(d)
     z = np.zeros(n)
     dxm, gmax = np.inf, np.inf
+    fresh = False
     for k in range(max_outer + 1):
-        terms(kp, th, z, False, p, J, acc0, phi, A, bias)
+        if not fresh:
+            terms(kp, th, z, False, p, J, acc0, phi, A, bias)
+        fresh = False
         for i in range(d):
             dx[i] = target3[rows[i]] - p[rows[i]]           # corrected sign (erratum 1)
         dxm = _absmax(dx)
@@ -405,7 +510,7 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
                 for c in range(d):
                     s2 += H[i, c] * dq[c]
                 th[i] += s2                                  # predictor on the tangent space
-            st, its, res = resolve(kp, th, tol, max_inner)
+            st, its, res, fresh = _resolve_ws(kp, th, tol, max_inner, p, J, acc0, phi, A, bias)
             if st != 0:
                 return st, k, dxm, gmax, res
             inner[k] = its
@@ -452,9 +557,7 @@ def limb_post(kp, th, target3, sig, F):
     """At a limb solution: branch signature sig (1 + nL,) = sign det L_t, sign det G_y per
     Newton loop (NaN otherwise), F = L_t^-1 D_t. Returns (ok, cond F, task error,
     closure residual)."""
-    LI = kp[7]
     n = th.shape[0]
-    d = kp[18].shape[0]
     m = nrows(kp)
     p = np.empty(3)
     J = np.empty((6, n))
@@ -462,10 +565,20 @@ def limb_post(kp, th, target3, sig, F):
     phi = np.empty(m)
     A = np.empty((m, n))
     bias = np.empty(m)
-    H = np.empty((n, d))
-    Lt = np.empty((d, d))
-    dx = np.empty(d)
     terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
+    d = kp[18].shape[0]
+    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, np.empty((n, d)),
+                         np.empty((d, d)))
+
+
+@njit(cache=_C)
+def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
+    """:func:`limb_post` with the terms (p, J, phi, A) at th given; fills H and L_t too."""
+    LI = kp[7]
+    n = th.shape[0]
+    d = kp[18].shape[0]
+    m = nrows(kp)
+    dx = np.empty(d)
     sig[:] = np.nan
     for l in range(LI.shape[0]):
         if LI[l, 3] == 0:
@@ -488,12 +601,32 @@ def limb_post(kp, th, target3, sig, F):
 def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F, out):
     """limb_ik + limb_post. out = [outer, task error, closure residual, inner residual,
     cond F]. Returns the status (5: L_t singular at the solution)."""
-    st, k, dxm, gmax, res = limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner,
-                                    th, inner)
+    n = seed.shape[0]
+    d = kp[18].shape[0]
+    return limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig,
+                         F, out, np.empty((n, d)), np.empty((d, d)))
+
+
+@njit(cache=_C)
+def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F,
+                  out, H, Lt):
+    """:func:`limb_solve` that also returns H (n, d) and L_t (d, d) at the solution (for
+    :func:`limb_motion_hl`: the position-level half of the velocity IK at the same th)."""
+    n = seed.shape[0]
+    m = nrows(kp)
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    st, k, dxm, gmax, res = _limb_ik_ws(kp, target3, seed, compound, tol, max_outer,
+                                        max_inner, th, inner, p, J, acc0, phi, A, bias)
     out[0], out[1], out[2], out[3] = k, dxm, gmax, res
     if st != 0:
         return st
-    ok, c, tres, lres = limb_post(kp, th, target3, sig, F)
+    # the buffers hold the terms at th (limb_ik returns right after evaluating them)
+    ok, c, tres, lres = _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt)
     out[1], out[2], out[4] = tres, lres, c
     return 0 if ok else 5
 
@@ -523,7 +656,41 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     D = kp[21]
     for c in range(D.shape[1]):
         F[:, c] = _lu_solve(LU, piv, np.ascontiguousarray(D[:, c]))
-    qd = F @ xd
+    if not _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
+        return False, np.inf
+    return True, _cond(F)
+
+
+@njit(cache=_C)
+def limb_motion_hl(kp, th, xd, xdd, thd, thdd, H, F, Lt):
+    """:func:`limb_motion` with H, F and L_t at th given (from :func:`limb_solve_hl` at the
+    same th: identical numbers). Returns ok."""
+    LU, piv, s, ok = _lu(Lt)
+    if not ok:
+        return False
+    return _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv)
+
+
+@njit(cache=_C)
+def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
+    """Velocity-level half of :func:`limb_motion` (LU: factors of L_t)."""
+    n = th.shape[0]
+    d = kp[18].shape[0]
+    m = nrows(kp)
+    rows = kp[20]
+    D = kp[21]
+    p = np.empty(3)
+    J = np.empty((6, n))
+    acc0 = np.empty(6)
+    phi = np.empty(m)
+    A = np.empty((m, n))
+    bias = np.empty(m)
+    qd = np.empty(d)
+    for i in range(d):
+        acc = 0.0
+        for c in range(D.shape[1]):
+            acc += F[i, c] * xd[c]
+        qd[i] = acc
     for i in range(n):
         thd[i] = 0.0
         for c in range(d):
@@ -532,20 +699,25 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     Hdqd = np.zeros(n)
     if m:
         if not hdot_qd(kp, A, bias, Hdqd):
-            return False, np.inf
+            return False
     ltd = np.empty(d)
     for i in range(d):
         s2 = acc0[rows[i]]
         for k in range(n):
             s2 += J[rows[i], k] * Hdqd[k]
         ltd[i] = s2                                   # P_t (Jdot H + J Hdot) qd
-    qdd = F @ xdd - _lu_solve(LU, piv, ltd)           # corrected eq. (29)
+    qdd = _lu_solve(LU, piv, ltd)
+    for i in range(d):
+        acc = 0.0
+        for c in range(D.shape[1]):
+            acc += F[i, c] * xdd[c]
+        qdd[i] = acc - qdd[i]                         # corrected eq. (29)
     for i in range(n):
         s3 = Hdqd[i]
         for c in range(d):
             s3 += H[i, c] * qdd[c]
         thdd[i] = s3
-    return True, _cond(F)
+    return True
 
 
 @njit(cache=_C)
@@ -583,5 +755,65 @@ def limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt):
     hc = np.empty((n, 3))
     Ic = np.empty((n, 3, 3))
     _crba_one(par, geo, ine, th, R, pp, mc, hc, Ic, M)
-    MH = M @ HF
-    Mt += HF.T @ MH
+    MH = np.empty((n, nt))
+    for i in range(n):
+        for c in range(nt):
+            acc = 0.0
+            for k in range(n):
+                acc += M[i, k] * HF[k, c]
+            MH[i, c] = acc
+    for a in range(nt):
+        for c in range(nt):
+            acc = 0.0
+            for k in range(n):
+                acc += HF[k, a] * MH[k, c]
+            Mt[a, c] += acc
+
+
+@njit(cache=_C)
+def limb_dynamics_hf(kp, th, thd, thdd, H, F, xdd, Q, b, g, Mt):
+    """:func:`limb_dynamics` with ``HF = H F`` and ``thdd0 = thdd - HF xdd`` formed here."""
+    n, d = H.shape
+    nt = F.shape[1]
+    HF = np.empty((n, nt))
+    for i in range(n):
+        for c in range(nt):
+            acc = 0.0
+            for k in range(d):
+                acc += H[i, k] * F[k, c]
+            HF[i, c] = acc
+    thdd0 = np.empty(n)
+    for i in range(n):
+        acc = 0.0
+        for c in range(nt):
+            acc += HF[i, c] * xdd[c]
+        thdd0[i] = thdd[i] - acc
+    limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt)
+
+
+@njit(cache=_C)
+def task_finish(Mt, Q, W, JIK, u, ev):
+    """Symmetrises M_t in place, u = J_IK^-T (Q - W) (square J_IK, LAPACK gesv as numpy),
+    ev = eigenvalues of M_t (ascending, LAPACK syevd as numpy)."""
+    nt = Mt.shape[0]
+    S = np.empty((nt, nt))
+    for a in range(nt):
+        for c in range(nt):
+            S[a, c] = 0.5 * (Mt[a, c] + Mt[c, a])
+    for a in range(nt):
+        for c in range(nt):
+            Mt[a, c] = S[a, c]
+    na = JIK.shape[0]
+    JT = np.empty((nt, na))
+    for a in range(na):
+        for c in range(nt):
+            JT[c, a] = JIK[a, c]
+    r = np.empty(nt)
+    for a in range(nt):
+        r[a] = Q[a] - W[a]
+    x = np.linalg.solve(JT, r)
+    for a in range(na):
+        u[a] = x[a]
+    e = np.linalg.eigvalsh(S)
+    for a in range(nt):
+        ev[a] = e[a]

@@ -653,15 +653,17 @@ class PKM:
             raise InputError(f"scheme must be 'nested' or 'compound', got {scheme!r}")
         return scheme == 'compound'
 
-    def _limb_solve(self, limb, target3, seed, scheme):
-        th = np.empty(limb.nq)
+    def _limb_solve(self, limb, target3, seed, scheme, HL=None):
+        n, d = limb.model.nq, len(limb.qi)
+        th = np.empty(n)
         inner = np.zeros(self.max_outer + 1, dtype=np.int64)
         sig = np.empty(1 + len(limb.loops))
-        F = np.empty((len(limb.qi), limb.D.shape[1]))
+        F = np.empty((d, limb.D.shape[1]))
         out = np.zeros(5)
-        st = _K.limb_solve(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
-                           self._scheme(scheme), self.tol, self.max_outer, self.max_inner, th,
-                           inner, sig, F, out)
+        H, Lt = (np.empty((n, d)), np.empty((d, d))) if HL is None else HL
+        st = _K.limb_solve_hl(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
+                              self._scheme(scheme), float(self.tol), int(self.max_outer),
+                              int(self.max_inner), th, inner, sig, F, out, H, Lt)
         if st:
             self._raise(limb, st, int(out[0]), out[1], out[2], out[3])
         k = int(out[0])
@@ -678,11 +680,14 @@ class PKM:
     # ----------------------------------------------------------------- PKM IK
     def target3(self, x):
         x = np.asarray(x, float)
-        if x.shape != (self.ntask,) or not np.all(np.isfinite(x)):
+        if x.shape != (self.ntask,) or not np.isfinite(x).all():
             raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
                              f'got {x!r}')
         t = self.x_ref_full.copy()
-        t[[_COMP[c] for c in self.task]] = x
+        ti = self.__dict__.get('_tidx')
+        if ti is None:
+            ti = self._tidx = np.array([_COMP[c] for c in self.task], dtype=np.int64)
+        t[ti] = x
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
@@ -710,8 +715,15 @@ class PKM:
             sig0 = [self._signature(lb, s) for lb, s in zip(self.limbs, seeds)]
         thetas, outer, inner, conds, sigs = [], [], [], [], []
         tres = lres = 0.0
-        for lb, s, sg in zip(self.limbs, seeds, sig0):
-            th, k, inn, sv, F, out = self._limb_solve(lb, t3, s, scheme)
+        cache = self.__dict__.setdefault('_pos_cache', {})
+        for li, (lb, s, sg) in enumerate(zip(self.limbs, seeds, sig0)):
+            n, d = lb.model.nq, len(lb.qi)
+            HL = (np.empty((n, d)), np.empty((d, d)))
+            cache.pop(li, None)
+            th, k, inn, sv, F, out = self._limb_solve(lb, t3, s, scheme, HL)
+            # H, F, L_t at the solution: task_motion at this theta reuses them (the position
+            # half of the velocity IK, identical numbers)
+            cache[li] = (th, th.tobytes(), HL[0], HL[1], F, float(out[4]))
             sig = self._sigdict(lb, sv)
             if check_branch:
                 flips = [n for n, v in sig.items() if sg.get(n, v) != v]
@@ -735,8 +747,9 @@ class PKM:
         """Global URDF vector (n,) from limb vectors (joint values or their derivatives)."""
         q = np.zeros(self.model.nq)
         for lb, th in zip(self.limbs, thetas):
-            m = lb.gidx >= 0
-            q[lb.gidx[m]] = th[m]
+            src, dst = lb.__dict__.get('_gmap') or lb.__dict__.setdefault(
+                '_gmap', (np.flatnonzero(lb.gidx >= 0), lb.gidx[lb.gidx >= 0]))
+            q[dst] = th[src]
         return q
 
     # ----------------------------------------------------------------- motion
@@ -748,11 +761,19 @@ class PKM:
             raise InputError(f'xd and xdd must have shape ({self.ntask},)')
         th_l, thd_l, thdd_l, H_l, F_l, Lt_l, conds = [], [], [], [], [], [], []
         nt = self.ntask
-        for lb, th in zip(self.limbs, sol.theta):
-            n, d = lb.nq, len(lb.qi)
-            thd, thdd, H, F, Lt = np.empty(n), np.empty(n), np.empty((n, d)), np.empty((d, nt)), \
-                np.empty((d, d))
-            ok, c = _K.limb_motion(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
+        cache = self.__dict__.get('_pos_cache') or {}
+        for li, (lb, th) in enumerate(zip(self.limbs, sol.theta)):
+            n, d = lb.model.nq, len(lb.qi)
+            thd, thdd = np.empty(n), np.empty(n)
+            hit = cache.get(li)
+            if hit is not None and hit[0] is th and hit[1] == th.tobytes():
+                del cache[li]                   # used once: the arrays go to the TaskMotion
+                H, Lt, F, c = hit[2], hit[3], hit[4], hit[5]
+                ok = _K.limb_motion_hl(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
+            else:
+                H, F, Lt = np.empty((n, d)), np.empty((d, nt)), np.empty((d, d))
+                ok, c = _K.limb_motion(lb.kp, np.ascontiguousarray(th, dtype=float), xd, xdd,
+                                       thd, thdd, H, F, Lt)
             if not ok:
                 raise SingularityError(f"limb '{lb.name}': L_t or G_y is singular (input "
                                        f"singularity)")
@@ -766,9 +787,12 @@ class PKM:
         J_IK = np.empty((len(self.act_map), nt))
         for r, (li, j) in enumerate(self.act_map):
             J_IK[r] = H_l[li][j] @ F_l[li]
+        if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(J_IK).all():
+            cj = float(_K._cond(J_IK))          # s_max / s_min of the LAPACK SVD (np.linalg.cond)
+        else:
+            cj = float(np.linalg.cond(J_IK))
         return TaskMotion(th_l, thd_l, thdd_l, H_l, F_l, Lt_l, J_IK, self.global_q(th_l),
-                          self.global_q(thd_l), self.global_q(thdd_l), conds,
-                          float(np.linalg.cond(J_IK)))
+                          self.global_q(thd_l), self.global_q(thdd_l), conds, cj)
 
     # ----------------------------------------------------------------- dynamics
     def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
@@ -784,12 +808,10 @@ class PKM:
         Q = np.zeros(nt)
         b = np.zeros(nt)
         g = np.zeros(nt)
-        xdd_ = np.zeros(nt) if xdd is None else np.asarray(xdd, float)
+        xdd_ = np.zeros(nt) if xdd is None else np.ascontiguousarray(xdd, dtype=float)
         for li, lb in enumerate(self.limbs):
-            HF = mo.H[li] @ mo.F[li]
-            thdd0 = mo.thetadd[li] - HF @ xdd_
-            _K.limb_dynamics(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], thdd0, HF,
-                             Q, b, g, M_t)
+            _K.limb_dynamics_hf(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], mo.H[li],
+                                mo.F[li], xdd_, Q, b, g, M_t)
         W_ee = np.zeros(nt)
         if wrench is not None:
             w = np.asarray(wrench, float)
@@ -798,17 +820,22 @@ class PKM:
             lb = self.limbs[0]
             p, J, _, _ = self._terms(lb, mo.theta[0])
             W_ee = (J @ mo.H[0] @ mo.F[0]).T @ w
-        M_t = 0.5 * (M_t + M_t.T)
         J_IK = mo.J_IK
         cj = mo.cond_J_IK
         if not np.isfinite(cj) or cj > 1e12:
             raise SingularityError(f'J_IK is singular (cond {cj:.3g}): output singularity, the '
                                    f'actuator forces are undefined')
-        if J_IK.shape[0] == J_IK.shape[1]:
-            u = np.linalg.solve(J_IK.T, Q - W_ee)
-        else:                                   # redundant actuation: minimum norm
-            u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
-        ev = np.linalg.eigvalsh(M_t)
+        if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(M_t).all():
+            u = np.empty(J_IK.shape[0])
+            ev = np.empty(nt)
+            _K.task_finish(M_t, Q, W_ee, np.ascontiguousarray(J_IK, dtype=float), u, ev)
+        else:
+            M_t = 0.5 * (M_t + M_t.T)
+            if J_IK.shape[0] == J_IK.shape[1]:
+                u = np.linalg.solve(J_IK.T, Q - W_ee)
+            else:                                   # redundant actuation: minimum norm
+                u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
+            ev = np.linalg.eigvalsh(M_t)
         return TaskDynamics(u, M_t, b, g, b - g, W_ee, J_IK, mo, ev,
                             float(ev[-1] / ev[0]) if ev[0] > 0 else np.inf, cj)
 
@@ -916,3 +943,25 @@ class IKTracker:
         self.last = sol
         self.near_singular = max(sol.cond_F) > self.kappa_warn
         return sol, mo
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the constraint-embedding kernels with the
+    argument types used at run time (IK tracking step, velocity/acceleration IK, task
+    dynamics with and without an end-effector wrench, a seeded IK, one limb IK).
+    ``model``: a PKM :class:`~robot_dynamics.model.Model` (default ``urdf/irsbot2.urdf``)."""
+    if model is None:
+        from .. import data_path, load_model
+        model = load_model(data_path('urdf/irsbot2.urdf'))
+    pk = get_pkm(model)
+    tr = IKTracker(model)
+    z = np.zeros(pk.ntask)
+    sol, mo = tr.step(pk.x_ref, z, z)           # limb_solve_hl, limb_motion_hl, _cond
+    pk.task_motion(sol, z, z)                    # the generic limb_motion (no cached H, F)
+    pk.task_dynamics(sol, z, z, motion=mo)       # limb_dynamics_hf, task_finish
+    pk.task_dynamics(sol, z, z, wrench=np.zeros(6), motion=mo)
+    pk.solve_ik(pk.x_ref, seed=sol.q)
+    lb = pk.limbs[0]
+    pk.limb_ik(lb, pk.target3(pk.x_ref), lb.ref)
+    pk._resolve(lb, lb.ref.copy())
+    return pk
