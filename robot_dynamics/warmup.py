@@ -102,6 +102,17 @@ def warmup_robot(robot):
             continue
         fn(model, spec.parameters, ctx)
         covered.append(spec.name)
+    # the compiled kernels' own warm-ups (every specialisation their run-time paths use)
+    exes = {s.executable for s in b.nodes}
+    if 'ik_node' in exes:
+        from .pkm import embedding
+        embedding.warmup(model)
+    if 'ip_controller' in exes:
+        from . import partitioning
+        partitioning.warmup(model)
+    if 'vdc_controller' in exes:
+        from . import hydraulics
+        hydraulics.warmup(model)
     return covered, skipped
 
 

@@ -34,18 +34,19 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     from ..launcher import Launcher
     from .recorder import recording
 
-    spec = DEMOS.get(robot) or DemoSpec('array', float('inf'))
-    duration = duration or spec.duration
     b = load_bringup(robot, timing=timing)
+    name = os.path.splitext(os.path.basename(robot))[0]          # a robot name or a config path
+    spec = DEMOS.get(name) or DEMOS.get(b.robot) or DemoSpec('array', float('inf'))
+    duration = duration or spec.duration
     model = rd.load_model(b.urdf, loops=b.loops or None)
     sim = next(s for s in b.nodes if s.executable == 'sim_node')
     ctl = next((s for s in b.nodes if s.name != 'sim_node' and 'controller' in s.parameters), None)
     cmd_topic = f"/{(ctl.parameters if ctl else sim.parameters).get('controller', 'effort_controller')}/commands"
     pub_rate = float(sim.parameters.get('publish_rate', 100.0))
     os.makedirs(outdir, exist_ok=True)
-    plot = plot or os.path.join(outdir, f'demo_{robot}.png')
-    logpath = os.path.join(outdir, f'demo_{robot}.log')
-    _say(f'demo: {robot} ({b.timing}) graph ({", ".join(s.name for s in b.nodes)}) for {duration:g} s; '
+    plot = plot or os.path.join(outdir, f'demo_{name}.png')
+    logpath = os.path.join(outdir, f'demo_{name}.log')
+    _say(f'demo: {name} ({b.timing}) graph ({", ".join(s.name for s in b.nodes)}) for {duration:g} s; '
          f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, node logs -> {logpath}')
     with open(logpath, 'w') as logf, recording(spec.frame) as rec:
         from std_msgs.msg import Float64MultiArray
@@ -101,7 +102,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     if died:
         _say(f'demo: FAILED: node {died[0]} exited with code {died[1]}; see {logpath}')
         return 1
-    return _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win)
+    return _report(name, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win)
 
 
 def _send_goal(pub, xy):

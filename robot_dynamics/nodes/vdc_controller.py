@@ -42,6 +42,7 @@ state is answered once, and a state older than the last answered one not at all 
 lock-step stamps with the plant time and advances one period per command).
 """
 import time
+from collections import OrderedDict
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -108,7 +109,8 @@ class VDCControllerNode(Node):
         self.parser = JointStateParser(m, required=[s.joint for s in st.segments])
         names = self.hp.names
         self.cyl_names = [f'{c}/{k}' for c in names for k in ('p_a', 'p_b')] + list(names)
-        self.js = self.cyl = None              # (stamp ns, ...) of the latest valid messages
+        self.js = self.cyl = None              # (stamp ns, ...) of the pair being answered
+        self.js_buf, self.cyl_buf = OrderedDict(), OrderedDict()   # stamp ns -> values
         self.done_stamp = None                 # stamp of the last answered state pair
         self.t0 = None                         # stamp of the first valid pair (time origin)
         self.nstep = 0
@@ -160,6 +162,8 @@ class VDCControllerNode(Node):
 
     def reject(self, what, why):
         self.js = self.cyl = None
+        self.js_buf.clear()
+        self.cyl_buf.clear()
         self.close_valves(f'rejected {what}: {why}', key=what)
 
     # ------------------------------------------------------------------ inputs
@@ -168,8 +172,7 @@ class VDCControllerNode(Node):
         if why:
             return self.reject('joint_states', why)
         q, qd = segment_q(self.st, Q, Qd)
-        self.js = (_ns(msg.header.stamp), q, qd)
-        self.try_step()
+        self._buffer(self.js_buf, _ns(msg.header.stamp), (q, qd))
 
     def on_cyl(self, msg):
         names, pos = list(msg.name), list(msg.position)
@@ -181,7 +184,20 @@ class VDCControllerNode(Node):
         if not np.all(np.isfinite(p)) or np.any(p < 0):
             return self.reject('cylinder states', 'non-finite or negative pressure')
         ns = self.st.ns
-        self.cyl = (_ns(msg.header.stamp), p[:ns], p[ns:])
+        self._buffer(self.cyl_buf, _ns(msg.header.stamp), (p[:ns], p[ns:]))
+
+    def _buffer(self, buf, stamp, value):
+        """Keep the last states of each stream by stamp and answer the newest stamp present in
+        both (in real time the two streams arrive interleaved in any order)."""
+        buf[stamp] = value
+        while len(buf) > 20:
+            buf.popitem(last=False)
+        both = [k for k in self.js_buf if k in self.cyl_buf
+                and (self.done_stamp is None or k > self.done_stamp)]
+        if not both:
+            return
+        k = max(both)
+        self.js, self.cyl = (k, *self.js_buf[k]), (k, *self.cyl_buf[k])
         self.try_step()
 
     def on_wrench(self, msg):
