@@ -14,6 +14,8 @@ is the loop's. :func:`make_law` builds one by name from keyword parameters (what
   feed-forward ``u`` travels with the reference (ik_node's constraint-embedding task-space
   inverse dynamics, or trajectory_node's 2nd-order recursive inverse dynamics of the reference
   motion) and theta are the actuated joints.
+* ``inertia_partitioning`` (seed 000): the modular inertia-partitioning controller on the
+  minimal coordinates (:class:`InertiaPartitioningLaw`).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ..errors import InputError
 from .computed_torque import DynamicsController
 from .loop import Law, LawOutput
 
-__all__ = ['ProjectedIDLaw', 'FeedforwardPDLaw', 'make_law', 'LAWS']
+__all__ = ['ProjectedIDLaw', 'FeedforwardPDLaw', 'InertiaPartitioningLaw', 'make_law', 'LAWS']
 
 
 class ProjectedIDLaw(Law):
@@ -96,7 +98,55 @@ class FeedforwardPDLaw(Law):
         return LawOutput(ref.effort + self.kp * e + self.kd * ed, e, ed, {'u': ref.effort})
 
 
-LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward')
+class InertiaPartitioningLaw(Law):
+    """``inertia_partitioning`` (seed 000): the modular controller
+    (:class:`~robot_dynamics.control.inertia_partitioning.IPController`, ``variant`` 'paper' =
+    eq. 28/29 or 'pdplus') on the minimal coordinates, with locked DoFs held by their brake
+    emulation and an unlocked DoF re-joining its reference along a quintic blend
+    (:class:`~robot_dynamics.control.inertia_partitioning.ReferenceRejoin`). Reference
+    coordinates and command joints: the minimal coordinates (``joints`` = their command order).
+    ``info``: the diagnostics (``labels`` / ``values``: e, ed, V, Vdot, lyapunov_margin, cond,
+    loop_margin)."""
+
+    name = 'inertia_partitioning'
+
+    def __init__(self, model, variant='paper', kp=20.0, kv=20.0, joints=None, loop_map='auto',
+                 neglect_bodies=(), unlock_blend_time=2.0):
+        from ..partitioning import PartitionedModel
+        from .inertia_partitioning import LAWS as IP_LAWS, IPController, ReferenceRejoin
+        if variant not in IP_LAWS:
+            raise InputError(f'inertia_partitioning: variant must be one of {IP_LAWS}, got {variant!r}')
+        self.pm = PartitionedModel(model, loop_map, neglect_bodies=list(neglect_bodies))
+        joints = list(self.pm.all_coords) if joints is None else list(joints)
+        if sorted(joints) != sorted(self.pm.all_coords):
+            raise InputError(f'joints {joints} must be the minimal coordinates {self.pm.all_coords}')
+        super().__init__(model, joints)
+        self.coords = list(self.pm.all_coords)
+        self.ctrl = IPController(self.pm, variant, float(kp), float(kv))
+        self.rejoin = ReferenceRejoin(self.pm.all_coords, float(unlock_blend_time))
+        self._order = [self.pm.all_coords.index(j) for j in self.joints]
+
+    def compute(self, state, ref):
+        q, qd = state.q, state.qd
+        th_all, thd_all = q[self.pm.loop_map.idx], qd[self.pm.loop_map.idx]
+        r0, r1, r2 = self.rejoin(state.stamp, th_all, thd_all, ref.pos, ref.vel, ref.acc)
+        sel = self.pm.sel
+        out = self.ctrl.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
+        lock_eff = self.ctrl.lock_efforts(th_all, thd_all, q_guess=q)
+        Q = self.ctrl.actuator_efforts(out, lock_eff)
+        labels = ([f'e_{c}' for c in self.pm.coords] + [f'ed_{c}' for c in self.pm.coords]
+                  + ['V', 'Vdot', 'lyapunov_margin', 'cond', 'loop_margin'])
+        values = np.concatenate([out.e, out.ed, [out.V, out.Vdot, out.lyapunov_margin, out.cond,
+                                                 out.loop_margin]])
+        return LawOutput(np.asarray(Q)[self._order], out.e, out.ed,
+                         {'labels': labels, 'values': values})
+
+    def current_coordinates(self, q):
+        return q[self.pm.loop_map.idx]
+
+
+LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward',
+        'inertia_partitioning')
 
 
 def make_law(model, law, **p):
@@ -108,6 +158,12 @@ def make_law(model, law, **p):
                                                     'task_axes'))
     elif law in ('feedforward_pd', 'embedding_feedforward', 'd2_feedforward'):
         obj = FeedforwardPDLaw(model, name=law, **take('kp', 'kd', 'joints'))
+    elif law == 'inertia_partitioning':
+        kw = take('variant', 'kp', 'joints', 'loop_map', 'neglect_bodies', 'unlock_blend_time')
+        if 'kd' in p:
+            kw['kv'] = p.pop('kd')
+        kw.update(take('kv'))
+        obj = InertiaPartitioningLaw(model, **kw)
     else:
         raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
     if p:

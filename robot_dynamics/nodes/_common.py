@@ -112,53 +112,6 @@ def spin_node(node_cls, args=None):
     return code
 
 
-class ReferenceSync:
-    """Lock-step helper: answer a state only once the reference with the same stamp is in.
-
-    ``ref_stamp()`` returns the stamp [s] of the latest reference (or None); ``handler(msg,
-    q, qd)`` answers a state. :meth:`defer` keeps a state whose reference has not arrived yet;
-    :meth:`release` (call it after every reference update) answers it when it has; after
-    ``wait`` s of wall time the state is answered anyway (the controller extrapolates) and a
-    warning is logged.
-    """
-
-    def __init__(self, node, ref_stamp, handler, wait=0.2):
-        import time
-        from rclpy.clock import Clock, ClockType
-        self._time = time.monotonic
-        self.node, self.ref_stamp, self.handler, self.wait = node, ref_stamp, handler, wait
-        self.pending = None
-        node.create_timer(0.05, lambda: self.release(timeout=True),
-                          clock=Clock(clock_type=ClockType.STEADY_TIME))
-
-    @staticmethod
-    def _sec(msg):
-        return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-
-    def defer(self, msg, q, qd):
-        """True (and kept) if the reference for this state's stamp has not arrived yet."""
-        rs, ts = self.ref_stamp(), self._sec(msg)
-        if rs is not None and rs >= ts - 1e-9:
-            return False
-        self.pending = (msg, q, qd, self._time())
-        return True
-
-    def release(self, timeout=False):
-        """Answer the waiting state if its reference is in (or, with timeout, if it is late)."""
-        if self.pending is None:
-            return
-        msg, q, qd, t_wall = self.pending
-        rs, ts = self.ref_stamp(), self._sec(msg)
-        if rs is not None and rs >= ts - 1e-9:
-            self.pending = None
-            self.handler(msg, q, qd)
-        elif timeout and self._time() - t_wall > self.wait:
-            self.pending = None
-            self.node.get_logger().warning(f'reference for stamp {ts:.3f} s not received within '
-                                           f'{self.wait:g} s: extrapolating', throttle_duration_sec=2.0)
-            self.handler(msg, q, qd)
-
-
 def stamp_sec(stamp):
     """builtin_interfaces/Time -> seconds (float)."""
     return stamp.sec + 1e-9 * stamp.nanosec

@@ -44,12 +44,9 @@ class ControllerNode(Node):
     def __init__(self, name='controller_node'):
         super().__init__(name)
         self.model = m = load_model_param(self)
-        p = self._params()
-        law = p['law']
-        kw = dict(kp=p['kp'], kd=p['kd'], joints=p['joints'] or None)
-        if law in ('pidc', 'computed_torque'):
-            kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
-        self.law = make_law(m, law, **kw)
+        self.p = p = self._params()
+        self.law = self._build_law(p)
+        law = self.law.name
         self.loop = ControlLoop(
             self.law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
             reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
@@ -79,12 +76,21 @@ class ControllerNode(Node):
         # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
         # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
         self.create_timer(1.0 / p['rate'], self._answer, clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, p['diagnostics_rate'])
+        self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
                                f'/{p["controller"]}/commands {self.law.joints}, limits '
                                f'{np.round(self.loop.effort_limit, 3).tolist()}, safe {p["safe"]}')
 
-    def _params(self):
+    def _build_law(self, p):
+        kw = dict(kp=p['kp'], kd=p['kd'], joints=p['joints'] or None)
+        if p['law'] in ('pidc', 'computed_torque'):
+            kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
+        return make_law(self.model, p['law'], **kw)
+
+    def _on_command(self, c):
+        """Hook: a law-specific output after each (non-safe) command."""
+
+    def _params(self, extra=None):
         m, dp = self.model, self.declare_parameter
         defaults = dict(law='pidc', controller='effort_controller', joints=[''], reference='joint',
                         task_frame='tool', task_axes=[0, 1, 2], kp=100.0, kd=20.0, rate=100.0,
@@ -92,11 +98,12 @@ class ControllerNode(Node):
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
                         hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
                         publish_wrenches=True, diagnostics_rate=2.0)
+        defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
-        p['joints'] = [j for j in p['joints'] if j] or list(m.actuated)
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
                   'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate'):
             p[k] = float(p[k])
+        p['joints'] = [j for j in p['joints'] if j]
         if p['rate'] <= 0:
             raise ValueError(f'rate must be > 0, got {p["rate"]}')
         return p
@@ -164,6 +171,7 @@ class ControllerNode(Node):
         if 'not_controllable' in c.info:
             self._warn(f'not controllable: {c.info["not_controllable"]}')
         self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
+        self._on_command(c)
         if self.pub_ff is not None:
             n_ex = float(self.loop.count['extrapolated'])
             u = c.info['u'] - (self.loop.ff_lead * c.reference.effort_rate
