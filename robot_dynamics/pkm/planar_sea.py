@@ -205,6 +205,123 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
                 JIK[s, 2, l, c] = Fdd[0, c]
 
 
+@njit(cache=True)
+def _solve2(A, r, out):
+    """out = A^-1 r for a 2x2 A (LU with partial pivoting, as LAPACK gesv). Returns False if
+    A is exactly singular."""
+    if abs(A[1, 0]) > abs(A[0, 0]):
+        i0, i1 = 1, 0
+    else:
+        i0, i1 = 0, 1
+    a00, a01 = A[i0, 0], A[i0, 1]
+    if a00 == 0.0:
+        return False
+    l10 = A[i1, 0] / a00
+    u11 = A[i1, 1] - l10 * a01
+    if u11 == 0.0:
+        return False
+    y1 = r[i1] - l10 * r[i0]
+    x1 = y1 / u11
+    out[1] = x1
+    out[0] = (r[i0] - a01 * x1) / a00
+    return True
+
+
+@njit(cache=True)
+def _solve3(A, r, out):
+    """out = A^-1 r for a 3x3 A (Gaussian elimination with partial pivoting; A, r are not
+    modified). Returns False if A is exactly singular."""
+    M = np.empty((3, 4))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = A[i, j]
+        M[i, 3] = r[i]
+    for k in range(3):
+        piv = k
+        for i in range(k + 1, 3):
+            if abs(M[i, k]) > abs(M[piv, k]):
+                piv = i
+        if M[piv, k] == 0.0:
+            return False
+        if piv != k:
+            for j in range(4):
+                tmp = M[k, j]
+                M[k, j] = M[piv, j]
+                M[piv, j] = tmp
+        for i in range(k + 1, 3):
+            f = M[i, k] / M[k, k]
+            for j in range(k + 1, 4):
+                M[i, j] -= f * M[k, j]
+    for i in range(2, -1, -1):
+        acc = M[i, 3]
+        for j in range(i + 1, 3):
+            acc -= M[i, j] * out[j]
+        out[i] = acc / M[i, i]
+    return True
+
+
+@njit(cache=True)
+def _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb):
+    """Compiled :meth:`Planar3RRR.task_space_dynamics` for one state p, pd (2,): three
+    samples (pdd = 0, e_x, e_y) of :func:`_planar_batch` into the work arrays P (3, 5, 2),
+    TH (3, 5, 3, 2), W (3, 3, 2), JIK (3, 3, 3, 2), st (3,); M_t -> Mt (2, 2), b -> bb (2,).
+    J_IK = JIK[0, 0], theta = TH[0, 0]. Returns the status (0 = ok, 3 = non-finite input,
+    else that of _planar_batch)."""
+    for i in range(2):
+        if not (np.isfinite(p[i]) and np.isfinite(pd[i])):
+            return 3
+    for s in range(3):
+        for k in range(5):
+            P[s, k, 0] = 0.0
+            P[s, k, 1] = 0.0
+        P[s, 0, 0], P[s, 0, 1] = p[0], p[1]
+        P[s, 1, 0], P[s, 1, 1] = pd[0], pd[1]
+    P[1, 2, 0] = 1.0
+    P[2, 2, 1] = 1.0
+    _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, st)
+    for s in range(3):
+        if st[s] != 0:
+            return st[s]
+    for i in range(2):
+        bb[i] = W[0, 0, i]
+        Mt[i, 0] = W[1, 0, i] - bb[i]
+        Mt[i, 1] = W[2, 0, i] - bb[i]
+    return 0
+
+
+@njit(cache=True)
+def _cross3(x, y, out, scale):
+    """out += scale * (x cross y) for 3-vectors."""
+    out[0] += scale * (x[1] * y[2] - x[2] * y[1])
+    out[1] += scale * (x[2] * y[0] - x[0] * y[2])
+    out[2] += scale * (x[0] * y[1] - x[1] * y[0])
+
+
+@njit(cache=True)
+def _preload_n(JIK, n):
+    """Preload direction n (3, 3) and its derivatives from JIK (3, 3, 2) of one sample (as in
+    :meth:`Planar3RRR.inverse_dynamics_d2`)."""
+    c10, c11, c12 = JIK[0, :, 0], JIK[1, :, 0], JIK[2, :, 0]
+    c20, c21, c22 = JIK[0, :, 1], JIK[1, :, 1], JIK[2, :, 1]
+    n[:, :] = 0.0
+    _cross3(c10, c20, n[0], 1.0)
+    t = np.zeros(3)
+    _cross3(c11, c20, n[1], 1.0)
+    _cross3(c10, c21, t, 1.0)
+    for i in range(3):
+        n[1, i] += t[i]
+    # n2 = cross(c12, c20) + 2 cross(c11, c21) + cross(c10, c22), summed left to right
+    _cross3(c12, c20, n[2], 1.0)
+    t[:] = 0.0
+    _cross3(c11, c21, t, 1.0)
+    for i in range(3):
+        n[2, i] += 2 * t[i]
+    t[:] = 0.0
+    _cross3(c10, c22, t, 1.0)
+    for i in range(3):
+        n[2, i] += t[i]
+
+
 class Planar3RRR:
     """Kinematics and recursive 2nd-order inverse dynamics of the planar 3RRR (SEA-)PKM.
 
