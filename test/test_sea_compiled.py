@@ -94,3 +94,27 @@ def test_errors_as_reference(model):
     plant.set_state(plant.p, [0.0, 0.0], plant.qm, plant.qdm)
     with pytest.raises(PKMSingularityError):
         plant.set_state([1.0, 1.0], [0.0, 0.0], plant.qm, plant.qdm)
+
+
+def test_controller_matches_reference(model):
+    from robot_dynamics.control.flatness_sea import SEAFlatnessController
+    from robot_dynamics.pkm.planar_sea import SinSquaredJerk
+    plant = make_plant('sea', model, model.reference_q(), dt=1e-3)
+    rng = np.random.default_rng(6)
+    for params in (Planar3RRRParams(), Planar3RRRParams(motor_damping=0.02, stiffness=50.0)):
+        ctrl = SEAFlatnessController(params, poles=25.0, lambda_poles=35.0)
+        move = SinSquaredJerk(plant.p, plant.p + np.array([0.02, -0.01]), 0.3)
+        for x, _ in _random_states(plant, rng, 40):
+            yd = move(rng.uniform(0, 0.3))
+            lam_d = rng.uniform(-1, 1, 3)
+            for lam in (lam_d, None):
+                a = ctrl(x[:2], x[2:4], x[4:7], x[7:10], yd, lam)
+                u, ud, lm = ctrl.u, ctrl.ud, ctrl.lam
+                b = ctrl._call_reference(x[:2], x[2:4], x[4:7], x[7:10], yd, lam)
+                assert _rel(a, b) < 1e-12
+                assert _rel(u, ctrl.u) < 1e-13 and _rel(ud, ctrl.ud) < 1e-12
+                assert abs(lm - ctrl.lam) <= 1e-12 * max(abs(ctrl.lam), np.max(np.abs(u)))
+    with pytest.raises(PKMSingularityError):
+        ctrl([1.0, 1.0], [0, 0], np.zeros(3), np.zeros(3), yd)
+    with pytest.raises(InputError):
+        ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd * np.nan)
