@@ -340,3 +340,29 @@ def _factory(model, q0=None, dt=1e-3, **options):
 
 
 register_plant('sea', _factory)
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the kernels of the SEA plant and of the SEA
+    flatness controller with the argument types used at run time: the plant step
+    (:func:`_sea_rk4`, :func:`_sea_derivative`, :func:`_sea_ik_rates`), the controller step
+    (:func:`robot_dynamics.control.flatness_sea._flatness_step`) and the planar ID of the
+    reference routes. ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
+    from .control.flatness_sea import SEAFlatnessController
+    from .pkm.planar_sea import SinSquaredJerk
+    if model is None:
+        from . import data_path, load_model
+        model = load_model(data_path('urdf/planar_3rrr_sea.urdf'))
+    plant = SEAPlant(model, model.reference_q(), dt=1e-3)
+    plant.step(np.zeros(model.nq))
+    plant.step(np.zeros(3), dt=1e-3)
+    x = np.concatenate([plant.p, plant.pd, plant.qm, plant.qdm])
+    plant.derivative(x, np.zeros(3))
+    plant._derivative_reference(x, np.zeros(3))
+    plant.hold_command(0.1)
+    ctrl = SEAFlatnessController(plant.params)
+    yd = SinSquaredJerk(plant.p, plant.p + np.array([0.01, 0.0]), 0.3)(0.1)
+    ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd, np.array([0.5, 0.0, 0.0]))
+    ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    ctrl._call_reference(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    return plant

@@ -118,3 +118,30 @@ def test_controller_matches_reference(model):
         ctrl([1.0, 1.0], [0, 0], np.zeros(3), np.zeros(3), yd)
     with pytest.raises(InputError):
         ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd * np.nan)
+
+
+def test_warmup_covers_the_run_time_calls(model):
+    """After sea.warmup() the plant step and the controller step (sea_controller's argument
+    types) compile nothing new."""
+    from robot_dynamics import sea
+    from robot_dynamics.control import flatness_sea as fs
+    from robot_dynamics.control.flatness_sea import SEAFlatnessController, sea_state_from_joints
+    from robot_dynamics.pkm import planar_sea as ps
+    from robot_dynamics.pkm.planar_sea import SinSquaredJerk
+    sea.warmup(model)
+    kernels = [sea._sea_rk4, sea._sea_derivative, sea._sea_ik_rates, fs._flatness_step,
+               ps._task_space_1, ps._solve2, ps._solve3, ps._preload_n, ps._planar_batch]
+    before = [len(k.signatures) for k in kernels]
+    plant = make_plant('sea', model, model.reference_q(), dt=1e-3)
+    names = list(model.joint_names)
+    ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
+    ctrl = SEAFlatnessController(plant.params)
+    move = SinSquaredJerk(plant.p, plant.p + np.array([0.01, 0.0]), 0.3, t0=0.0)
+    for k in range(3):
+        pos, pd, qm, qdm = sea_state_from_joints(plant.params, plant.q, plant.qd, ia, ie, im)
+        tau = ctrl(pos, pd, qm, qdm, move(0.001 * k), np.array([0.0, 0.0, 0.0]))
+        full = np.zeros(model.nq)
+        full[im] = tau
+        plant.step(full)
+        plant.step(list(tau))
+    assert [len(k.signatures) for k in kernels] == before
