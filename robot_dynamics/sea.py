@@ -346,8 +346,10 @@ def warmup(model=None):
     """Compile (or load from the numba cache) the kernels of the SEA plant and of the SEA
     flatness controller with the argument types used at run time: the plant step
     (:func:`_sea_rk4`, :func:`_sea_derivative`, :func:`_sea_ik_rates`), the controller step
-    (:func:`robot_dynamics.control.flatness_sea._flatness_step`) and the planar ID of the
-    reference routes. ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
+    (:func:`robot_dynamics.control.flatness_sea._flatness_step`) and the planar ID
+    (:meth:`Planar3RRR.inverse_dynamics_d2` with its :func:`_preload_batch`, used by the reset,
+    the feed-forward law and the path check of ``sea_controller``) and the reference routes.
+    ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
     from .control.flatness_sea import SEAFlatnessController
     from .pkm.planar_sea import SinSquaredJerk
     if model is None:
@@ -365,4 +367,7 @@ def warmup(model=None):
     ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd, np.array([0.5, 0.0, 0.0]))
     ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd)
     ctrl._call_reference(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    SEAFlatnessController(plant.params, feedforward_only=True)(plant.p, plant.pd, plant.qm,
+                                                                plant.qdm, yd)
+    ctrl.pkm.ik(np.tile(plant.p, (21, 1)))
     return plant

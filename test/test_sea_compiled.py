@@ -130,7 +130,8 @@ def test_warmup_covers_the_run_time_calls(model):
     from robot_dynamics.pkm.planar_sea import SinSquaredJerk
     sea.warmup(model)
     kernels = [sea._sea_rk4, sea._sea_derivative, sea._sea_ik_rates, fs._flatness_step,
-               ps._task_space_1, ps._solve2, ps._solve3, ps._preload_n, ps._planar_batch]
+               ps._task_space_1, ps._solve2, ps._solve3, ps._preload_n, ps._preload_batch,
+               ps._planar_batch]
     before = [len(k.signatures) for k in kernels]
     plant = make_plant('sea', model, model.reference_q(), dt=1e-3)
     names = list(model.joint_names)
@@ -145,3 +146,22 @@ def test_warmup_covers_the_run_time_calls(model):
         plant.step(full)
         plant.step(list(tau))
     assert [len(k.signatures) for k in kernels] == before
+
+
+def test_planar_id_preload_matches_reference():
+    """inverse_dynamics_d2's compiled n / (u, ud, udd) (_preload_batch) vs the numpy route."""
+    from robot_dynamics.pkm.planar_sea import Planar3RRR, _preload_reference
+    pk = Planar3RRR()
+    rng = np.random.default_rng(7)
+    P = np.zeros((100, 5, 2))
+    P[:, 0] = np.array([-0.05, 0.0]) + rng.uniform(-0.03, 0.03, (100, 2))
+    P[:, 1:] = rng.uniform(-1, 1, (100, 4, 2))
+    lam = rng.uniform(-1, 1, (100, 3))
+    for lm in (lam, None):
+        r = pk.inverse_dynamics_d2(P, lm)
+        n, u, ud, udd = _preload_reference(r.J_IK, r.w, np.zeros((100, 3)) if lm is None else lm)
+        assert np.array_equal(r.n, n)
+        for a, b in ((r.u, u), (r.ud, ud), (r.udd, udd)):
+            assert _rel(a, b) < 1e-12
+    one = pk.inverse_dynamics_d2(P[3], lam[3])
+    assert one.u.shape == (3,) and _rel(one.udd, pk.inverse_dynamics_d2(P, lam).udd[3]) < 1e-15

@@ -322,6 +322,39 @@ def _preload_n(JIK, n):
         n[2, i] += t[i]
 
 
+@njit(cache=True)
+def _preload_batch(JIK, W, lam, n, u, ud, udd):
+    """Compiled n and :func:`solve_preload` of :meth:`Planar3RRR.inverse_dynamics_d2`:
+    JIK (S, 3, 3, 2), W (S, 3, 2), lam (S, 3) -> n (S, 3, 3), u, ud, udd (S, 3). Returns the
+    index + 1 of the first sample with a singular system (0 = all solved)."""
+    S = JIK.shape[0]
+    A = np.empty((3, 3))
+    r = np.empty(3)
+    for s in range(S):
+        _preload_n(JIK[s], n[s])
+        for l in range(3):
+            A[0, l] = JIK[s, 0, l, 0]
+            A[1, l] = JIK[s, 0, l, 1]
+            A[2, l] = n[s, 0, l]
+        r[0], r[1], r[2] = W[s, 0, 0], W[s, 0, 1], lam[s, 0]
+        if not _solve3(A, r, u[s]):
+            return s + 1
+        for i in range(2):
+            r[i] = W[s, 1, i] - (JIK[s, 1, 0, i] * u[s, 0] + JIK[s, 1, 1, i] * u[s, 1]
+                                 + JIK[s, 1, 2, i] * u[s, 2])
+        r[2] = lam[s, 1] - (n[s, 1, 0] * u[s, 0] + n[s, 1, 1] * u[s, 1] + n[s, 1, 2] * u[s, 2])
+        _solve3(A, r, ud[s])
+        for i in range(2):
+            r[i] = (W[s, 2, i] - (JIK[s, 2, 0, i] * u[s, 0] + JIK[s, 2, 1, i] * u[s, 1]
+                                  + JIK[s, 2, 2, i] * u[s, 2])
+                    - 2 * (JIK[s, 1, 0, i] * ud[s, 0] + JIK[s, 1, 1, i] * ud[s, 1]
+                           + JIK[s, 1, 2, i] * ud[s, 2]))
+        r[2] = (lam[s, 2] - (n[s, 2, 0] * u[s, 0] + n[s, 2, 1] * u[s, 1] + n[s, 2, 2] * u[s, 2])
+                - 2 * (n[s, 1, 0] * ud[s, 0] + n[s, 1, 1] * ud[s, 1] + n[s, 1, 2] * ud[s, 2]))
+        _solve3(A, r, udd[s])
+    return 0
+
+
 class Planar3RRR:
     """Kinematics and recursive 2nd-order inverse dynamics of the planar 3RRR (SEA-)PKM.
 
@@ -382,13 +415,12 @@ class Planar3RRR:
             raise PKMSingularityError(f'planar 3RRR: {len(bad)} of {S} samples outside the '
                                       f'workspace or singular (first: {bad[0]}, p = '
                                       f'{P[bad[0], 0].tolist()})', bad, st)
-        c1, c2 = JIK[:, :, :, 0], JIK[:, :, :, 1]
-        n = np.stack([_cross(c1[:, 0], c2[:, 0]),
-                      _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
-                      _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1])
-                      + _cross(c1[:, 0], c2[:, 2])], 1)
-        lam = np.zeros((S, 3)) if lam is None else np.broadcast_to(np.asarray(lam, float), (S, 3))
-        u, ud, udd = solve_preload(JIK, n, W, lam)
+        lam = (np.zeros((S, 3)) if lam is None else
+               np.ascontiguousarray(np.broadcast_to(np.asarray(lam, float), (S, 3))))
+        n = np.empty((S, 3, 3))
+        u, ud, udd = np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3))
+        if _preload_batch(JIK, W, lam, n, u, ud, udd) != 0:
+            n, u, ud, udd = _preload_reference(JIK, W, lam)   # raises LinAlgError
         res = PlanarID2(u, ud, udd, TH, W, JIK, n)
         if single:
             res = PlanarID2(*(r[0] for r in res))
@@ -412,6 +444,18 @@ class Planar3RRR:
         if return_theta:
             return Mt, b, r.J_IK[::3, 0], r.theta[::3, 0]
         return Mt, b, r.J_IK[::3, 0]
+
+
+def _preload_reference(JIK, W, lam):
+    """The numpy route of the n / (u, ud, udd) part of :meth:`Planar3RRR.inverse_dynamics_d2`
+    (before :func:`_preload_batch`; reference of the tests)."""
+    c1, c2 = JIK[:, :, :, 0], JIK[:, :, :, 1]
+    n = np.stack([_cross(c1[:, 0], c2[:, 0]),
+                  _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
+                  _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1])
+                  + _cross(c1[:, 0], c2[:, 2])], 1)
+    u, ud, udd = solve_preload(JIK, n, W, lam)
+    return n, u, ud, udd
 
 
 def _cross(a, b):
