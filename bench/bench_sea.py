@@ -8,7 +8,8 @@ Records a closed loop (flatness controller tracking a 0.02 m sin^2-jerk move wit
 
 * plant step :meth:`SEAPlant.step` (compiled RK4, :func:`robot_dynamics.sea._sea_rk4`) next to
   the numpy route it replaced (:meth:`SEAPlant._step_reference`: four
-  ``Planar3RRR.task_space_dynamics`` calls per step), replaying the recorded torques from the
+  ``Planar3RRR.task_space_dynamics`` calls per step, with the numpy preload solve of
+  ``inverse_dynamics_d2`` as before: ``planar_sea._NUMPY_PRELOAD``), replaying the recorded torques from the
   same initial state; aim <= 250 us;
 * controller step :meth:`SEAFlatnessController.__call__` (compiled ``_flatness_step``) next to
   its numpy route (``_call_reference``) on the recorded states; aim <= 200 us.
@@ -25,6 +26,7 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics import sea
 from robot_dynamics.control.flatness_sea import SEAFlatnessController
+from robot_dynamics.pkm import planar_sea as ps
 from robot_dynamics.pkm.planar_sea import SinSquaredJerk
 from robot_dynamics.plants import make_plant
 
@@ -76,9 +78,13 @@ def main():
         return run
 
     plant_new = best(plant_pass(pl.step))
-    plant_ref = best(plant_pass(pl._step_reference))
     ctrl_new = best(ctrl_pass(ctrl))
-    ctrl_ref = best(ctrl_pass(ctrl._call_reference))
+    ps._NUMPY_PRELOAD = True          # the reference routes exactly as before (numpy preload)
+    try:
+        plant_ref = best(plant_pass(pl._step_reference))
+        ctrl_ref = best(ctrl_pass(ctrl._call_reference))
+    finally:
+        ps._NUMPY_PRELOAD = False
     # agreement of the two routes over the recorded loop
     pl.set_state(*x0, t=0.0)
     ref = make_plant('sea', m, m.reference_q(), dt=1e-3)

@@ -322,6 +322,12 @@ def _preload_n(JIK, n):
         n[2, i] += t[i]
 
 
+_NUMPY_PRELOAD = False
+"""True: :meth:`Planar3RRR.inverse_dynamics_d2` takes the numpy route of n and (u, ud, udd)
+(:func:`_preload_reference`, the route before :func:`_preload_batch`); for the reference
+timings of ``bench/bench_sea.py``."""
+
+
 @njit(cache=True)
 def _preload_batch(JIK, W, lam, n, u, ud, udd):
     """Compiled n and :func:`solve_preload` of :meth:`Planar3RRR.inverse_dynamics_d2`:
@@ -419,7 +425,7 @@ class Planar3RRR:
                np.ascontiguousarray(np.broadcast_to(np.asarray(lam, float), (S, 3))))
         n = np.empty((S, 3, 3))
         u, ud, udd = np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3))
-        if _preload_batch(JIK, W, lam, n, u, ud, udd) != 0:
+        if _NUMPY_PRELOAD or _preload_batch(JIK, W, lam, n, u, ud, udd) != 0:
             n, u, ud, udd = _preload_reference(JIK, W, lam)   # raises LinAlgError
         res = PlanarID2(u, ud, udd, TH, W, JIK, n)
         if single:
