@@ -16,13 +16,14 @@ positions are rounded to that step, and ``noise`` > 0 adds uniform noise in +-no
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .errors import InputError
-from .pkm.planar_sea import Planar3RRR, Planar3RRRParams
+from .pkm.planar_sea import Planar3RRR, Planar3RRRParams, _planar_batch, _solve2, _task_space_1
 from .plants import register_plant
 from .sim import Plant, StepInfo
 
-__all__ = ['SEAPlant', 'sea_params_from_model']
+__all__ = ['SEAPlant', 'sea_params_from_model', 'warmup']
 
 
 def sea_params_from_model(model):
@@ -39,6 +40,108 @@ def sea_params_from_model(model):
             raise InputError(f"model '{model.name}': the SEAs must share {k} (got {sorted(v)})")
     return Planar3RRRParams(stiffness=vals['stiffness'].pop(),
                             motor_inertia=vals['motor_inertia'].pop(), damping=vals['damping'].pop())
+
+
+
+@njit(cache=True)
+def _sea_derivative(A, a, b, BR, Bp, X, M, g, c, x, tau_m, out, P, TH, W, JIK, st, Mt, bb):
+    """Compiled :meth:`SEAPlant.derivative`: out (10,) = d/dt x for x = (p, pd, qm, qdm) (10,),
+    motor torques tau_m (3,); c = (K, D, D_m, M_m). P .. bb: work arrays of
+    :func:`_task_space_1`. Returns the status (0 = ok; else the reference route raises)."""
+    K, D, Dm, Mm = c[0], c[1], c[2], c[3]
+    status = _task_space_1(A, a, b, BR, Bp, X, M, g, x[0:2], x[2:4], P, TH, W, JIK, st, Mt, bb)
+    if status != 0:
+        return status
+    pd0, pd1 = x[2], x[3]
+    u = np.empty(3)
+    for l in range(3):
+        Jpd = JIK[0, 0, l, 0] * pd0 + JIK[0, 0, l, 1] * pd1
+        u[l] = K * (x[4 + l] - TH[0, 0, l, 0]) + D * (x[7 + l] - Jpd)
+    r = np.empty(2)
+    for i in range(2):
+        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
+    pdd = np.empty(2)
+    if not _solve2(Mt, r, pdd):
+        return 4
+    out[0], out[1] = pd0, pd1
+    out[2], out[3] = pdd[0], pdd[1]
+    for l in range(3):
+        out[4 + l] = x[7 + l]
+        out[7 + l] = (tau_m[l] - u[l] - Dm * x[7 + l]) / Mm
+    return 0
+
+
+@njit(cache=True)
+def _sea_rk4(A, a, b, BR, Bp, X, M, g, c, x, tau_m, h, substeps):
+    """``substeps`` RK4 steps of size h of :func:`_sea_derivative` (same arithmetic as the
+    numpy route :meth:`SEAPlant._step_reference`); x (10,) updated in place. Returns the
+    status (0 = ok; x is then unspecified and the caller re-runs the reference route)."""
+    P = np.empty((3, 5, 2))
+    TH = np.empty((3, 5, 3, 2))
+    W = np.empty((3, 3, 2))
+    JIK = np.empty((3, 3, 3, 2))
+    st = np.empty(3, np.int64)
+    Mt = np.empty((2, 2))
+    bb = np.empty(2)
+    k1 = np.empty(10)
+    k2 = np.empty(10)
+    k3 = np.empty(10)
+    k4 = np.empty(10)
+    xt = np.empty(10)
+    for _ in range(substeps):
+        s = _sea_derivative(A, a, b, BR, Bp, X, M, g, c, x, tau_m, k1, P, TH, W, JIK, st, Mt, bb)
+        if s != 0:
+            return s
+        for i in range(10):
+            xt[i] = x[i] + 0.5 * h * k1[i]
+        s = _sea_derivative(A, a, b, BR, Bp, X, M, g, c, xt, tau_m, k2, P, TH, W, JIK, st, Mt, bb)
+        if s != 0:
+            return s
+        for i in range(10):
+            xt[i] = x[i] + 0.5 * h * k2[i]
+        s = _sea_derivative(A, a, b, BR, Bp, X, M, g, c, xt, tau_m, k3, P, TH, W, JIK, st, Mt, bb)
+        if s != 0:
+            return s
+        for i in range(10):
+            xt[i] = x[i] + h * k3[i]
+        s = _sea_derivative(A, a, b, BR, Bp, X, M, g, c, xt, tau_m, k4, P, TH, W, JIK, st, Mt, bb)
+        if s != 0:
+            return s
+        h6 = h / 6
+        for i in range(10):
+            x[i] = x[i] + h6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i])
+    return 0
+
+
+@njit(cache=True)
+def _sea_ik_rates(A, a, b, x, out):
+    """Limb angles and rates of the state x (4+,) = (p, pd, ..): out (2, 3, 2) = theta, thetad (the same
+    arithmetic as :func:`_planar_batch` for p, pd). Returns the status (0 = ok)."""
+    for l in range(3):
+        dx = x[0] - A[l, 0]
+        dy = x[1] - A[l, 1]
+        r2 = dx * dx + dy * dy
+        c2 = (r2 - a * a - b * b) / (2 * a * b)
+        if not (c2 > -1.0 + 1e-9 and c2 < 1.0 - 1e-9):
+            return 1
+        t2 = np.arccos(c2)
+        t1 = np.arctan2(dy, dx) - np.arctan2(b * np.sin(t2), a + b * np.cos(t2))
+        c1, s1 = np.cos(t1), np.sin(t1)
+        c12, s12 = np.cos(t1 + t2), np.sin(t1 + t2)
+        J00 = -a * s1 - b * s12
+        J10 = a * c1 + b * c12
+        J01 = -b * s12
+        J11 = b * c12
+        det = J00 * J11 - J01 * J10
+        if abs(det) < 1e-12:
+            return 2
+        F00, F01, F10, F11 = J11 / det, -J01 / det, -J10 / det, J00 / det
+        r0 = x[2]
+        r1 = x[3]
+        out[0, l, 0], out[0, l, 1] = t1, t2
+        out[1, l, 0] = F00 * r0 + F01 * r1
+        out[1, l, 1] = F10 * r0 + F11 * r1
+    return 0
 
 
 class SEAPlant(Plant):
@@ -60,6 +163,10 @@ class SEAPlant(Plant):
         self.i_elb = np.array([names.index(f'arm{k}_elbow') for k in (1, 2, 3)])
         self.i_mot = np.array([names.index(f'arm{k}_motor') for k in (1, 2, 3)])
         self.events = []
+        pr = self.params
+        self._c = np.array([pr.stiffness, pr.damping, pr.motor_damping, pr.motor_inertia])
+        self._work = (np.empty((3, 5, 2)), np.empty((3, 5, 3, 2)), np.empty((3, 3, 2)),
+                      np.empty((3, 3, 3, 2)), np.empty(3, np.int64), np.empty((2, 2)), np.empty(2))
         self.q0 = model.reference_q() if q0 is None else np.asarray(q0, float)
         self.reset()
 
@@ -99,8 +206,25 @@ class SEAPlant(Plant):
         self._prev_meas = None
         self._measure()
 
+    def _kernel_args(self):
+        k = self.pkm
+        return (k.A, self.params.a, self.params.b, k.BR, k.Bp, k.X, k.M, k.g, self._c)
+
     def derivative(self, x, tau_m):
-        """d/dt of x = (p, pd, qm, qdm) (10,) under motor torques tau_m (3,)."""
+        """d/dt of x = (p, pd, qm, qdm) (10,) under motor torques tau_m (3,) (compiled,
+        :func:`_sea_derivative`; outside the workspace / at a singularity the numpy route
+        :meth:`_derivative_reference` raises its error)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        tau_m = np.ascontiguousarray(tau_m, dtype=np.float64)
+        out = np.empty(10)
+        w = self._work
+        if _sea_derivative(*self._kernel_args(), x, tau_m, out, *w) != 0:
+            return self._derivative_reference(x, tau_m)
+        return out
+
+    def _derivative_reference(self, x, tau_m):
+        """The numpy route of :meth:`derivative` (before the compiled kernel; reference for
+        the tests and ``bench/bench_sea.py``)."""
         P = self.params
         p, pd, qm, qdm = x[:2], x[2:4], x[4:7], x[7:10]
         Mt, b, J, th = self.pkm.task_space_dynamics(p, pd, return_theta=True)
@@ -111,19 +235,36 @@ class SEAPlant(Plant):
         return np.concatenate([pd, pdd, qdm, qddm])
 
     def step(self, tau=None, dt=None):
-        tau_m = self.full_tau(tau)[self.i_mot]
+        tau_full = self.full_tau(tau)
+        tau_m = tau_full[self.i_mot]
         h = (self.dt if dt is None else float(dt)) / self.substeps
         x = np.concatenate([self.p, self.pd, self.qm, self.qdm])
+        x0 = x.copy()
+        if _sea_rk4(*self._kernel_args(), x, tau_m, h, self.substeps) != 0:
+            return self._step_reference(tau, dt, x0)
         for _ in range(self.substeps):
-            k1 = self.derivative(x, tau_m)
-            k2 = self.derivative(x + 0.5 * h * k1, tau_m)
-            k3 = self.derivative(x + 0.5 * h * k2, tau_m)
-            k4 = self.derivative(x + h * k3, tau_m)
+            self.t += h
+        return self._finish_step(x, h, tau_full)
+
+    def _step_reference(self, tau=None, dt=None, x=None):
+        """The numpy route of :meth:`step` (RK4 of :meth:`_derivative_reference`)."""
+        tau_m = self.full_tau(tau)[self.i_mot]
+        h = (self.dt if dt is None else float(dt)) / self.substeps
+        if x is None:
+            x = np.concatenate([self.p, self.pd, self.qm, self.qdm])
+        for _ in range(self.substeps):
+            k1 = self._derivative_reference(x, tau_m)
+            k2 = self._derivative_reference(x + 0.5 * h * k1, tau_m)
+            k3 = self._derivative_reference(x + 0.5 * h * k2, tau_m)
+            k4 = self._derivative_reference(x + h * k3, tau_m)
             x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
             self.t += h
+        return self._finish_step(x, h, self.full_tau(tau))
+
+    def _finish_step(self, x, h, tau_full):
         self.p, self.pd, self.qm, self.qdm = x[:2], x[2:4], x[4:7], x[7:10]
         self._measure(h * self.substeps)
-        self.last = self._info(self.full_tau(tau))
+        self.last = self._info(tau_full)
         return self.last
 
     # -------------------------------------------------------------- model coordinates
@@ -133,9 +274,12 @@ class SEAPlant(Plant):
         key = (self.p.tobytes(), self.pd.tobytes(), self.qm.tobytes(), self.qdm.tobytes())
         if getattr(self, '_true_key', None) != key:
             q, qd = np.zeros(self.model.nq), np.zeros(self.model.nq)
-            P = np.zeros((5, 2))
-            P[0], P[1] = self.p, self.pd
-            th = self.pkm.inverse_dynamics_d2(P).theta
+            th = np.empty((2, 3, 2))
+            x = np.concatenate([self.p, self.pd])
+            if _sea_ik_rates(self.pkm.A, self.params.a, self.params.b, x, th) != 0:
+                P = np.zeros((5, 2))      # the numpy route raises the error
+                P[0], P[1] = self.p, self.pd
+                th = self.pkm.inverse_dynamics_d2(P).theta
             q[self.i_arm], q[self.i_elb], q[self.i_mot] = th[0, :, 0], th[0, :, 1], self.qm
             qd[self.i_arm], qd[self.i_elb], qd[self.i_mot] = th[1, :, 0], th[1, :, 1], self.qdm
             self._true_key, self._true = key, (q, qd)
@@ -196,3 +340,34 @@ def _factory(model, q0=None, dt=1e-3, **options):
 
 
 register_plant('sea', _factory)
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the kernels of the SEA plant and of the SEA
+    flatness controller with the argument types used at run time: the plant step
+    (:func:`_sea_rk4`, :func:`_sea_derivative`, :func:`_sea_ik_rates`), the controller step
+    (:func:`robot_dynamics.control.flatness_sea._flatness_step`) and the planar ID
+    (:meth:`Planar3RRR.inverse_dynamics_d2` with its :func:`_preload_batch`, used by the reset,
+    the feed-forward law and the path check of ``sea_controller``) and the reference routes.
+    ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
+    from .control.flatness_sea import SEAFlatnessController
+    from .pkm.planar_sea import SinSquaredJerk
+    if model is None:
+        from . import data_path, load_model
+        model = load_model(data_path('urdf/planar_3rrr_sea.urdf'))
+    plant = SEAPlant(model, model.reference_q(), dt=1e-3)
+    plant.step(np.zeros(model.nq))
+    plant.step(np.zeros(3), dt=1e-3)
+    x = np.concatenate([plant.p, plant.pd, plant.qm, plant.qdm])
+    plant.derivative(x, np.zeros(3))
+    plant._derivative_reference(x, np.zeros(3))
+    plant.hold_command(0.1)
+    ctrl = SEAFlatnessController(plant.params)
+    yd = SinSquaredJerk(plant.p, plant.p + np.array([0.01, 0.0]), 0.3)(0.1)
+    ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd, np.array([0.5, 0.0, 0.0]))
+    ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    ctrl._call_reference(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    SEAFlatnessController(plant.params, feedforward_only=True)(plant.p, plant.pd, plant.qm,
+                                                                plant.qdm, yd)
+    ctrl.pkm.ik(np.tile(plant.p, (21, 1)))
+    return plant

@@ -21,9 +21,11 @@ Units: N m, rad, m, s. Undamped springs only (``damping = 0``) for the exact lin
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..errors import InputError
-from ..pkm.planar_sea import Planar3RRR, Planar3RRRParams, solve_preload
+from ..pkm.planar_sea import (Planar3RRR, Planar3RRRParams, _planar_batch, _preload_n, _solve2,
+                              _solve3, _task_space_1, solve_preload)
 
 __all__ = ['SEAFlatnessController', 'pole_gains', 'sea_state_from_joints']
 
@@ -53,6 +55,100 @@ def sea_state_from_joints(params, q, qd, i_arm, i_elb, i_mot):
     return p, pd, q[i_mot].copy(), qd[i_mot].copy()
 
 
+
+@njit(cache=True)
+def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau, aux):
+    """Compiled :meth:`SEAFlatnessController.__call__` (exact linearisation, the same three
+    passes of the planar ID as the numpy route :meth:`SEAFlatnessController._call_reference`).
+    c = (K, M_m, D_m, k0, k1, k2, k3, kl0, kl1); tau (3,) out; aux (7,) out: u, ud, lam.
+    Returns the status (0 = ok; else the reference route raises its error)."""
+    K, Mm, Dm = c[0], c[1], c[2]
+    k0, k1, k2, k3, kl0, kl1 = c[3], c[4], c[5], c[6], c[7], c[8]
+    for i in range(5):
+        for j in range(2):
+            if not np.isfinite(yd[i, j]):
+                return 3
+    P = np.empty((3, 5, 2))
+    TH = np.empty((3, 5, 3, 2))
+    W = np.empty((3, 3, 2))
+    JIK = np.empty((3, 3, 3, 2))
+    st = np.empty(3, np.int64)
+    Mt = np.empty((2, 2))
+    bb = np.empty(2)
+    # pass 1: theta, J_IK, b, M_t
+    status = _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb)
+    if status != 0:
+        return status
+    u = np.empty(3)
+    ud = np.empty(3)
+    for l in range(3):
+        u[l] = K * (q_m[l] - TH[0, 0, l, 0])
+        ud[l] = K * (qd_m[l] - (JIK[0, 0, l, 0] * pd[0] + JIK[0, 0, l, 1] * pd[1]))
+    r = np.empty(2)
+    for i in range(2):
+        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
+    pdd = np.empty(2)
+    if not _solve2(Mt, r, pdd):
+        return 4
+    J = JIK[0, 0].copy()
+    # pass 2: b1 = wd(pddd = 0) and Jd_IK at (p, pd, pdd)
+    S2 = np.zeros((1, 5, 2))
+    for i in range(2):
+        S2[0, 0, i], S2[0, 1, i], S2[0, 2, i] = p[i], pd[i], pdd[i]
+    TH2 = np.empty((1, 5, 3, 2))
+    W2 = np.empty((1, 3, 2))
+    JIK2 = np.empty((1, 3, 3, 2))
+    st2 = np.empty(1, np.int64)
+    _planar_batch(A, a, b, BR, Bp, X, M, g, S2, TH2, W2, JIK2, st2)
+    if st2[0] != 0:
+        return st2[0]
+    for i in range(2):
+        r[i] = ((J[0, i] * ud[0] + J[1, i] * ud[1] + J[2, i] * ud[2])
+                + (JIK2[0, 1, 0, i] * u[0] + JIK2[0, 1, 1, i] * u[1] + JIK2[0, 1, 2, i] * u[2])
+                - W2[0, 1, i])
+    pddd = np.empty(2)
+    if not _solve2(Mt, r, pddd):
+        return 4
+    nu = np.empty(2)
+    for i in range(2):
+        nu[i] = (yd[4, i] + k3 * (yd[3, i] - pddd[i]) + k2 * (yd[2, i] - pdd[i])
+                 + k1 * (yd[1, i] - pd[i]) + k0 * (yd[0, i] - p[i]))
+    # pass 3: wdd(nu), J_IK derivatives, n derivatives, thetadd_a
+    for i in range(2):
+        S2[0, 3, i], S2[0, 4, i] = pddd[i], nu[i]
+    _planar_batch(A, a, b, BR, Bp, X, M, g, S2, TH2, W2, JIK2, st2)
+    if st2[0] != 0:
+        return st2[0]
+    n = np.empty((3, 3))
+    _preload_n(JIK2[0], n)
+    lam = n[0, 0] * u[0] + n[0, 1] * u[1] + n[0, 2] * u[2]
+    lamd = ((n[1, 0] * u[0] + n[1, 1] * u[1] + n[1, 2] * u[2])
+            + (n[0, 0] * ud[0] + n[0, 1] * ud[1] + n[0, 2] * ud[2]))
+    nul = lam_d[2] + kl1 * (lam_d[1] - lamd) + kl0 * (lam_d[0] - lam)
+    Am = np.empty((3, 3))
+    rhs = np.empty(3)
+    for l in range(3):
+        Am[0, l] = JIK2[0, 0, l, 0]
+        Am[1, l] = JIK2[0, 0, l, 1]
+        Am[2, l] = n[0, l]
+    for i in range(2):
+        rhs[i] = (W2[0, 2, i]
+                  - (JIK2[0, 2, 0, i] * u[0] + JIK2[0, 2, 1, i] * u[1] + JIK2[0, 2, 2, i] * u[2])
+                  - 2 * (JIK2[0, 1, 0, i] * ud[0] + JIK2[0, 1, 1, i] * ud[1]
+                         + JIK2[0, 1, 2, i] * ud[2]))
+    rhs[2] = (nul - (n[2, 0] * u[0] + n[2, 1] * u[1] + n[2, 2] * u[2])
+              - 2 * (n[1, 0] * ud[0] + n[1, 1] * ud[1] + n[1, 2] * ud[2]))
+    udd = np.empty(3)
+    if not _solve3(Am, rhs, udd):
+        return 4
+    for l in range(3):
+        tau[l] = u[l] + Mm * (TH2[0, 2, l, 0] + udd[l] / K) + Dm * qd_m[l]
+        aux[l] = u[l]
+        aux[3 + l] = ud[l]
+    aux[6] = lam
+    return 0
+
+
 class SEAFlatnessController:
     """``tau = controller(p, pd, q_m, qd_m, yd, lam_d)`` for the planar 3RRR SEA-PKM.
 
@@ -75,8 +171,31 @@ class SEAFlatnessController:
         self.kp, self.kd = float(kp), float(kd)
         self.K = params.stiffness
         self.Mm = params.motor_inertia
+        self._c = np.array([self.K, self.Mm, params.motor_damping, *self.k, *self.kl])
+        self._lam0 = np.zeros(3)
 
     def __call__(self, p, pd, q_m, qd_m, yd, lam_d=None):
+        if self.ff:
+            return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)
+        f = np.float64
+        p = np.ascontiguousarray(p, f).reshape(2)
+        pd = np.ascontiguousarray(pd, f).reshape(2)
+        q_m = np.ascontiguousarray(q_m, f).reshape(3)
+        qd_m = np.ascontiguousarray(qd_m, f).reshape(3)
+        yd = np.ascontiguousarray(yd, f).reshape(5, 2)
+        lam_d = self._lam0 if lam_d is None else np.ascontiguousarray(lam_d, f).reshape(3)
+        tau = np.empty(3)
+        aux = np.empty(7)
+        k = self.pkm
+        if _flatness_step(k.A, self.params.a, self.params.b, k.BR, k.Bp, k.X, k.M, k.g,
+                          self._c, p, pd, q_m, qd_m, yd, lam_d, tau, aux) != 0:
+            return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)   # raises its error
+        self.u, self.ud, self.lam = aux[:3], aux[3:6], float(aux[6])
+        return tau
+
+    def _call_reference(self, p, pd, q_m, qd_m, yd, lam_d=None):
+        """The numpy route of :meth:`__call__` (before the compiled :func:`_flatness_step`;
+        used for ``feedforward_only`` and as the reference of the tests and the benchmark)."""
         P = self.params
         p = np.asarray(p, float).reshape(2)
         pd = np.asarray(pd, float).reshape(2)

@@ -205,6 +205,162 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
                 JIK[s, 2, l, c] = Fdd[0, c]
 
 
+@njit(cache=True)
+def _solve2(A, r, out):
+    """out = A^-1 r for a 2x2 A (LU with partial pivoting, as LAPACK gesv). Returns False if
+    A is exactly singular."""
+    if abs(A[1, 0]) > abs(A[0, 0]):
+        i0, i1 = 1, 0
+    else:
+        i0, i1 = 0, 1
+    a00, a01 = A[i0, 0], A[i0, 1]
+    if a00 == 0.0:
+        return False
+    l10 = A[i1, 0] / a00
+    u11 = A[i1, 1] - l10 * a01
+    if u11 == 0.0:
+        return False
+    y1 = r[i1] - l10 * r[i0]
+    x1 = y1 / u11
+    out[1] = x1
+    out[0] = (r[i0] - a01 * x1) / a00
+    return True
+
+
+@njit(cache=True)
+def _solve3(A, r, out):
+    """out = A^-1 r for a 3x3 A (Gaussian elimination with partial pivoting; A, r are not
+    modified). Returns False if A is exactly singular."""
+    M = np.empty((3, 4))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = A[i, j]
+        M[i, 3] = r[i]
+    for k in range(3):
+        piv = k
+        for i in range(k + 1, 3):
+            if abs(M[i, k]) > abs(M[piv, k]):
+                piv = i
+        if M[piv, k] == 0.0:
+            return False
+        if piv != k:
+            for j in range(4):
+                tmp = M[k, j]
+                M[k, j] = M[piv, j]
+                M[piv, j] = tmp
+        for i in range(k + 1, 3):
+            f = M[i, k] / M[k, k]
+            for j in range(k + 1, 4):
+                M[i, j] -= f * M[k, j]
+    for i in range(2, -1, -1):
+        acc = M[i, 3]
+        for j in range(i + 1, 3):
+            acc -= M[i, j] * out[j]
+        out[i] = acc / M[i, i]
+    return True
+
+
+@njit(cache=True)
+def _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb):
+    """Compiled :meth:`Planar3RRR.task_space_dynamics` for one state p, pd (2,): three
+    samples (pdd = 0, e_x, e_y) of :func:`_planar_batch` into the work arrays P (3, 5, 2),
+    TH (3, 5, 3, 2), W (3, 3, 2), JIK (3, 3, 3, 2), st (3,); M_t -> Mt (2, 2), b -> bb (2,).
+    J_IK = JIK[0, 0], theta = TH[0, 0]. Returns the status (0 = ok, 3 = non-finite input,
+    else that of _planar_batch)."""
+    for i in range(2):
+        if not (np.isfinite(p[i]) and np.isfinite(pd[i])):
+            return 3
+    for s in range(3):
+        for k in range(5):
+            P[s, k, 0] = 0.0
+            P[s, k, 1] = 0.0
+        P[s, 0, 0], P[s, 0, 1] = p[0], p[1]
+        P[s, 1, 0], P[s, 1, 1] = pd[0], pd[1]
+    P[1, 2, 0] = 1.0
+    P[2, 2, 1] = 1.0
+    _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, st)
+    for s in range(3):
+        if st[s] != 0:
+            return st[s]
+    for i in range(2):
+        bb[i] = W[0, 0, i]
+        Mt[i, 0] = W[1, 0, i] - bb[i]
+        Mt[i, 1] = W[2, 0, i] - bb[i]
+    return 0
+
+
+@njit(cache=True)
+def _cross3(x, y, out, scale):
+    """out += scale * (x cross y) for 3-vectors."""
+    out[0] += scale * (x[1] * y[2] - x[2] * y[1])
+    out[1] += scale * (x[2] * y[0] - x[0] * y[2])
+    out[2] += scale * (x[0] * y[1] - x[1] * y[0])
+
+
+@njit(cache=True)
+def _preload_n(JIK, n):
+    """Preload direction n (3, 3) and its derivatives from JIK (3, 3, 2) of one sample (as in
+    :meth:`Planar3RRR.inverse_dynamics_d2`)."""
+    c10, c11, c12 = JIK[0, :, 0], JIK[1, :, 0], JIK[2, :, 0]
+    c20, c21, c22 = JIK[0, :, 1], JIK[1, :, 1], JIK[2, :, 1]
+    n[:, :] = 0.0
+    _cross3(c10, c20, n[0], 1.0)
+    t = np.zeros(3)
+    _cross3(c11, c20, n[1], 1.0)
+    _cross3(c10, c21, t, 1.0)
+    for i in range(3):
+        n[1, i] += t[i]
+    # n2 = cross(c12, c20) + 2 cross(c11, c21) + cross(c10, c22), summed left to right
+    _cross3(c12, c20, n[2], 1.0)
+    t[:] = 0.0
+    _cross3(c11, c21, t, 1.0)
+    for i in range(3):
+        n[2, i] += 2 * t[i]
+    t[:] = 0.0
+    _cross3(c10, c22, t, 1.0)
+    for i in range(3):
+        n[2, i] += t[i]
+
+
+_NUMPY_PRELOAD = False
+"""True: :meth:`Planar3RRR.inverse_dynamics_d2` takes the numpy route of n and (u, ud, udd)
+(:func:`_preload_reference`, the route before :func:`_preload_batch`); for the reference
+timings of ``bench/bench_sea.py``."""
+
+
+@njit(cache=True)
+def _preload_batch(JIK, W, lam, n, u, ud, udd):
+    """Compiled n and :func:`solve_preload` of :meth:`Planar3RRR.inverse_dynamics_d2`:
+    JIK (S, 3, 3, 2), W (S, 3, 2), lam (S, 3) -> n (S, 3, 3), u, ud, udd (S, 3). Returns the
+    index + 1 of the first sample with a singular system (0 = all solved)."""
+    S = JIK.shape[0]
+    A = np.empty((3, 3))
+    r = np.empty(3)
+    for s in range(S):
+        _preload_n(JIK[s], n[s])
+        for l in range(3):
+            A[0, l] = JIK[s, 0, l, 0]
+            A[1, l] = JIK[s, 0, l, 1]
+            A[2, l] = n[s, 0, l]
+        r[0], r[1], r[2] = W[s, 0, 0], W[s, 0, 1], lam[s, 0]
+        if not _solve3(A, r, u[s]):
+            return s + 1
+        for i in range(2):
+            r[i] = W[s, 1, i] - (JIK[s, 1, 0, i] * u[s, 0] + JIK[s, 1, 1, i] * u[s, 1]
+                                 + JIK[s, 1, 2, i] * u[s, 2])
+        r[2] = lam[s, 1] - (n[s, 1, 0] * u[s, 0] + n[s, 1, 1] * u[s, 1] + n[s, 1, 2] * u[s, 2])
+        _solve3(A, r, ud[s])
+        for i in range(2):
+            r[i] = (W[s, 2, i] - (JIK[s, 2, 0, i] * u[s, 0] + JIK[s, 2, 1, i] * u[s, 1]
+                                  + JIK[s, 2, 2, i] * u[s, 2])
+                    - 2 * (JIK[s, 1, 0, i] * ud[s, 0] + JIK[s, 1, 1, i] * ud[s, 1]
+                           + JIK[s, 1, 2, i] * ud[s, 2]))
+        r[2] = (lam[s, 2] - (n[s, 2, 0] * u[s, 0] + n[s, 2, 1] * u[s, 1] + n[s, 2, 2] * u[s, 2])
+                - 2 * (n[s, 1, 0] * ud[s, 0] + n[s, 1, 1] * ud[s, 1] + n[s, 1, 2] * ud[s, 2]))
+        _solve3(A, r, udd[s])
+    return 0
+
+
 class Planar3RRR:
     """Kinematics and recursive 2nd-order inverse dynamics of the planar 3RRR (SEA-)PKM.
 
@@ -265,13 +421,12 @@ class Planar3RRR:
             raise PKMSingularityError(f'planar 3RRR: {len(bad)} of {S} samples outside the '
                                       f'workspace or singular (first: {bad[0]}, p = '
                                       f'{P[bad[0], 0].tolist()})', bad, st)
-        c1, c2 = JIK[:, :, :, 0], JIK[:, :, :, 1]
-        n = np.stack([_cross(c1[:, 0], c2[:, 0]),
-                      _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
-                      _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1])
-                      + _cross(c1[:, 0], c2[:, 2])], 1)
-        lam = np.zeros((S, 3)) if lam is None else np.broadcast_to(np.asarray(lam, float), (S, 3))
-        u, ud, udd = solve_preload(JIK, n, W, lam)
+        lam = (np.zeros((S, 3)) if lam is None else
+               np.ascontiguousarray(np.broadcast_to(np.asarray(lam, float), (S, 3))))
+        n = np.empty((S, 3, 3))
+        u, ud, udd = np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3))
+        if _NUMPY_PRELOAD or _preload_batch(JIK, W, lam, n, u, ud, udd) != 0:
+            n, u, ud, udd = _preload_reference(JIK, W, lam)   # raises LinAlgError
         res = PlanarID2(u, ud, udd, TH, W, JIK, n)
         if single:
             res = PlanarID2(*(r[0] for r in res))
@@ -295,6 +450,18 @@ class Planar3RRR:
         if return_theta:
             return Mt, b, r.J_IK[::3, 0], r.theta[::3, 0]
         return Mt, b, r.J_IK[::3, 0]
+
+
+def _preload_reference(JIK, W, lam):
+    """The numpy route of the n / (u, ud, udd) part of :meth:`Planar3RRR.inverse_dynamics_d2`
+    (before :func:`_preload_batch`; reference of the tests)."""
+    c1, c2 = JIK[:, :, :, 0], JIK[:, :, :, 1]
+    n = np.stack([_cross(c1[:, 0], c2[:, 0]),
+                  _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
+                  _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1])
+                  + _cross(c1[:, 0], c2[:, 2])], 1)
+    u, ud, udd = solve_preload(JIK, n, W, lam)
+    return n, u, ud, udd
 
 
 def _cross(a, b):
