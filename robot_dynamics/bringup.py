@@ -41,6 +41,9 @@ TIMING_PARAMS = {
         'controller_node': {'reference_sync': False}, 'dynamics_node': {'reference_sync': False},
         'ip_controller': {'reference_sync': False},
         'vdc_controller': {'lockstep': False, 'time_source': 'stamp'},
+        # the reference clock is the state stamp (plant time mapped onto the wall clock): a
+        # plant that slows down does not fall behind its reference
+        'sea_controller': {'event_driven': True},
         '*': {'use_sim_time': False},
     },
     'lockstep': {

@@ -113,6 +113,9 @@ def warmup_robot(robot):
     if 'vdc_controller' in exes:
         from . import hydraulics
         hydraulics.warmup(model)
+    if 'sea_controller' in exes:
+        from . import sea
+        sea.warmup(model)
     return covered, skipped
 
 
