@@ -233,9 +233,5 @@ def _plot(path, robot, spec, t, e, ca, lat, R, P, rec):
     ax[2].set_xlabel('state -> command at the recorder [ms]')
     ax[2].set_ylabel('count')
     ax[2].set_title('latency' + (f'; real-time factor {np.mean(R):.2f}' if R else ''))
-    for a in ax:
-        a.grid(True, alpha=0.3)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from ..cli import _save_figure
+    _save_figure(fig, ax, path)
