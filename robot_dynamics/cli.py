@@ -218,9 +218,15 @@ def cmd_launch(args):
         b = load_bringup(args.robot, overrides, timing=args.timing)
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
-    if args.print:
-        for s in b.nodes:
-            print(' '.join(['python', '-m', s.module] + s.ros_args('<params>')), s.parameters)
+    if args.print:                       # the launcher's own command lines (nice, -P, params)
+        launcher = Launcher(b)
+        try:
+            for s in b.nodes:
+                cmd = launcher.command(s)
+                cmd[-1] = f'<{s.name}.yaml>'          # the temporary params file (parameters below)
+                print(' '.join(cmd), s.parameters)
+        finally:
+            launcher.shutdown()
         return 0
     return Launcher(b).run(duration=args.duration)
 
