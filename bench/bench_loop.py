@@ -21,88 +21,51 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
+
+from robot_dynamics.demos import command_latency
 
 ROBOTS = ['five_bar', 'four_bar', 'slider_crank', 'irsbot2', 'irsbot2_t1', 'series_parallel_3dof',
           'hydraulic_boom', 'planar_3rrr_sea', 'gough_stewart']
 
 
 def _probe_run(robot, duration, timing, startup, logdir):
-    import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64, Float64MultiArray
-
     from robot_dynamics.bringup import load_bringup
     from robot_dynamics.launcher import Launcher
+    from robot_dynamics.nodes.recorder import recording
 
     b = load_bringup(robot, timing=timing)
     sim = next(s for s in b.nodes if s.executable == 'sim_node')
     ctl = next((s for s in b.nodes if s.name != 'sim_node' and 'controller' in s.parameters), None)
     topic = f"/{(ctl.parameters if ctl else sim.parameters).get('controller', 'effort_controller')}/commands"
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('bench_probe', context=ctx)
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    lock = threading.Lock()
-    js, cmd, rtf, diag = [], [], [], {}
-
-    def on_js(m):
-        with lock:
-            js.append((time.monotonic(), m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec))
-
-    def on_cmd(m):
-        with lock:
-            cmd.append(time.monotonic())
-
-    def on_diag(m):
-        for st in m.status:
-            with lock:
-                diag[st.name] = {kv.key: kv.value for kv in st.values}
-
-    node.create_subscription(JointState, 'joint_states', on_js, qos)
-    node.create_subscription(Float64MultiArray, topic, on_cmd, qos)
-    node.create_subscription(Float64, '/sim_node/real_time_factor', lambda m: rtf.append(m.data), qos)
-    node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, qos)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
-    stop = threading.Event()
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05) for _ in iter(stop.is_set, True)],
-                          daemon=True)
-    th.start()
-    logf = open(os.path.join(logdir, f'bench_loop_{robot}.log'), 'w')
-    launcher = Launcher(b, out=logf).start()
     row = dict(robot=robot, rate=float(sim.parameters.get('rate', 1000.0)),
                publish_rate=float(sim.parameters.get('publish_rate', 100.0)), ok=False)
-    try:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < startup and not cmd and not launcher.poll():
-            time.sleep(0.1)
-        if not cmd:
-            row['error'] = f'no command within {startup:g} s' + (f' ({launcher.poll()[0]} died)' if launcher.poll() else '')
-            return row
-        row['startup'] = time.monotonic() - t0
-        time.sleep(1.0)                              # settle
-        with lock:
-            n_js, n_cmd, n_rtf = len(js), len(cmd), len(rtf)
-        w0 = time.monotonic()
-        time.sleep(duration)
-        w1 = time.monotonic()
-        with lock:
-            J, C, R = list(js[n_js:]), list(cmd[n_cmd:]), list(rtf[n_rtf:])
-            D = dict(diag)
-    finally:
-        launcher.shutdown()
-        logf.close()
-        stop.set()
-        th.join(timeout=2.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+    with open(os.path.join(logdir, f'bench_loop_{robot}.log'), 'w') as logf, recording() as rec:
+        cmd = rec.subscribe('cmd', 'Float64MultiArray', topic)
+        rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
+        diag = rec.subscribe('diag', 'DiagnosticArray', '/diagnostics')
+        launcher = Launcher(b, out=logf).start()
+        try:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < startup and not cmd and not launcher.poll():
+                time.sleep(0.1)
+            if not cmd:
+                row['error'] = f'no command within {startup:g} s' + (f' ({launcher.poll()[0]} died)' if launcher.poll() else '')
+                return row
+            row['startup'] = time.monotonic() - t0
+            time.sleep(1.0)                              # settle
+            w0 = time.monotonic()
+            time.sleep(duration)
+            w1 = time.monotonic()
+            with rec.lock:
+                J = [(j[3], j[0]) for j in rec.js if j[3] >= w0]
+                C = [t for t, _ in cmd if t >= w0]
+                R = [m.data for t, m in rtf if t >= w0]
+                D = {st.name: {kv.key: kv.value for kv in st.values} for _, m in diag for st in m.status}
+        finally:
+            launcher.shutdown()
     if len(J) < 2 or len(C) < 2:
         row['error'] = f'{len(J)} states, {len(C)} commands in the window'
         return row
@@ -113,8 +76,7 @@ def _probe_run(robot, duration, timing, startup, logdir):
     # lock-step: simulated time (stamps) per wall second
     row['rtf'] = float(np.mean(R)) if (timing == 'realtime' and R) else (js_st[-1] - js_st[0]) / (w1 - w0)
     ca = np.array(C)
-    k = np.searchsorted(ja, ca) - 1
-    lat = (ca - ja[np.clip(k, 0, None)])[k >= 0]
+    lat = command_latency(ja, ca)
     row['cmd_rate'] = (len(C) - 1) / (ca[-1] - ca[0])
     row['lat_p50'], row['lat_p99'], row['lat_max'] = (np.percentile(lat, 50), np.percentile(lat, 99), lat.max())
     ctrl_diag = next((v for k_, v in D.items() if 'control loop' in k_), None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ['DemoSpec', 'DEMOS', 'scalar_error', 'summarise']
+__all__ = ['DemoSpec', 'DEMOS', 'scalar_error', 'summarise', 'command_latency']
 
 
 @dataclass
@@ -88,3 +88,14 @@ def summarise(spec, t, e):
     if not len(late):
         return float('nan'), float('nan'), 0
     return float(late.max()), float(np.sqrt(np.mean(late ** 2))), len(late)
+
+
+def command_latency(state_arrivals, command_arrivals):
+    """State -> command latency [s] seen by an observer: for each command, its arrival minus
+    the arrival of the newest state before it (both sorted, same clock). Commands before the
+    first state are dropped. Includes the transport hops to the observer, so it is an upper
+    bound of the controller's own state -> command time."""
+    ja = np.asarray(state_arrivals, float)
+    ca = np.asarray(command_arrivals, float)
+    k = np.searchsorted(ja, ca, side='right') - 1     # a state at the same instant counts
+    return (ca - ja[np.clip(k, 0, None)])[k >= 0]

@@ -280,3 +280,9 @@ def test_make_law_rejects_unknown_laws_and_parameters(five_bar, arm7):
         make_law(five_bar, 'feedforward_pd', kp=-1)
     law = make_law(arm7, 'computed_torque', kp=10.0, kd=1.0)
     assert isinstance(law, ProjectedIDLaw) and law.coords == list(arm7.joint_names)
+
+
+def test_command_latency_pairs_each_command_with_the_newest_state_before_it():
+    from robot_dynamics.demos import command_latency
+    lat = command_latency([1.0, 2.0, 3.0], [0.5, 1.25, 2.0, 2.5, 3.75])
+    assert np.allclose(lat, [0.25, 0.0, 0.5, 0.75])       # the command at 0.5 s has no state

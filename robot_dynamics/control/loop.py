@@ -118,6 +118,7 @@ class Command:
     info: dict = field(default_factory=dict)
     reference: Reference | None = None
     state: State | None = None
+    sample: Reference | None = None       # the reference sample used, before extrapolation
 
 
 class Law:
@@ -416,26 +417,24 @@ class ControlLoop:
 
     # ------------------------------------------------------------------ the loop
     def _reference_for(self, ts, now):
-        """(reference, extrapolated dt, wait?) for a state at stamp ``ts``."""
+        """(reference at ts, extrapolated dt, wait?, the sample it comes from) for a state at
+        stamp ``ts``."""
         if not self.law.needs_reference:
-            return None, 0.0, False
+            return None, 0.0, False, None
         key = int(round(ts * 1e9))
         slot = self.refs.get(key)
         if slot is not None and 'complete' in slot:
             ref = slot['complete']
-            if self.ff_lead and ref.effort is not None and ref.effort_rate is not None:
-                ref = Reference(ref.stamp, ref.pos, ref.vel, ref.acc,
-                                ref.effort + ref.effort_rate * self.ff_lead, ref.effort_rate, ref.extra)
-            return ref, 0.0, False
+            return ref.at(ts, 0.0, self.ff_lead), 0.0, False, ref
         newest = self._ref_plain
         if self.sync:
             if self._pending_since is None:
                 self._pending_since = now
             if newest is None or newest.stamp is None or newest.stamp < ts - 1e-9:
                 if now - self._pending_since < self.ref_wait:
-                    return None, 0.0, True
+                    return None, 0.0, True, None
         if newest is None:
-            return None, 0.0, False
+            return None, 0.0, False, None
         # newest complete sample not after the state (else the oldest one after it)
         best = None
         for slot in reversed(self.refs.values()):
@@ -448,7 +447,7 @@ class ControlLoop:
             best = r
         ref = best or newest
         dt = 0.0 if ref.stamp is None else max(0.0, ts - ref.stamp)
-        return ref.at(ts, self.max_extrapolation, self.ff_lead), dt, False
+        return ref.at(ts, self.max_extrapolation, self.ff_lead), dt, False, ref
 
     def update(self, now, wall=None):
         """Answer the newest state: a :class:`Command`, or None when there is nothing to answer
@@ -468,11 +467,11 @@ class ControlLoop:
             self.stale = True
             return self._safe(None, 'state stale: no valid joint state for '
                                     f'{now - st.received:.3f} s (> state_timeout {self.state_timeout:g} s)',
-                              st.stamp, count_answer=False)
+                              st.stamp)
         self.stale = False
         if self._answered is not None and st.stamp <= self._answered:
             return None
-        ref, dt, wait = self._reference_for(st.stamp, now if wall is None else wall)
+        ref, dt, wait, sample = self._reference_for(st.stamp, now if wall is None else wall)
         if wait:
             return None
         t0 = self._clock()
@@ -501,18 +500,16 @@ class ControlLoop:
         if clipped:
             self.count['clipped'] += 1
             eff = np.clip(eff, -self.effort_limit, self.effort_limit)
-        cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st)
+        cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st, sample)
         return self._finish(cmd, t0, now)
 
-    def _safe(self, st, reason, stamp, count_answer=True):
+    def _safe(self, st, reason, stamp):
         eff = self.law.safe_command(st if st is not None else self.state, self.safe_mode,
                                     self.hold_damping)
         eff = np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
         self.count['safe_commands'] += 1
-        cmd = Command(eff, True, reason, stamp, state=st)
-        if not count_answer:
-            self.last_command = cmd
-        return cmd
+        self.last_command = Command(eff, True, reason, stamp, state=st)
+        return self.last_command
 
     def _finish(self, cmd, t0, now):
         dtc = self._clock() - t0

@@ -174,9 +174,8 @@ class ControllerNode(Node):
         self._on_command(c)
         if self.pub_ff is not None:
             n_ex = float(self.loop.count['extrapolated'])
-            u = c.info['u'] - (self.loop.ff_lead * c.reference.effort_rate
-                               if c.reference.effort_rate is not None else 0.0)
-            self.pub_ff.publish(Float64MultiArray(data=[c.extrapolated, n_ex, *u.tolist(), *c.info['u'].tolist()]))
+            self.pub_ff.publish(Float64MultiArray(data=[c.extrapolated, n_ex, *c.sample.effort.tolist(),
+                                                        *c.info['u'].tolist()]))
         if self.pub_w and 'tau' in c.info:
             for name, w in self.law.predicted_wrenches(c.state, c.info['tau']).items():
                 ws = WrenchStamped()

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ..demos import DEMOS, DemoSpec, scalar_error, summarise
+from ..demos import DEMOS, DemoSpec, command_latency, scalar_error, summarise
 
 
 def _say(*a):
@@ -132,8 +132,7 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win):
     res = max(float(np.abs(rd.loop_residual(model, _q_of(model, j[1], j[2]))).max(initial=0.0))
               for j in js[::max(1, len(js) // 200)])
     ca = np.array(C)
-    k = np.searchsorted(ja, ca) - 1
-    lat = (ca - ja[np.clip(k, 0, None)])[k >= 0]
+    lat = command_latency(ja, ca)
     rtf = float(np.mean(R)) if R else (st[-1] - st[0]) / (ja[-1] - ja[0])
     lines.append(f'  /joint_states {rate:.1f} Hz (configured {pub_rate:g}); every joint published '
                  f'(passive: {model.passive}); max loop residual {res:.2e}')

@@ -39,12 +39,14 @@ class Recorder(Node):
     def subscribe(self, key, msg_type, topic):
         """Record any topic: ``self.topics[key]`` = [(arrival time.monotonic(), msg), ...].
         ``msg_type``: a message class or its name ('JointState', 'Float64MultiArray', 'Float64',
-        'PointStamped')."""
+        'PointStamped', 'DiagnosticArray')."""
         if isinstance(msg_type, str):
+            from diagnostic_msgs.msg import DiagnosticArray
             from geometry_msgs.msg import PointStamped
             from std_msgs.msg import Float64
             msg_type = {'JointState': JointState, 'Float64MultiArray': Float64MultiArray,
-                        'Float64': Float64, 'PointStamped': PointStamped}[msg_type]
+                        'Float64': Float64, 'PointStamped': PointStamped,
+                        'DiagnosticArray': DiagnosticArray}[msg_type]
         lst = self.topics.setdefault(key, [])
 
         def cb(m):
