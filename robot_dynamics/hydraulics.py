@@ -323,6 +323,8 @@ class HydraulicPlant(Plant):
     pressures in static equilibrium with the loads applied at that time.
     """
 
+    state_attrs = ('t', 'X', 'u', '_FD_eff', '_tau_ext', 'aux', 'last')
+
     supports_external_wrench = True
 
     def __init__(self, model, q0=None, dt=1e-3, substeps=1, FD=None, p_b0=40e5, params=None,

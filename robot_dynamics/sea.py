@@ -148,6 +148,8 @@ class SEAPlant(Plant):
     """RK4 plant of the planar 3RRR SEA-PKM (see module docstring). ``tau``: the motor torques
     (3,) in the order of ``model.actuated`` (the motor joints), or the full (9,) vector."""
 
+    state_attrs = ('t', 'p', 'pd', 'qm', 'qdm', '_prev_meas', '_meas', 'last')
+
     def __init__(self, model, q0=None, dt=1e-3, params=None, quantization=0.0, noise=0.0,
                  seed=0, substeps=1):
         self.model = model

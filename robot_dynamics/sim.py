@@ -213,6 +213,24 @@ class Plant:
     def step(self, tau=None, dt=None):
         raise NotImplementedError
 
+    #: attributes that make up the plant's state (what :meth:`snapshot` copies)
+    state_attrs = ('t', 'q', 'qd', 'last')
+
+    def snapshot(self):
+        """Copy of the plant state (``state_attrs``), for :meth:`restore` (a simulator refuses
+        a step that failed or went non-finite and holds the state from before it)."""
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                for k, v in ((k, getattr(self, k, None)) for k in self.state_attrs)}
+
+    def restore(self, snap):
+        """Set the state saved by :meth:`snapshot` (arrays copied back)."""
+        for k, v in snap.items():
+            cur = getattr(self, k, None)
+            if isinstance(v, np.ndarray) and isinstance(cur, np.ndarray) and cur.shape == v.shape:
+                cur[...] = v                    # in place: kernels may hold views
+            else:
+                setattr(self, k, v.copy() if isinstance(v, np.ndarray) else v)
+
     def full_tau(self, tau):
         """Map tau (n,) or actuated efforts (p,) to the generalized force (n,)."""
         n = self.model.nq

@@ -1,0 +1,275 @@
+"""The simulator's loop (no ROS): a plant driven like hardware, in wall-clock or lock-step time.
+
+:class:`SimRunner` is what ``sim_node`` hosts (the node only translates messages): it holds
+the latest actuator command (zero-order hold), falls back to the *hold* command when no valid
+command arrived for ``command_timeout`` s, applies external loads, advances the plant in steps
+of exactly ``1/rate`` and keeps the real-time bookkeeping. Times in s; ``now`` is the caller's
+clock (node clock: wall time, or simulated time in a lock-step graph), ``wall`` a monotonic
+wall clock.
+
+* **Real time** (:meth:`tick`): advance by the wall time the plant is behind, in ``1/rate``
+  steps, at most ``max_catchup`` publish periods per tick; when the machine cannot keep up the
+  simulated time *slips* (the plant slows down, its step never grows) and :meth:`update_rtf`
+  reports the real-time factor (simulated / wall time over the last second).
+* **Lock-step** (:meth:`command` returns the number of steps to take): one publish period per
+  received command, nothing driven by a wall-clock timer.
+* **Commands**: a command with the wrong length or a NaN/inf is rejected (counted, reason
+  returned) and never reaches the plant.
+* **Hold**: ``'gravity'`` = the passive-joint-aware minimum-norm actuator forces balancing
+  gravity minus ``hold_damping`` x actuated velocities (a plant with its own ``hold_command``
+  decides: the SEA plant damps its motors), ``'zero'`` = nothing (valves closed for the
+  hydraulic plant, whose commands are volts).
+* **External loads** (a wrench exerted by the environment on the robot at a frame, see
+  :meth:`robot_dynamics.sim.Plant.set_external_wrench`): NaN/inf, unknown frames and plants
+  without a load input are rejected; a force above ``max_external_force`` N or a moment above
+  ``max_external_moment`` N m is *clamped* to that norm (reported); with
+  ``external_wrench_timeout`` > 0 a load not renewed for that long is dropped.
+* **Refused steps**: a step that raises (non-finite state, singular mass matrix) or ends
+  non-finite is undone (the plant state from before it is restored, :meth:`Plant.snapshot`),
+  counted, reported, and the plant is put on hold; a plant whose hold step also fails stays
+  frozen (simulated time stops) instead of publishing garbage.
+* **Events**: the plant's event list is kept to a bounded ring (the newest ``max_events``).
+
+Log lines go to ``log(level, text, key)`` (``level`` 'info' | 'warning'; ``key`` groups
+messages for throttling).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import InputError, RobotDynamicsError
+
+__all__ = ['SimRunner']
+
+
+class SimRunner:
+    """Drive ``plant`` (:class:`robot_dynamics.sim.Plant`) from actuator commands.
+
+    ``joints``: command order (actuated joint names); ``rate``: integration rate [Hz];
+    ``publish_rate`` [Hz]: states published per second (``substeps`` = rate / publish_rate
+    steps between two states).
+    """
+
+    def __init__(self, model, plant, joints, *, rate=1000.0, publish_rate=100.0,
+                 command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
+                 max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
+                 max_external_force=0.0, max_external_moment=0.0, max_events=1000, log=None):
+        self.model, self.plant = model, plant
+        self.joints = list(joints)
+        self.rate, self.publish_rate = float(rate), float(publish_rate)
+        if not (self.rate > 0 and 0 < self.publish_rate <= self.rate):
+            raise InputError(f'need 0 < publish_rate <= rate (got {publish_rate}, {rate})')
+        if hold not in ('gravity', 'zero'):
+            raise InputError(f"hold must be 'gravity' or 'zero', got {hold!r}")
+        if int(max_catchup) < 1:
+            raise InputError('max_catchup must be >= 1 (publish periods per tick)')
+        if external_wrench_reference not in ('local', 'local_world_aligned', 'world'):
+            raise InputError("external_wrench_reference must be 'local', 'local_world_aligned' "
+                             f'or world, got {external_wrench_reference!r}')
+        if not float(external_wrench_timeout) >= 0:
+            raise InputError('external_wrench_timeout must be >= 0 (0 = keep until replaced)')
+        unknown = [j for j in self.joints if j not in model.joint_names]
+        if unknown:
+            raise InputError(f'joints {unknown} are not joints of {model.name}')
+        self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
+        self.timeout, self.hold_mode, self.hold_damping = float(command_timeout), hold, float(hold_damping)
+        self.lockstep, self.max_catchup = bool(lockstep), int(max_catchup)
+        self.ext_reference, self.ext_timeout = external_wrench_reference, float(external_wrench_timeout)
+        weight = 9.81 * float(np.sum(model.mass)) or 9.81
+        self.max_force = float(max_external_force) or 100.0 * weight      # default: 100 x weight
+        self.max_moment = float(max_external_moment) or self.max_force * 1.0  # ... at 1 m
+        self.max_events = int(max_events)
+        self.substeps = max(1, int(round(self.rate / self.publish_rate)))
+        self.log = log or (lambda level, text, key=None: None)
+        self.cmd = self.cmd_time = None
+        self.forced_hold, self.holding = False, True
+        self.applied = np.zeros(model.nq)
+        self.ext_rx = {}
+        self.counts = dict(rejected_commands=0, rejected_wrenches=0, clamped_wrenches=0,
+                           refused_steps=0)
+        self.frozen = False
+        self.rtf, self.slip, self._rtf_window = 1.0, 0.0, []
+        self.wall0 = None
+
+    # ------------------------------------------------------------------ inputs
+    def command(self, values, now):
+        """A command (actuator efforts in ``joints`` order). Returns ``(steps, reason)``: the
+        steps to take now (lock-step: one publish period; real time: 0) or ``(0, reason)`` when
+        it is rejected."""
+        data = list(values)
+        if len(data) != len(self.joints) or not all(
+                isinstance(v, (int, float)) and math.isfinite(v) for v in data):
+            self.counts['rejected_commands'] += 1
+            return 0, (f'expected {len(self.joints)} finite values for {self.joints}, got '
+                       f'{len(data)}' + ('' if len(data) != len(self.joints) else ' with NaN/inf'))
+        self.cmd, self.cmd_time = np.asarray(data, float), float(now)
+        return (self.substeps if self.lockstep else 0), None
+
+    def external_wrench(self, frame, w, now):
+        """Apply (or, all zero, remove) the load on ``frame``; returns None or the reason it
+        was rejected. A load beyond the bounds is clamped (and reported)."""
+        w = np.asarray(w, float)
+        reason = self._check_wrench(frame, w)
+        if reason:
+            self.counts['rejected_wrenches'] += 1
+            return reason
+        f, m = np.linalg.norm(w[:3]), np.linalg.norm(w[3:])
+        if f > self.max_force or m > self.max_moment:
+            self.counts['clamped_wrenches'] += 1
+            w = np.concatenate([w[:3] * min(1.0, self.max_force / f) if f else w[:3],
+                                w[3:] * min(1.0, self.max_moment / m) if m else w[3:]])
+            self.log('warning', f"external wrench on '{frame}' clamped to |f| <= {self.max_force:g} N, "
+                     f'|m| <= {self.max_moment:g} N m (was {f:.3g} N, {m:.3g} N m)', 'clamp')
+        had = frame in self.plant.external_wrenches
+        try:
+            self.plant.set_external_wrench(frame, w, self.ext_reference)
+        except RobotDynamicsError as exc:
+            self.counts['rejected_wrenches'] += 1
+            return str(exc)
+        if np.any(w):
+            self.ext_rx[frame] = float(now)
+            if not had:
+                if self.model.frame_parent[self.model.frame_index(frame)] < 0:
+                    self.log('warning', f"external wrench on '{frame}': the frame is fixed to the "
+                             'world, the load has no effect', 'fixed')
+                self.log('info', f"external wrench on '{frame}' applied from plant t = "
+                         f'{self.plant.t:.4f} s: force {np.round(w[:3], 6).tolist()} N, moment '
+                         f'{np.round(w[3:], 6).tolist()} N m ({self.ext_reference})')
+        else:
+            self.ext_rx.pop(frame, None)
+            if had:
+                self.log('info', f"external wrench on '{frame}' removed at plant t = "
+                         f'{self.plant.t:.4f} s (zero wrench)')
+        return None
+
+    def _check_wrench(self, frame, w):
+        if not getattr(self.plant, 'supports_external_wrench', False):
+            return f'plant {type(self.plant).__name__} has no external-load input'
+        if not frame:
+            return 'empty header.frame_id (name the link the wrench acts on)'
+        if frame not in self.model.frame_names:
+            return f"unknown frame '{frame}' (frames: {list(self.model.frame_names)})"
+        if w.shape != (6,) or not np.all(np.isfinite(w)):
+            return f"NaN/inf in the wrench on '{frame}'"
+        return None
+
+    def drop_stale_loads(self, now):
+        if self.ext_timeout <= 0:
+            return
+        for frame, t_rx in list(self.ext_rx.items()):
+            if now - t_rx > self.ext_timeout:
+                self.plant.set_external_wrench(frame, None)
+                del self.ext_rx[frame]
+                self.log('warning', f"external wrench on '{frame}' dropped at plant t = "
+                         f'{self.plant.t:.4f} s: no message for {now - t_rx:.3f} s > '
+                         f'external_wrench_timeout = {self.ext_timeout:g} s', 'drop')
+
+    # ------------------------------------------------------------------ stepping
+    def effort(self, now):
+        """Generalized force (nq,) to apply now: the fresh command or the hold command."""
+        m = self.model
+        fresh = (self.cmd is not None and not self.forced_hold
+                 and now - self.cmd_time <= self.timeout)
+        if fresh:
+            if self.holding:
+                self.log('info', 'commands received: leaving hold')
+            self.holding = False
+            tau = np.zeros(m.nq)
+            tau[self.idx] = self.cmd
+            return tau
+        if not self.holding:
+            self.log('warning', f'no valid command for {self.timeout:g} s: hold ({self.hold_mode})')
+        self.holding = True
+        return self.hold_effort()
+
+    def hold_effort(self):
+        if self.hold_mode == 'zero':
+            return np.zeros(self.model.nq)
+        if hasattr(self.plant, 'hold_command'):    # the plant knows its hold (SEA: motor damping)
+            return self.plant.hold_command(self.hold_damping)
+        from .control import hold_command
+        return hold_command(self.model, self.plant.q, self.plant.qd, self.hold_damping)
+
+    def advance(self, k, now):
+        """Take ``k`` steps with the effort held; a failing step is refused (see the module
+        doc). Returns the number of steps taken."""
+        self.drop_stale_loads(now)
+        if self.frozen:
+            return 0
+        tau = self.effort(now)
+        snap = self.plant.snapshot()
+        try:
+            for _ in range(k):
+                info = self.plant.step(tau)
+                for ev in info.events:
+                    msg = getattr(ev, 'message', ev)
+                    self.log('warning', f'plant event {getattr(ev, "kind", "")} at t = '
+                             f'{getattr(ev, "t", self.plant.t):.3f} s: {msg}', 'event')
+            if not (np.all(np.isfinite(self.plant.q)) and np.all(np.isfinite(self.plant.qd))):
+                raise RobotDynamicsError('the state became non-finite')
+        except RobotDynamicsError as exc:
+            return self._refuse(snap, exc, tau, k, now)
+        ev = getattr(self.plant, 'events', None)
+        if isinstance(ev, list) and len(ev) > self.max_events:
+            del ev[:-self.max_events // 10]
+        self.applied = tau
+        return k
+
+    def _refuse(self, snap, exc, tau, k, now):
+        self.plant.restore(snap)
+        self.counts['refused_steps'] += 1
+        if self.holding or self.forced_hold:       # the hold failed too: freeze
+            self.frozen = True
+            self.log('warning', f'step refused at plant t = {self.plant.t:.4f} s ({exc}); the hold '
+                     'command fails too: the plant is frozen until ~/reset', 'refuse')
+            return 0
+        self.log('warning', f'step refused at plant t = {self.plant.t:.4f} s ({exc}): state kept, '
+                 f'plant on hold ({self.hold_mode}) until the next command', 'refuse')
+        self.cmd = None                              # the command that failed is not re-applied
+        return self.advance(k, now)
+
+    def start(self, wall):
+        """Start the wall-clock mapping (real time)."""
+        self.wall0, self.slip = float(wall), 0.0
+
+    def tick(self, wall, now):
+        """Real time: advance by the wall time the plant is behind (whole steps, bounded).
+        Returns the number of steps taken (0: nothing new to publish)."""
+        behind = (wall - self.wall0 - self.slip) - self.plant.t
+        k = int(math.floor(behind * self.rate + 1e-6))
+        kmax = self.max_catchup * self.substeps
+        if k > kmax:                          # cannot keep up: let simulated time slip
+            self.slip += (k - kmax) / self.rate
+            k = kmax
+        if k <= 0:
+            return 0
+        taken = self.advance(k, now)
+        if taken < k:                         # frozen: simulated time stops
+            self.slip += (k - taken) / self.rate
+        return taken
+
+    def update_rtf(self, wall):
+        """Real-time factor over the last ~1 s (None until known)."""
+        self._rtf_window.append((wall, self.plant.t))
+        self._rtf_window = [w for w in self._rtf_window if wall - w[0] <= 5.0]
+        (w0, t0), (w1, t1) = self._rtf_window[max(0, len(self._rtf_window) - 2)], self._rtf_window[-1]
+        if w1 - w0 > 0.5:
+            self.rtf = (t1 - t0) / (w1 - w0)
+            return self.rtf
+        return None
+
+    def reset(self, wall=None):
+        self.plant.reset()
+        self.cmd, self.frozen = None, False
+        if wall is not None:
+            self.start(wall)
+
+    def diagnostics(self):
+        reason = ('frozen (a step and the hold failed)' if self.frozen else
+                  'hold (no valid command)' if self.holding else 'ok')
+        return {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
+                'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
+                'lockstep': self.lockstep, **self.counts,
+                'safe': bool(self.holding or self.frozen), 'reason': reason}

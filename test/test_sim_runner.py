@@ -1,0 +1,129 @@
+"""The simulator's loop without ROS (:class:`robot_dynamics.sim_runner.SimRunner`): fixed
+steps in wall-clock time with slip, command rejection, hold on timeout, external-load bounds,
+refused steps and the bounded event ring."""
+import numpy as np
+import pytest
+
+from robot_dynamics.control import hold_command
+from robot_dynamics.errors import InputError, RobotDynamicsError
+from robot_dynamics.plants import make_plant
+from robot_dynamics.sim_runner import SimRunner
+
+from projection_helpers import model
+
+
+def runner(name='four_bar', **kw):
+    m = model(name)
+    kw.setdefault('rate', 1000.0)
+    kw.setdefault('publish_rate', 250.0)
+    return SimRunner(m, make_plant('rigid', m, m.reference_q(), dt=1.0 / kw['rate']),
+                     list(m.actuated), **kw)
+
+
+def test_real_time_steps_are_exact_and_time_slips_when_behind():
+    r = runner(max_catchup=3)
+    r.start(100.0)
+    assert r.tick(100.0, 0.0) == 0                        # nothing behind yet
+    assert r.tick(100.0105, 0.0) == 10                    # 10.5 ms behind: 10 whole 1 ms steps
+    assert r.plant.t == pytest.approx(0.010, abs=1e-12) and r.slip == 0.0
+    assert r.tick(101.0105, 0.0) == 12                    # 1 s behind: at most 3 x 4 steps
+    assert r.plant.t == pytest.approx(0.022, abs=1e-12)
+    assert r.slip == pytest.approx(1.0105 - 0.022 - 0.0005, abs=1e-6)   # slipped, not stepped
+    assert r.tick(101.0115, 0.0) == 1                     # then real time again from there
+    assert r.update_rtf(101.0) is None and r.update_rtf(102.0) is not None
+
+
+def test_commands_rejected_and_hold_after_timeout():
+    r = runner(command_timeout=0.2, hold_damping=0.5)
+    p = len(r.joints)
+    assert r.command([1.0] * (p + 1), 0.0)[1] and r.command([np.nan] * p, 0.0)[1]
+    assert r.counts['rejected_commands'] == 2 and r.cmd is None
+    assert r.command([0.3] * p, 1.0) == (0, None)         # real time: no step on a command
+    tau = r.effort(1.1)
+    assert not r.holding and np.allclose(tau[r.idx], 0.3)
+    tau = r.effort(1.3)                                   # 0.3 s > timeout: hold
+    assert r.holding
+    np.testing.assert_allclose(tau, hold_command(r.model, r.plant.q, r.plant.qd, 0.5), atol=1e-12)
+    r.forced_hold = True
+    r.command([0.3] * p, 2.0)
+    r.effort(2.0)
+    assert r.holding
+    assert runner(lockstep=True).command([0.0] * p, 0.0) == (4, None)   # one publish period
+
+
+def test_external_wrench_bounds_and_timeout():
+    r = runner(max_external_force=50.0, max_external_moment=5.0, external_wrench_timeout=0.5)
+    assert 'unknown frame' in r.external_wrench('nope', np.ones(6), 0.0)
+    assert 'NaN' in r.external_wrench('coupler', [np.nan, 0, 0, 0, 0, 0], 0.0)
+    assert r.external_wrench('coupler', [3e5, 0, 0, 0, 0, 40.0], 0.0) is None
+    w, _ = r.plant.external_wrenches['coupler']
+    np.testing.assert_allclose(w, [50.0, 0, 0, 0, 0, 5.0])          # clamped to the bounds
+    assert r.counts['clamped_wrenches'] == 1 and r.counts['rejected_wrenches'] == 2
+    r.drop_stale_loads(0.4)
+    assert 'coupler' in r.plant.external_wrenches
+    r.drop_stale_loads(0.6)
+    assert r.plant.external_wrenches == {}
+
+
+def test_absurd_load_never_makes_the_plant_non_finite():
+    """The issue's 3e5 N on the four-bar coupler: clamped (default bound 100 x the robot's
+    weight), and whatever happens the published state stays finite."""
+    r = runner()
+    r.external_wrench('coupler', [3e5, 3e5, 0, 0, 0, 0], 0.0)
+    assert r.counts['clamped_wrenches'] == 1
+    r.start(0.0)
+    for k in range(1, 301):
+        r.tick(k * 4e-3, k * 4e-3)
+        assert np.all(np.isfinite(r.plant.q)) and np.all(np.isfinite(r.plant.qd))
+
+
+class _Breaking:
+    """A plant whose step fails from a given time on (optionally also under the hold)."""
+
+    def __init__(self, plant, fail_at, hold_fails=False):
+        self.inner, self.fail_at, self.hold_fails = plant, fail_at, hold_fails
+
+    def __getattr__(self, k):
+        return getattr(self.inner, k)
+
+    def step(self, tau):
+        held = not np.any(tau[self.inner.model.actuated_indices] == 7.0)
+        if self.inner.t >= self.fail_at and (not held or self.hold_fails):
+            self.inner.q = self.inner.q * np.nan           # as a broken integrator would
+            raise RobotDynamicsError('non-finite values')
+        return self.inner.step(tau)
+
+
+@pytest.mark.parametrize('hold_fails', [False, True])
+def test_failing_step_is_refused_and_the_plant_holds(hold_fails):
+    r = runner(publish_rate=1000.0)
+    r.plant = _Breaking(r.plant, 0.0025, hold_fails)
+    p = len(r.joints)
+    r.command([7.0] * p, 0.0)
+    assert [r.advance(1, 0.0) for _ in range(3)] == [1, 1, 1]
+    q_before = r.plant.q.copy()
+    taken = r.advance(1, 0.0)                              # the 4th step fails
+    assert r.counts['refused_steps'] == (2 if hold_fails else 1)
+    assert np.all(np.isfinite(r.plant.q))
+    if hold_fails:
+        assert taken == 0 and r.frozen and r.diagnostics()['safe']
+        np.testing.assert_array_equal(r.plant.q, q_before)
+        assert r.advance(1, 0.0) == 0                      # stays frozen until reset
+        r.reset()
+        assert not r.frozen
+    else:
+        assert taken == 1 and r.holding and r.cmd is None  # stepped on hold instead
+
+
+def test_event_ring_is_bounded():
+    r = runner(max_events=50)
+    r.plant.events.extend(range(200))
+    r.advance(1, 0.0)
+    assert len(r.plant.events) <= 50
+
+
+def test_bad_configuration_is_an_input_error():
+    for kw in (dict(publish_rate=2000.0), dict(hold='banana'), dict(max_catchup=0),
+               dict(external_wrench_reference='sideways'), dict(external_wrench_timeout=-1.0)):
+        with pytest.raises(InputError):
+            runner(**kw)
