@@ -10,7 +10,8 @@ Sub-commands::
     robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
 
 ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
-or a path to a URDF/xacro file (its ``<stem>.loops.yaml`` sidecar is picked up).
+or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
+with ``--xacro``: xacro runs Python, so only for trusted files).
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def _load(args):
     import robot_dynamics as rd
     path = resolve_robot(args.robot)
     try:
-        return rd.load_model(path, loops=getattr(args, 'loops', None))
+        return rd.load_model(path, loops=getattr(args, 'loops', None),
+                             allow_xacro=getattr(args, 'xacro', False))
     except rd.RobotDynamicsError as exc:
         raise SystemExit(f'robot-dynamics: {exc}') from None
 
@@ -240,6 +242,8 @@ def _add_id_options(p, plot_default=None):
     p.add_argument('--csv', default=None, help='write t, q, tau to this CSV file')
     p.add_argument('--plot', default=plot_default, help='write a PNG plot to this path')
     p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    p.add_argument('--xacro', action='store_true',
+                   help='expand a .xacro model (runs its Python expressions: trusted files only)')
 
 
 def build_parser():
@@ -252,6 +256,8 @@ def build_parser():
     pi.add_argument('robot', nargs='?', help='packaged robot name or URDF path')
     pi.add_argument('--list', action='store_true', help='list the packaged robots')
     pi.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    pi.add_argument('--xacro', action='store_true',
+                   help='expand a .xacro model (runs its Python expressions: trusted files only)')
     pi.set_defaults(func=cmd_info)
     pid = sub.add_parser('id', help='inverse dynamics along an analytic trajectory')
     pid.add_argument('robot', help='packaged robot name or URDF path')

@@ -44,6 +44,7 @@ Every problem raises :class:`~robot_dynamics.errors.LoopSpecError` naming file a
 from __future__ import annotations
 
 import difflib
+import math
 import os
 
 import numpy as np
@@ -175,16 +176,26 @@ def read_spec(spec):
 
 
 def _vec3(src, key, v):
+    if isinstance(v, (str, bytes, dict)) or not isinstance(v, (list, tuple)) or any(
+            isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+        raise LoopSpecError(src, key, f'expected 3 numbers, got {_short(v)}')
     try:
-        a = np.asarray(v, dtype=float)
-    except (TypeError, ValueError):
-        raise LoopSpecError(src, key, f'expected 3 numbers, got {v!r}') from None
+        a = np.array([float(x) for x in v])
+    except OverflowError:
+        raise LoopSpecError(src, key, f'number out of range in {_short(v)}') from None
     if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise LoopSpecError(src, key, f'expected 3 finite numbers, got {v!r}')
-    n = np.linalg.norm(a)
-    if n < 1e-12:
+        raise LoopSpecError(src, key, f'expected 3 finite numbers, got {_short(v)}')
+    s = np.abs(a).max()
+    if s < 1e-12:
         raise LoopSpecError(src, key, 'axis must be non-zero')
-    return a / n
+    a = a / s                                   # no overflow in the norm of huge entries
+    return a / np.linalg.norm(a)
+
+
+def _short(v, n=80):
+    """repr of a YAML value, shortened (a fuzzer's 400-digit integer stays readable)."""
+    r = repr(v)
+    return r if len(r) <= n else r[:n] + '...'
 
 
 def _names(src, key, v, allowed, what):
@@ -200,7 +211,147 @@ def _names(src, key, v, allowed, what):
     return list(v)
 
 
-def attach_loops(model, spec):
+# actuator types the package reads, with their required keys (others are kept as data)
+ACTUATOR_TYPES = {
+    'hydraulic_cylinder': ('joint', 'bore', 'rod', 'stroke', 'valve'),
+    'hydraulic_supply': ('supply_pressure', 'return_pressure', 'bulk_modulus'),
+    'sea': ('joint', 'motor_joint', 'stiffness'),
+    'linear_actuator': ('joint',),
+}
+_FRAME_KEYS = ('eye', 'rod_eye', 'tool_frame', 'frame')
+
+
+def _number_ok(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
+def _plain_values(src, key, d):
+    """Values of a parameter mapping: finite numbers, strings, or lists / mappings of them."""
+    items = d.items() if isinstance(d, dict) else enumerate(d)
+    for k, v in items:
+        kk = f'{key}.{k}' if isinstance(d, dict) else f'{key}[{k}]'
+        if isinstance(k, (dict, list)) or (isinstance(d, dict) and not isinstance(k, str)):
+            raise LoopSpecError(src, key, f'keys must be strings, got {_short(k)}')
+        if isinstance(v, (dict, list)):
+            _plain_values(src, kk, v)
+        elif not (isinstance(v, str) or v is None or _number_ok(v)):
+            raise LoopSpecError(src, kk, f'expected a finite number or a string, got {_short(v)}')
+
+
+def _check_actuator(src, key, a, jset, frames):
+    """One ``actuators`` entry: a mapping with a string ``type``; ``*joint`` keys name movable
+    joints, frame keys name links, numbers are finite; known types have their required keys
+    (``ACTUATOR_TYPES``) and positive physical sizes."""
+    if not isinstance(a, dict) or not isinstance(a.get('type'), str):
+        raise LoopSpecError(src, key, f'each actuator needs a string type (a mapping with type: ...), '
+                                      f'got {_short(a)}')
+    _plain_values(src, key, a)
+    for k, v in a.items():
+        if k.endswith('joint'):
+            _name(src, f'{key}.{k}', v, jset, 'movable joint')
+        elif k in _FRAME_KEYS:
+            _name(src, f'{key}.{k}', v, frames, 'link (frame)')
+    for req in ACTUATOR_TYPES.get(a['type'], ()):
+        if req not in a:
+            raise LoopSpecError(src, f'{key}.{req}', f"required for an actuator of type '{a['type']}'")
+    for k in ('bore', 'rod', 'stroke', 'stiffness', 'supply_pressure', 'bulk_modulus', 'motor_inertia'):
+        if k in a and not (_number_ok(a[k]) and a[k] > 0):
+            raise LoopSpecError(src, f'{key}.{k}', f'must be a number > 0, got {_short(a[k])}')
+    if 'valve' in a and not isinstance(a['valve'], dict):
+        raise LoopSpecError(src, f'{key}.valve', 'must be a mapping')
+
+
+# semantic checks at load (constraint Jacobian at the reference configuration)
+CLOSURE_TOL = 1e-6          # [m] / [-]: largest closure error of the reference configuration
+RANK_TOL = 1e-9             # relative singular-value threshold
+
+
+def _rank(M):
+    if M.size == 0:
+        return 0
+    s = np.linalg.svd(M, compute_uv=False)
+    return int((s > RANK_TOL * max(1.0, float(s.max()))).sum())
+
+
+def check_semantics(model, src, declared=()):
+    """What a sidecar must mean:
+
+    * the two cut frames of a loop are on different bodies (else the loop constrains nothing
+      that can move: it is always or never closed);
+    * a complete ``reference_configuration`` ``q_r`` (every movable joint listed; a partial one
+      is a guess for assembly and is not judged) closes every loop to ``CLOSURE_TOL`` (else:
+      assemble it first);
+    * at that ``q_r``: declared ``independent`` joints determine the configuration,
+      ``rank [A; S_i] = n``, and there are as many as the mechanism has degrees of freedom,
+      ``n - rank A``; declared ``actuated`` joints drive it, ``rank [A; S_a] = n`` (a joint
+      driven through a series-elastic actuator counts with its motor, and then the count is
+      not checked: motor and link side are separate degrees of freedom).
+
+    ``declared``: the sidecar's top-level keys (defaults are not judged: without a
+    ``reference_configuration`` there is no closed configuration to judge ranks at).
+    Raises :class:`LoopSpecError` naming the loop or key."""
+    if not model.loops:
+        return
+    from .constraints import constraint_jacobian, loop_errors
+    for i, lp in enumerate(model.loops):
+        ba, bb = (int(model.frame_parent[model.frame_index(f)]) for f in (lp.frame_a, lp.frame_b))
+        if ba == bb:
+            body = 'the world' if ba < 0 else f"the body of joint '{model.joint_names[ba]}'"
+            raise LoopSpecError(src, f'loops[{i}]', f"frame_a '{lp.frame_a}' and frame_b "
+                                f"'{lp.frame_b}' are both fixed to {body}: the loop constrains "
+                                'nothing that can move (cut frames go on the two sides of a joint)')
+    if set(model.reference_configuration) != set(model.joint_names):
+        return          # none or partial (a guess for assembly): no closed configuration to judge
+    q = model.reference_q()
+    for name, (ep, eo) in loop_errors(model, q).items():
+        if not (ep <= CLOSURE_TOL and eo <= CLOSURE_TOL):
+            raise LoopSpecError(src, 'reference_configuration', (
+                f"does not close loop '{name}': position error {ep:.3g} m, orientation error "
+                f'{eo:.3g} (tolerance {CLOSURE_TOL:g}); write a closed configuration there, e.g. '
+                'robot_dynamics.assemble(model).q (the nearest closed one) of the model loaded '
+                'with this sidecar minus its reference_configuration, or list only the '
+                'independent joints (a partial configuration is a guess for assembly)'))
+    A = constraint_jacobian(model, q)
+    n, dof = model.nq, model.nq - _rank(A)
+    sea = {a.get('motor_joint'): a.get('joint') for a in model.actuators.values()
+           if a.get('type') == 'sea'}
+    eye = np.eye(n)
+
+    def spans(joints):
+        js = set(joints) | {sea[j] for j in joints if j in sea}
+        return _rank(np.vstack([A, eye[[model.joint_index(j) for j in js]]])) == n
+
+    if 'independent' in declared and not spans(model.independent):
+        raise LoopSpecError(src, 'independent', (
+            f'{model.independent} do not determine the configuration at the reference '
+            f'configuration: the mechanism has {dof} degree(s) of freedom (n = {n} joints, '
+            f'rank A = {n - dof}); choose {dof} joints whose motion is not fixed by the loops'))
+    if 'independent' in declared and not sea and len(model.independent) != dof:
+        raise LoopSpecError(src, 'independent', (
+            f'{len(model.independent)} independent joint(s) {model.independent} for a mechanism '
+            f'with {dof} degree(s) of freedom (n = {n}, rank A = {n - dof})'))
+    if 'actuated' in declared and not spans(model.actuated):
+        raise LoopSpecError(src, 'actuated', (
+            f'{model.actuated} cannot drive the mechanism at the reference configuration '
+            f'(rank [A; S_a] < {n}: {dof} degree(s) of freedom); actuate joints whose motion '
+            'the loops leave free'))
+
+
+def _name(src, key, v, allowed, what):
+    """One name (a string among ``allowed``)."""
+    if not isinstance(v, str):
+        raise LoopSpecError(src, key, f'expected a {what} name, got {_short(v)}')
+    if v not in allowed:
+        raise LoopSpecError(src, key, f"'{v}' is not a {what} of the URDF{_hint(v, allowed)}")
+    return v
+
+
+def attach_loops(model, spec, check=True):
     """Validate the sidecar ``spec`` against ``model`` and store it on the model."""
     data, src = read_spec(spec)
     unknown = set(data) - _TOP_KEYS
@@ -276,8 +427,13 @@ def attach_loops(model, spec):
         if j not in jset:
             raise LoopSpecError(src, f'reference_configuration.{j}',
                                 f'not a movable joint of the URDF{_hint(j, jset)}')
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
-            raise LoopSpecError(src, f'reference_configuration.{j}', f'expected a finite number, got {v!r}')
+        try:
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(float(v))
+        except OverflowError:
+            ok = False
+        if not ok:
+            raise LoopSpecError(src, f'reference_configuration.{j}',
+                                f'expected a finite number, got {_short(v)}')
         refc[j] = float(v)
     subs = data.get('submechanisms', []) or []
     if not isinstance(subs, list):
@@ -296,16 +452,28 @@ def attach_loops(model, spec):
                 _names(src, f'{key}.{jk}', sm[jk], jset, 'movable joint')
         if 'loops' in sm:
             _names(src, f'{key}.loops', sm['loops'], names, 'loop')
+        for k, allowed, what in (('platform_joint', jset | names, 'movable joint or loop'),
+                                 ('platform_frame', frames, 'link (frame)')):
+            if k in sm:
+                if isinstance(sm[k], list):
+                    _names(src, f'{key}.{k}', sm[k], allowed, what)
+                else:
+                    _name(src, f'{key}.{k}', sm[k], allowed, what)
+        if 'resolver' in sm:
+            if isinstance(sm['resolver'], dict):
+                _plain_values(src, f'{key}.resolver', sm['resolver'])
+            elif not isinstance(sm['resolver'], str):
+                raise LoopSpecError(src, f'{key}.resolver',
+                                    f'must be a string or a mapping, got {_short(sm["resolver"])}')
+        if 'parameters' in sm:
+            if not isinstance(sm['parameters'], dict):
+                raise LoopSpecError(src, f'{key}.parameters', 'must be a mapping')
+            _plain_values(src, f'{key}.parameters', sm['parameters'])
     acts = data.get('actuators', {}) or {}
     if not isinstance(acts, dict):
         raise LoopSpecError(src, 'actuators', 'must be a mapping name: {type: ..., ...}')
     for an, a in acts.items():
-        key = f'actuators.{an}'
-        if not isinstance(a, dict) or not isinstance(a.get('type'), str):
-            raise LoopSpecError(src, key, 'each actuator needs a string type')
-        if 'joint' in a and a['joint'] not in jset:
-            raise LoopSpecError(src, f'{key}.joint', f"'{a['joint']}' is not a movable joint of "
-                                                     f"the URDF{_hint(a['joint'], jset)}")
+        _check_actuator(src, f'actuators.{an}', a, jset, frames)
     model.loops = loops
     model.actuated = actuated
     model.passive = [j for j in joints if j not in set(actuated)]
@@ -314,4 +482,6 @@ def attach_loops(model, spec):
     model.submechanisms = subs
     model.actuators = acts
     model.loops_source = src
+    if check:
+        check_semantics(model, src, declared=set(data))
     return model

@@ -138,21 +138,16 @@ class Model:
         self.screw_local = S
         # subtree / support bookkeeping
         self.children = [[] for _ in range(n)]
-        for i, p in enumerate(self.parents):
+        for i, p in enumerate(self.parents.tolist()):
             if p >= 0:
                 self.children[p].append(i)
-        self.support = []
-        for i in range(n):
-            s, j = [], i
-            while j >= 0:
-                s.append(j)
-                j = int(self.parents[j])
-            self.support.append(np.array(s[::-1], dtype=np.int64))
+        self.support = _Support(self.parents)
         # the home (q = 0) world placement of every joint frame -> POE space screws
         Rw = np.zeros((n, 3, 3))
         pw = np.zeros((n, 3))
+        parents = self.parents.tolist()
         for i in range(n):
-            p = self.parents[i]
+            p = parents[i]
             if p < 0:
                 Rw[i], pw[i] = self.R_fixed[i], self.p_fixed[i]
             else:
@@ -254,3 +249,34 @@ class Model:
     def __repr__(self):
         return (f"Model(name={self.name!r}, nq={self.nq}, frames={self.nframes}, "
                 f"loops={[lp.name for lp in self.loops]}, actuated={self.actuated})")
+
+
+class _Support:
+    """``model.support[i]``: the joints from the root to joint i (int64 array, root first),
+    built on first use and cached (a chain's supports hold n^2/2 entries in total, so they are
+    not all built at load)."""
+
+    def __init__(self, parents):
+        self._parents = parents.tolist()
+        self._cache = {}
+
+    def __len__(self):
+        return len(self._parents)
+
+    def __getitem__(self, i):
+        i = int(i)
+        if i < 0:
+            i += len(self._parents)
+        if not 0 <= i < len(self._parents):
+            raise IndexError(i)
+        out = self._cache.get(i)
+        if out is None:
+            s, j = [], i
+            while j >= 0:
+                s.append(j)
+                j = self._parents[j]
+            out = self._cache[i] = np.array(s[::-1], dtype=np.int64)
+        return out
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._parents)))

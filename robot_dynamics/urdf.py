@@ -53,11 +53,19 @@ def _pose(origin):
     return _rpy_matrix(rpy), xyz
 
 
-def read_urdf_xml(source):
+XACRO_REFUSED = ('xacro is not processed by default: xacro evaluates Python expressions '
+                 '(${...}), runs $(env ...) and load_yaml, and its sandbox can be escaped, so a '
+                 'model file could run code and copy environment variables or files into the '
+                 'model; expand it yourself (xacro FILE > FILE.urdf) or opt in with '
+                 'allow_xacro=True (CLI: --xacro) for files you trust')
+
+
+def read_urdf_xml(source, allow_xacro=False):
     """Return ``(xml_text, source_name, directory)`` for a path (.urdf / .xacro) or XML string.
 
-    Raises :class:`ModelError` for a missing file, an undecodable file, a failing xacro run or
-    an argument of the wrong type.
+    Model files are data: a ``.xacro`` path is refused unless ``allow_xacro`` (see
+    ``XACRO_REFUSED``). Raises :class:`ModelError` for a missing file, an undecodable file, a
+    refused or failing xacro run or an argument of the wrong type.
     """
     if isinstance(source, bytes):
         try:
@@ -76,6 +84,8 @@ def read_urdf_xml(source):
             what = 'is a directory, not a URDF file' if os.path.isdir(path) else 'no such URDF file'
             raise ModelError(path, None, what)
         if path.endswith('.xacro'):
+            if not allow_xacro:
+                raise ModelError(path, None, XACRO_REFUSED)
             try:
                 import xacro
             except ImportError as exc:  # pragma: no cover - xacro is a pinned dependency
@@ -119,6 +129,15 @@ _NUMERIC = {
               ('mimic', 'multiplier', 1, False), ('mimic', 'offset', 1, False),
               ('dynamics', 'damping', 1, False), ('dynamics', 'friction', 1, False)],
 }
+# a number as URDF parsers (C++ std::stod / urdfdom) read it: decimal, optional exponent, inf, nan
+_NUMBER = re.compile(r'[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)', re.I | re.A)
+
+
+def _short(v, n=80):
+    r = repr(v)
+    return r if len(r) <= n else r[:n] + '...'
+
+
 _JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'planar')
 
 
@@ -136,10 +155,15 @@ def _prevalidate(xml, src, show_lines):
     if not text.strip():
         raise ModelError(src, None, 'empty URDF document')
     try:
-        root = etree.fromstring(text)
+        try:
+            root = etree.fromstring(text)
+        except ValueError:       # a declaration the regex above did not strip (odd encoding=)
+            root = etree.fromstring(text.encode('utf-8', 'surrogateescape'))
     except etree.XMLSyntaxError as exc:
         line = f'line {exc.lineno}' if exc.lineno else None
         raise ModelError(src, line, f'XML syntax error: {exc.msg}') from None
+    except (ValueError, LookupError) as exc:
+        raise ModelError(src, None, f'XML declaration: {exc}') from None
     if root.tag != 'robot':
         raise ModelError(src, f'<{root.tag}>', 'the root element must be <robot>')
     if not root.get('name'):
@@ -193,12 +217,12 @@ def _prevalidate(xml, src, show_lines):
                             raise ModelError(src, w, 'required attribute is missing')
                         continue
                     parts = raw.split()
-                    try:
-                        vals = [float(v) for v in parts]
-                    except ValueError:
-                        raise ModelError(src, w, f'expected {size} number(s), got {raw!r}') from None
+                    if not all(_NUMBER.fullmatch(v) for v in parts):
+                        # (Python's float() also reads '0_8' as 8 and '１' as 1: not URDF numbers)
+                        raise ModelError(src, w, f'expected {size} number(s), got {_short(raw)}')
+                    vals = [float(v) for v in parts]
                     if len(vals) != size:
-                        raise ModelError(src, w, f'expected {size} number(s), got {raw!r}')
+                        raise ModelError(src, w, f'expected {size} number(s), got {_short(raw)}')
                     bad = [v for v in vals if v != v or (not allow_inf and v in (np.inf, -np.inf))]
                     if bad:
                         raise ModelError(src, w, f'non-finite value {raw!r}')
@@ -281,7 +305,7 @@ def _merge(m1, c1, I1, m2, c2, I2):
     return m, c, I1 + I2 + shift(m1, c1) + shift(m2, c2)
 
 
-def build_model(source, loops=None, gravity=None, name=None):
+def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False):
     """Build a :class:`Model` from a URDF path, xacro path or XML string.
 
     ``loops``: sidecar path, already-parsed dict, ``False`` (ignore any sidecar) or ``None``
@@ -291,7 +315,7 @@ def build_model(source, loops=None, gravity=None, name=None):
     """
     from . import loops as loopmod
 
-    xml, src, directory = read_urdf_xml(source)
+    xml, src, directory = read_urdf_xml(source, allow_xacro)
     robot = _parse(xml, src, show_lines=not src.endswith('.xacro'))
 
     links = {}
@@ -327,12 +351,16 @@ def build_model(source, loops=None, gravity=None, name=None):
         child_joint[j.child] = j
         children[j.parent].append(j)
     # a cycle: following the parent joints from some link comes back to it
+    # (each link is walked once: a walk stops at a link already known to reach a root, O(n))
+    done = set()
     for start in links:
-        chain, lk = [], start
-        while lk in child_joint and lk not in chain:
+        chain, on_chain, lk = [], set(), start
+        while lk in child_joint and lk not in on_chain and lk not in done:
             chain.append(lk)
+            on_chain.add(lk)
             lk = child_joint[lk].parent
-        if lk in chain:
+        done.update(chain)
+        if lk in on_chain:
             cyc = chain[chain.index(lk):][::-1]          # parent -> child order
             path = f"'{cyc[0]}'" + ''.join(f" -({child_joint[c].name})-> '{c}'"
                                            for c in cyc[1:] + cyc[:1])
@@ -483,7 +511,7 @@ def build_model(source, loops=None, gravity=None, name=None):
     return model
 
 
-def load_model(source, loops=None, gravity=None, name=None) -> Model:
+def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False) -> Model:
     """Load a robot: URDF/xacro path or XML string, plus its loop-closure sidecar.
 
     Parameters
@@ -495,6 +523,9 @@ def load_model(source, loops=None, gravity=None, name=None) -> Model:
         ``<stem>.loops.yaml`` next to the URDF; ``False`` ignores any sidecar.
     gravity : array_like (3,), optional
         World gravity acceleration [m/s^2]; default ``(0, 0, -9.81)``.
+    allow_xacro : bool
+        Expand a ``.xacro`` file (default False: model files are data; xacro evaluates Python,
+        so only opt in for files you trust).
 
     Returns
     -------
@@ -514,4 +545,4 @@ def load_model(source, loops=None, gravity=None, name=None) -> Model:
     >>> model.joint_names
     ['crank_joint', 'coupler_joint', 'rocker_joint']
     """
-    return build_model(source, loops=loops, gravity=gravity, name=name)
+    return build_model(source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro)

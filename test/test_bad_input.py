@@ -244,7 +244,7 @@ def test_xacro_error_names_file(tmp_path):
         </robot>
         '''), name='broken.urdf.xacro')
     with pytest.raises(rd.ModelError) as exc:
-        rd.load_model(path)
+        rd.load_model(path, allow_xacro=True)
     check_msg(exc, path, 'xacro failed', 'undefined_property')
 
 

@@ -132,8 +132,18 @@ def test_parts_irrelevant_to_dynamics_never_block_loading():
                                   rd.crba(rd.load_model(GRIPPER), [0.1, 0.01, 0.02]))
 
 
+def test_xacro_is_refused_unless_opted_in():
+    """Model files are data: xacro evaluates Python (its sandbox can be escaped), so a .xacro
+    path is expanded only with allow_xacro=True (CLI --xacro); nodes never opt in."""
+    with pytest.raises(rd.ModelError, match='allow_xacro=True'):
+        rd.load_model(XACRO)
+    from robot_dynamics import cli
+    with pytest.raises(SystemExit, match='--xacro'):
+        cli.main(['info', XACRO])
+
+
 def test_xacro_loads():
-    m = rd.load_model(XACRO)
+    m = rd.load_model(XACRO, allow_xacro=True)
     assert m.source == XACRO and m.name == 'two_link'
     assert m.joint_names == ['joint1', 'joint2']
     np.testing.assert_allclose(m.axes, [[0, 0, 1], [0, 1, 0]])
@@ -154,7 +164,7 @@ def test_xacro_pathlike_and_sidecar_lookup(tmp_path):
     dst = tmp_path / 'arm.urdf.xacro'
     shutil.copy(XACRO, dst)
     (tmp_path / 'arm.loops.yaml').write_text('format: robot_dynamics/loops/1\nactuated: [joint2]\n')
-    m = rd.load_model(pathlib.Path(dst))
+    m = rd.load_model(pathlib.Path(dst), allow_xacro=True)
     assert m.actuated == ['joint2'] and m.passive == ['joint1']
     assert m.loops_source == str(tmp_path / 'arm.loops.yaml')
 
@@ -183,7 +193,7 @@ def test_arm7_benchmark_robot():
 
 @pytest.fixture(scope='module', params=FILES, ids=os.path.basename)
 def pair(request):
-    return rd.load_model(request.param), pin_model(request.param)
+    return rd.load_model(request.param, allow_xacro=True), pin_model(request.param)
 
 
 def test_joint_order_and_frames_match_pinocchio(pair):
