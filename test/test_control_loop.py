@@ -286,3 +286,23 @@ def test_command_latency_pairs_each_command_with_the_newest_state_before_it():
     from robot_dynamics.demos import command_latency
     lat = command_latency([1.0, 2.0, 3.0], [0.5, 1.25, 2.0, 2.5, 3.75])
     assert np.allclose(lat, [0.25, 0.0, 0.5, 0.75])       # the command at 0.5 s has no state
+
+
+def test_a_future_stamp_cannot_lock_the_loop_out(five_bar):
+    """Issue 12: one forged state stamped in the future is rejected; the real states after it
+    keep being answered (before, every later state was 'older than the last' and rejected)."""
+    m = five_bar
+    loop = ControlLoop(Echo(m), safe='zero', max_future=0.5)
+    q, z = m.reference_q(), np.zeros(m.nq)
+    loop.set_reference([1.0, 2.0], stamp=1.0)
+    assert _state(loop, m, q, z, 1.00, now=1.0) is None
+    why = _state(loop, m, q, z, 100.0, now=1.001)
+    assert why and 'in the future' in why and loop.count['rejected_states'] == 1
+    for k in range(1, 20):
+        t = 1.0 + 0.001 * k
+        assert _state(loop, m, q, z, t, now=t) is None
+        c = loop.update(t)
+        assert c is not None and not c.safe and c.stamp == t
+    assert _state(loop, m, q, z, 1.2, now=1.02) is None   # within max_future: accepted
+    with pytest.raises(InputError):
+        ControlLoop(Echo(m), max_future=-1.0)

@@ -186,14 +186,16 @@ class ControlLoop:
     ``sync`` (lock-step: wait for the reference of the state's stamp); ``max_effort`` (scalar or
     (p,), combined with the URDF limits); ``safe`` ('zero' | 'hold'), ``hold_damping``;
     ``position_margin`` [rad | m], ``velocity_factor``, ``max_speed`` [rad/s | m/s]
-    (plausibility); ``ff_lead`` [s]; ``clock`` (callable returning seconds, default
+    (plausibility); ``max_future`` [s] (a state stamped more than this ahead of ``now`` is
+    rejected, so no single message can lock the loop out); ``ff_lead`` [s]; ``clock`` (callable returning seconds, default
     ``time.monotonic``; used for compute-time measurement only).
     """
 
     def __init__(self, law, period=1e-3, state_timeout=0.1, reference_timeout=0.5,
                  max_extrapolation=0.05, ref_wait=0.2, sync=False, max_effort=None,
                  safe='hold', hold_damping=0.0, position_margin=0.5, velocity_factor=10.0,
-                 max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter):
+                 max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter,
+                 max_future=0.5):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
         for name, v in (('period', period), ('state_timeout', state_timeout),
@@ -201,6 +203,7 @@ class ControlLoop:
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f'{name} must be a finite number > 0, got {v!r}')
         for name, v in (('max_extrapolation', max_extrapolation), ('hold_damping', hold_damping),
+                        ('max_future', max_future),
                         ('position_margin', position_margin), ('ff_lead', ff_lead)):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {v!r}')
@@ -215,6 +218,7 @@ class ControlLoop:
         self.safe_mode = safe
         self.hold_damping = float(hold_damping)
         self.ff_lead = float(ff_lead)
+        self.max_future = float(max_future)
         self._clock = clock
         # limits
         lim = np.asarray(m.effort_limit, float)[law.cmd_idx]
@@ -270,6 +274,10 @@ class ControlLoop:
         vel = list(velocity) if velocity is not None else []
         if stamp is None or not math.isfinite(stamp):
             return 'no valid stamp'
+        if now is not None and stamp > now + self.max_future:
+            # a forged or mis-clocked message must not become the newest state (every real
+            # state after it would be "older" and rejected: one message would lock us out)
+            return f'stamp {stamp:.6f} s is {stamp - now:.3g} s in the future (max_future {self.max_future:g} s)'
         if len(pos) != len(names):
             return f'position has {len(pos)} entries for {len(names)} names'
         if vel and len(vel) != len(names):

@@ -112,6 +112,34 @@ def spin_node(node_cls, args=None):
     return code
 
 
+def guarded(node, callback, what='callback'):
+    """Wrap a subscription/timer/service callback so that an exception never kills the node:
+    the message is dropped, a warning is logged (at most one per 2 s per ``what``) and
+    ``node.callback_errors`` (reported on ``/diagnostics``) rises. What was last published (a
+    command, the safe command) stands; the loop's staleness takes over if nothing follows."""
+    import time as _time
+
+    def run(*args):
+        try:
+            return callback(*args)
+        except Exception as exc:  # noqa: BLE001 - the point of the guard
+            node.callback_errors = getattr(node, 'callback_errors', 0) + 1
+            last = getattr(node, '_guard_warned', {})
+            now = _time.monotonic()
+            if now - last.get(what, -1e9) >= 2.0:
+                last[what] = now
+                node._guard_warned = last
+                node.get_logger().error(f'{what} failed ({type(exc).__name__}: {exc}); message '
+                                        f'dropped ({node.callback_errors} so far)')
+            if len(args) == 2 and hasattr(args[1], 'success'):    # a service: answer it
+                args[1].success = False
+                if hasattr(args[1], 'message'):
+                    args[1].message = f'{type(exc).__name__}: {exc}'
+                return args[1]
+            return None
+    return run
+
+
 def stamp_sec(stamp):
     """builtin_interfaces/Time -> seconds (float)."""
     return stamp.sec + 1e-9 * stamp.nanosec
@@ -134,10 +162,12 @@ class DiagnosticsPublisher:
 
     def publish(self):
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-        d = self.source()
+        d = dict(self.source())
+        d['callback_errors'] = getattr(self.node, 'callback_errors', 0)
         st = DiagnosticStatus(name=f'{self.node.get_fully_qualified_name()}: control loop',
                               hardware_id=self.hw)
-        news = {k: d.get(k, 0) - self.prev.get(k, 0) for k in ('overruns', 'rejected_states', 'law_errors')}
+        news = {k: d.get(k, 0) - self.prev.get(k, 0)
+                for k in ('overruns', 'rejected_states', 'law_errors', 'callback_errors', 'refused_steps')}
         self.prev = {k: d.get(k, 0) for k in news}
         warn = d.get('safe') or any(v > 0 for v in news.values())
         st.level = DiagnosticStatus.WARN if warn else DiagnosticStatus.OK

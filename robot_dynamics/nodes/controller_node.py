@@ -33,7 +33,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control.laws import make_law
 from robot_dynamics.control.loop import ControlLoop
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher, guarded,
                                           load_model_param, spin_node, stamp_sec)
 
 
@@ -51,7 +51,8 @@ class ControllerNode(Node):
             self.law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
             reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
             ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
-            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'])
+            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
+            max_future=p['max_future'])
         self.enabled, self.task, self._warned = True, {}, {}
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -62,20 +63,22 @@ class ControllerNode(Node):
                        if self.law.needs_feedforward else None)
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
-        self.create_subscription(JointState, 'joint_states', self.on_state, QOS_STATE)
+        self.create_subscription(JointState, 'joint_states', guarded(self, self.on_state, 'joint_states'), QOS_STATE)
         if getattr(self.law, 'reference', 'joint') == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
-                self.create_subscription(typ, f'reference/{topic}', lambda msg, k=k: self.on_task(k, msg), QOS_COMMAND)
+                self.create_subscription(typ, f'reference/{topic}', guarded(
+                    self, lambda msg, k=k: self.on_task(k, msg), 'reference'), QOS_COMMAND)
         else:
-            self.create_subscription(JointTrajectory, 'reference/joint_trajectory', self.on_joint_ref, QOS_COMMAND)
+            self.create_subscription(JointTrajectory, 'reference/joint_trajectory',
+                                     guarded(self, self.on_joint_ref, 'reference'), QOS_COMMAND)
         if self.law.needs_feedforward and p['feedforward_topic']:
-            self.create_subscription(JointState, p['feedforward_topic'], self.on_ff, QOS_COMMAND)
-        self.create_service(SetBool, '~/enable', self.on_enable)
-        self.create_service(Trigger, '~/hold', self.on_hold)
+            self.create_subscription(JointState, p['feedforward_topic'], guarded(self, self.on_ff, 'feedforward'), QOS_COMMAND)
+        self.create_service(SetBool, '~/enable', guarded(self, self.on_enable, 'enable'))
+        self.create_service(Trigger, '~/hold', guarded(self, self.on_hold, 'hold'))
         self.add_on_set_parameters_callback(self.on_params)
         # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
         # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
-        self.create_timer(1.0 / p['rate'], self._answer, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(1.0 / p['rate'], guarded(self, self._answer, 'timer'), clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
                                f'/{p["controller"]}/commands {self.law.joints}, limits '
@@ -96,12 +99,13 @@ class ControllerNode(Node):
                         task_frame='tool', task_axes=[0, 1, 2], kp=100.0, kd=20.0, rate=100.0,
                         state_timeout=0.1, reference_timeout=0.5, max_extrapolation=0.05,
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
-                        hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
+                        hold_damping=0.0, ff_lead=0.0, max_future=0.5,
+                        feedforward_topic='ik_node/feedforward_effort',
                         publish_wrenches=True, diagnostics_rate=2.0)
         defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
-                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate'):
+                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         if p['rate'] <= 0:

@@ -29,7 +29,7 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
-                                          load_model_param, spin_node)
+                                          guarded, load_model_param, spin_node)
 from robot_dynamics.plants import make_plant
 from robot_dynamics.sim_runner import SimRunner
 
@@ -67,16 +67,18 @@ class SimNode(Node):
                                                 QOS_STATE) if hasattr(self.plant, 'extra_states') else None)
         self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
         self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(String(data=m.urdf_xml))
-        self.create_subscription(Float64MultiArray, f'/{controller}/commands', self.on_command, QOS_COMMAND)
-        self.create_subscription(WrenchStamped, '~/external_wrench', self.on_external_wrench, QOS_COMMAND)
-        self.create_service(Trigger, '~/reset', self.on_reset)
-        self.create_service(SetBool, '~/hold', self.on_hold)
+        self.create_subscription(Float64MultiArray, f'/{controller}/commands',
+                                 guarded(self, self.on_command, 'command'), QOS_COMMAND)
+        self.create_subscription(WrenchStamped, '~/external_wrench',
+                                 guarded(self, self.on_external_wrench, 'external_wrench'), QOS_COMMAND)
+        self.create_service(Trigger, '~/reset', guarded(self, self.on_reset, 'reset'))
+        self.create_service(SetBool, '~/hold', guarded(self, self.on_hold, 'hold'))
         self.diag = DiagnosticsPublisher(self, self.sim.diagnostics, float(dp('diagnostics_rate', 1.0)))
         steady = SteadyClock(clock_type=ClockType.STEADY_TIME)
         if not self.lockstep:
             self.sim.start(time.monotonic())
             self.ros0 = self._now()
-            self.create_timer(1.0 / self.sim.publish_rate, self.tick, clock=steady)
+            self.create_timer(1.0 / self.sim.publish_rate, guarded(self, self.tick, 'tick'), clock=steady)
             self.create_timer(1.0, self.report_rtf, clock=steady)
         self.republish, self.last_cmd_wall = float(dp('lockstep_republish', 0.0)), time.monotonic()
         if self.lockstep and self.republish > 0:

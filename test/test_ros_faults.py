@@ -1,0 +1,134 @@
+"""Faulty inputs to a controller node over real processes (issue 12): NaN, absurd finite
+values, wrong names, future stamps, a flood of garbage and then silence. No node dies, no
+command is non-finite or beyond the limits, a forged future stamp does not lock the controller
+out, and the safe command follows a stale state within state_timeout + 2 periods (+ a
+scheduling margin for a loaded 2-core CI machine)."""
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+import robot_dynamics as rd
+from robot_dynamics.bringup import load_bringup
+from robot_dynamics.control import hold_command
+from robot_dynamics.launcher import Launcher
+from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE
+
+from ros_helpers import DEEP, assert_no_process_left
+
+
+def _stamp(t):
+    from builtin_interfaces.msg import Time
+    return Time(sec=int(t), nanosec=int((t - int(t)) * 1e9))
+
+
+def test_controller_node_survives_faults_and_goes_safe_when_stale():
+    b = load_bringup('four_bar', timing='realtime')
+    b.nodes = [n for n in b.nodes if n.name == 'dynamics_node']
+    p = b.nodes[0].parameters
+    rate, timeout = float(p['rate']), float(p['state_timeout'])
+    m = rd.load_model(b.urdf)
+    limit = float(m.effort_limit[m.joint_index('crank_joint')])
+    import io
+    out = io.StringIO()
+    launcher = Launcher(b, out=out)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('fault_probe', context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    cmds, lock = [], threading.Lock()
+    node.create_subscription(Float64MultiArray, '/effort_controller/commands',
+                             lambda msg: cmds.append((time.monotonic(), list(msg.data))), DEEP)
+    pub_js = node.create_publisher(JointState, 'joint_states', QOS_STATE)
+    pub_ref = node.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+    stop = [False]
+    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.02) for _ in iter(lambda: stop[0], True)])
+    th.start()
+    q0 = m.reference_q()
+    names = list(m.joint_names)
+
+    def now():
+        return node.get_clock().now().nanoseconds * 1e-9
+
+    def state(t, q=None, v=None, nm=None):
+        js = JointState(name=nm or names, position=list(q0 if q is None else q),
+                        velocity=list(np.zeros(m.nq) if v is None else v))
+        js.header.stamp = _stamp(t)
+        pub_js.publish(js)
+
+    def ref(t):
+        msg = JointTrajectory(joint_names=['crank_joint'])
+        msg.header.stamp = _stamp(t)
+        msg.points = [JointTrajectoryPoint(positions=[float(q0[0]) + 0.05], velocities=[0.0], accelerations=[0.0])]
+        pub_ref.publish(msg)
+
+    def run(seconds, bad=None):
+        t_end = time.monotonic() + seconds
+        k = 0
+        while time.monotonic() < t_end:
+            t = now()
+            ref(t)
+            if bad is not None and k % 3 == 1:
+                bad(t, k)
+            else:
+                state(t)
+            k += 1
+            time.sleep(1.0 / rate)
+
+    faults = [
+        lambda t, k: state(t, q=[np.nan] + list(q0[1:])),
+        lambda t, k: state(t, v=[1e200] * m.nq),
+        lambda t, k: state(t, q=[1e6] * m.nq),
+        lambda t, k: state(t, nm=['a', 'b', 'c']),
+        lambda t, k: state(t, nm=[names[0]] * m.nq),
+        lambda t, k: state(t + 0.8),                       # forged future stamp
+        lambda t, k: state(t - 100.0),                     # far in the past
+        lambda t, k: pub_js.publish(JointState(name=names, position=[0.0])),   # length mismatch
+    ]
+    launcher.start()
+    try:
+        t0 = time.monotonic()
+        while not cmds and time.monotonic() - t0 < 60:    # controller up (law prepared)
+            run(0.2)
+        assert cmds, f'no command from dynamics_node:\n{out.getvalue()[-2000:]}'
+        run(1.0)
+        n_good = len(cmds)
+        run(3.0, bad=lambda t, k: faults[(k // 3) % len(faults)](t, k))
+        assert launcher.poll() is None, out.getvalue()[-3000:]
+        with lock:
+            during = [c for _, c in cmds[n_good:]]
+        assert len(during) > 0.5 * 3.0 * rate * 2 / 3, len(during)   # valid states still answered
+        arr = np.array([c for _, c in cmds])
+        assert np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= limit + 1e-9)
+        # one forged state 0.8 s in the future, then valid states: they are still answered by
+        # the law (before: rejected as 'older than the last state' -> safe command after 0.1 s)
+        hold = hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[m.joint_index('crank_joint')]
+        state(now() + 0.8)
+        t_forged = time.monotonic()
+        run(0.6)
+        late = [c[0] for t, c in cmds if t > t_forged + timeout + 0.1]
+        assert late and all(abs(c - hold) > 1e-6 for c in late), (hold, late[:5])
+        # silence: the safe command (gravity hold at the last valid state) within the bound
+        state(now())
+        t_last = time.monotonic()
+        time.sleep(timeout + 1.0)
+        after = [(t, c) for t, c in cmds if t > t_last]
+        safe = [t for t, c in after if abs(c[0] - hold) < 1e-9]
+        assert safe, f'no safe command after the states stopped: {after[-3:]} (hold {hold})'
+        delay = safe[0] - t_last
+        assert delay <= timeout + 2.0 / rate + 0.15, delay
+        assert launcher.poll() is None
+    finally:
+        stop[0] = True
+        th.join(timeout=2.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+        launcher.shutdown()
+    assert_no_process_left(launcher)
+    assert 'rejected joint_states' in out.getvalue()
