@@ -27,6 +27,27 @@ def _stamp(t):
     return Time(sec=int(t), nanosec=int((t - int(t)) * 1e9))
 
 
+def _set_params(node, target, values):
+    """Set parameters one by one through the node's SetParameters service; {name: result}."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    cli = node.create_client(SetParameters, f'{target}/set_parameters')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    out = {}
+    for name, v in values.items():
+        if isinstance(v, str):
+            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+        else:
+            pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
+        fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name.strip(), value=pv)]))
+        t_end = time.monotonic() + 10.0
+        while not fut.done() and time.monotonic() < t_end:
+            time.sleep(0.02)
+        assert fut.done(), f'set {name}: no answer'
+        out[name.strip()] = fut.result().results[0]
+    return out
+
+
 def test_controller_node_survives_faults_and_goes_safe_when_stale():
     b = load_bringup('four_bar', timing='realtime')
     b.nodes = [n for n in b.nodes if n.name == 'dynamics_node']
@@ -124,6 +145,12 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale():
         delay = safe[0] - t_last
         assert delay <= timeout + 2.0 / rate + 0.15, delay
         assert launcher.poll() is None
+        # parameters: descriptors refuse what the node cannot do, with a reason
+        res = _set_params(node, '/dynamics_node', {'kp': -1.0, 'rate': 50.0, 'safe': 'banana'})
+        assert not res['kp'].successful and 'range' in res['kp'].reason.lower(), res['kp']
+        assert not res['rate'].successful and 'read-only' in res['rate'].reason.lower(), res['rate']
+        assert not res['safe'].successful
+        assert _set_params(node, '/dynamics_node', {'kp': 50.0})['kp'].successful
     finally:
         stop[0] = True
         th.join(timeout=2.0)

@@ -38,6 +38,56 @@ def load_model_param(node):
     return model
 
 
+_BIG = 1.7e308
+
+
+def declare_params(node, spec, runtime=()):
+    """Declare the node's parameters with descriptors; returns {name: value}.
+
+    ``spec``: {name: (default, description, constraint)} with ``constraint`` None, a numeric
+    range ``(lo, hi)`` (None = unbounded; an rclpy range, so ``ros2 param set`` outside it is
+    refused) or a tuple of allowed strings. Parameters not named in ``runtime`` are read-only
+    (the node reads them once at start: a run-time ``ros2 param set`` is refused with that
+    reason instead of answering "successful" and doing nothing). Initial values outside their
+    constraint raise ValueError naming the parameter (the node does not start)."""
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+    values, choices = {}, {}
+    for name, (default, text, cons) in spec.items():
+        d = ParameterDescriptor(description=text, read_only=name not in runtime)
+        if isinstance(cons, tuple) and len(cons) == 2 and all(c is None or isinstance(c, (int, float)) for c in cons) \
+                and not isinstance(default, str):
+            lo, hi = (-_BIG if cons[0] is None else cons[0]), (_BIG if cons[1] is None else cons[1])
+            if isinstance(default, bool):
+                pass
+            elif isinstance(default, int):
+                d.integer_range = [IntegerRange(from_value=int(max(lo, -2 ** 62)), to_value=int(min(hi, 2 ** 62)), step=0)]
+            else:
+                d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+            d.additional_constraints = f'{cons[0] if cons[0] is not None else "-inf"} .. {cons[1] if cons[1] is not None else "inf"}'
+        elif isinstance(cons, tuple):
+            choices[name] = cons
+            d.additional_constraints = 'one of ' + ', '.join(map(str, cons))
+        try:
+            v = node.declare_parameter(name, default, d).value
+        except Exception as exc:  # rclpy: out of range / wrong type of an override
+            raise ValueError(f'parameter {name}: {exc}') from None
+        if name in choices and v not in choices[name]:
+            raise ValueError(f'parameter {name}: {v!r} is not one of {list(choices[name])}')
+        values[name] = v
+
+    if choices:
+        from rcl_interfaces.msg import SetParametersResult
+
+        def check(params):
+            for prm in params:
+                if prm.name in choices and prm.value not in choices[prm.name]:
+                    return SetParametersResult(successful=False,
+                                               reason=f'{prm.name} must be one of {list(choices[prm.name])}')
+            return SetParametersResult(successful=True)
+        node.add_on_set_parameters_callback(check)
+    return values
+
+
 def now_msg(node):
     """Current ROS time as builtin_interfaces/Time."""
     return node.get_clock().now().to_msg()

@@ -33,8 +33,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control.laws import make_law
 from robot_dynamics.control.loop import ControlLoop
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher, guarded,
-                                          load_model_param, spin_node, stamp_sec)
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
+                                          declare_params, guarded, load_model_param, spin_node,
+                                          stamp_sec)
 
 
 
@@ -93,23 +94,44 @@ class ControllerNode(Node):
     def _on_command(self, c):
         """Hook: a law-specific output after each (non-safe) command."""
 
+    #: name -> (default, description, constraint) of the generic node (see declare_params)
+    PARAMS = {
+        'law': ('pidc', 'control law (robot_dynamics.control.laws.LAWS)', None),
+        'controller': ('effort_controller', 'commands on /<controller>/commands', None),
+        'joints': ([''], 'command order (default: the actuated joints)', None),
+        'reference': ('joint', 'reference coordinates (pidc / computed_torque)', ('joint', 'task')),
+        'task_frame': ('tool', 'frame whose origin a task reference drives', None),
+        'task_axes': ([0, 1, 2], 'world components of the task reference', None),
+        'kp': (100.0, 'proportional gain', (0.0, None)),
+        'kd': (20.0, 'derivative gain', (0.0, None)),
+        'rate': (100.0, 'control period 1/rate [Hz]: watchdog timer and overrun threshold', (1e-3, 1e5)),
+        'state_timeout': (0.1, 'no valid state for that long [s] -> safe command', (1e-6, 1e3)),
+        'reference_timeout': (0.5, 'reference older than that behind the state [s] -> safe command', (1e-6, 1e3)),
+        'max_extrapolation': (0.05, 'longest reference extrapolation [s]', (0.0, 10.0)),
+        'reference_sync': (False, 'lock-step: wait for the reference of the state stamp', None),
+        'ref_wait': (0.2, 'lock-step: longest wait for that reference [s wall]', (1e-6, 1e3)),
+        'max_effort': (0.0, 'effort bound per joint, with the URDF limits (0 = URDF only)', (0.0, None)),
+        'safe': ('hold', 'safe command: gravity hold at the last valid state, or zero', ('hold', 'zero')),
+        'hold_damping': (0.0, 'safe hold: damping on the actuated joints', (0.0, None)),
+        'ff_lead': (0.0, 'feed-forward lead [s] (zero-order-hold compensation)', (0.0, 1.0)),
+        'max_future': (0.5, 'reject states stamped more than that ahead of the node clock [s]', (0.0, 1e3)),
+        'feedforward_topic': ('ik_node/feedforward_effort', 'feed-forward efforts (JointState); empty = in the trajectory point', None),
+        'publish_wrenches': (True, 'publish ~/constraint_wrench/<loop> (pidc)', None),
+        'diagnostics_rate': (2.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1e3)),
+    }
+    #: parameters that may change at run time (the others are read-only)
+    RUNTIME = ('kp', 'kd')
+
     def _params(self, extra=None):
-        m, dp = self.model, self.declare_parameter
-        defaults = dict(law='pidc', controller='effort_controller', joints=[''], reference='joint',
-                        task_frame='tool', task_axes=[0, 1, 2], kp=100.0, kd=20.0, rate=100.0,
-                        state_timeout=0.1, reference_timeout=0.5, max_extrapolation=0.05,
-                        reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
-                        hold_damping=0.0, ff_lead=0.0, max_future=0.5,
-                        feedforward_topic='ik_node/feedforward_effort',
-                        publish_wrenches=True, diagnostics_rate=2.0)
-        defaults.update(extra or {})
-        p = {k: dp(k, v).value for k, v in defaults.items()}
+        spec = dict(self.PARAMS)
+        for k, v in (extra or {}).items():        # a subclass's defaults / extra parameters
+            spec[k] = v if isinstance(v, tuple) else (v, spec.get(k, (None, k, None))[1],
+                                                      spec.get(k, (None, k, None))[2])
+        p = declare_params(self, spec, runtime=self.RUNTIME)
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
                   'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
-        if p['rate'] <= 0:
-            raise ValueError(f'rate must be > 0, got {p["rate"]}')
         return p
 
     def _now(self):
@@ -212,10 +234,8 @@ class ControllerNode(Node):
         return response
 
     def on_params(self, params):
-        for prm in params:
+        for prm in params:                   # ranges and read-only: enforced by the descriptors
             if prm.name in ('kp', 'kd'):
-                if not (isinstance(prm.value, (int, float)) and prm.value >= 0):
-                    return SetParametersResult(successful=False, reason=f'{prm.name} must be a number >= 0')
                 setattr(self.law, prm.name, float(prm.value))
         return SetParametersResult(successful=True)
 

@@ -48,11 +48,21 @@ class IPControllerNode(ControllerNode):
         self.get_logger().info(f'inertia partitioning ({self.law.ctrl.law}), loop map '
                                f'{self.law.pm.loop_map.kind}, bodies {self.law.pm.body_names()}')
 
+    RUNTIME = ('kp', 'kv', 'law', 'payload_mass', 'payload_com', 'payload_inertia', 'payload_frame',
+               'locked_dofs')
+
     def _params(self, extra=None):
         return super()._params(dict(
-            law='paper', kp=20.0, kv=20.0, loop_map='auto', neglect_bodies=[''],
-            unlock_blend_time=2.0, payload_mass=0.0, payload_com=[0.0, 0.0, 0.0],
-            payload_inertia=[0.0] * 6, payload_frame='tool', locked_dofs=[''],
+            law=('paper', 'inertia-partitioning variant', IP_LAWS), kp=20.0,
+            kv=(20.0, 'velocity gain', (0.0, None)),
+            loop_map=('auto', 'loop map (auto | analytic | numeric)', None),
+            neglect_bodies=([''], 'bodies left out of the partition', None),
+            unlock_blend_time=(2.0, 'unlocked DoF re-joins its reference over [s]', (0.0, 1e3)),
+            payload_mass=(0.0, 'payload mass [kg]', (0.0, None)),
+            payload_com=([0.0, 0.0, 0.0], 'payload COM in payload_frame [m]', None),
+            payload_inertia=([0.0] * 6, 'payload inertia xx xy xz yy yz zz [kg m^2]', None),
+            payload_frame=('tool', 'frame carrying the payload', None),
+            locked_dofs=([''], 'minimal coordinates held by their brakes', None),
             diagnostics_rate=50.0))
 
     def _build_law(self, p):

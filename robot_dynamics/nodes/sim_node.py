@@ -29,8 +29,8 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
-                                          guarded, load_model_param, spin_node)
-from robot_dynamics.plants import make_plant
+                                          declare_params, guarded, load_model_param, spin_node)
+from robot_dynamics.plants import make_plant, plant_kinds
 from robot_dynamics.sim_runner import SimRunner
 
 
@@ -40,31 +40,50 @@ class SimNode(Node):
     def __init__(self):
         super().__init__('sim_node')
         self.model = m = load_model_param(self)
-        dp = lambda name, value: self.declare_parameter(name, value).value  # noqa: E731
-        rate, kind = float(dp('rate', 1000.0)), dp('plant', 'rigid')
-        controller, self.lockstep = dp('controller', 'effort_controller'), bool(dp('lockstep', False))
-        self.publish_clock = bool(dp('publish_clock', self.lockstep))
-        q0 = np.asarray(dp('initial_positions', m.reference_q().tolist()), float)
-        hold = dp('hold', 'gravity')
+        P = declare_params(self, {
+            'plant': ('rigid', 'plant kind (registry robot_dynamics.plants)', tuple(plant_kinds())),
+            'rate': (1000.0, 'integration rate [Hz] (fixed step 1/rate)', (1e-3, 1e6)),
+            'publish_rate': (100.0, '/joint_states rate [Hz] (<= rate)', (1e-3, 1e6)),
+            'controller': ('effort_controller', 'commands come on /<controller>/commands', None),
+            'joints': (list(m.actuated), 'command order (actuated joint names)', None),
+            'command_timeout': (0.2, 'no valid command for that long [s] -> hold', (1e-6, 1e6)),
+            'hold': ('gravity', 'hold command: gravity balance or zero effort', ('gravity', 'zero')),
+            'hold_damping': (2.0, 'hold damping on the actuated joints [N m s/rad]', (0.0, None)),
+            'initial_positions': (m.reference_q().tolist(), 'initial q (model order)', None),
+            'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
+            'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
+            'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
+            'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
+                                          ('local', 'local_world_aligned', 'world')),
+            'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
+            'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, None)),
+            'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
+            'extra_states_topic': ('/hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
+            'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
+        })
+        self.lockstep = bool(P['lockstep'])
+        self.publish_clock = bool(declare_params(self, {'publish_clock': (
+            self.lockstep, '/clock + plant-time stamps (default = lockstep)', None)})['publish_clock'])
+        rate, kind, controller, hold = float(P['rate']), P['plant'], P['controller'], P['hold']
         if kind == 'hydraulic' and hold == 'gravity':
             self.get_logger().warning("plant 'hydraulic' takes valve voltages: hold 'gravity' "
                                       "replaced by 'zero' (valves closed)")
             hold = 'zero'
         self.sim = SimRunner(
-            m, make_plant(kind, m, q0, dt=1.0 / rate), dp('joints', list(m.actuated)), rate=rate,
-            publish_rate=float(dp('publish_rate', 100.0)), command_timeout=float(dp('command_timeout', 0.2)),
-            hold=hold, hold_damping=float(dp('hold_damping', 2.0)), lockstep=self.lockstep,
-            max_catchup=int(dp('max_catchup', 2)), external_wrench_reference=dp('external_wrench_reference', 'local'),
-            external_wrench_timeout=float(dp('external_wrench_timeout', 0.0)),
-            max_external_force=float(dp('max_external_force', 0.0)),
-            max_external_moment=float(dp('max_external_moment', 0.0)), log=self._log)
+            m, make_plant(kind, m, np.asarray(P['initial_positions'], float), dt=1.0 / rate), P['joints'],
+            rate=rate, publish_rate=float(P['publish_rate']), command_timeout=float(P['command_timeout']),
+            hold=hold, hold_damping=float(P['hold_damping']), lockstep=self.lockstep,
+            max_catchup=int(P['max_catchup']), external_wrench_reference=P['external_wrench_reference'],
+            external_wrench_timeout=float(P['external_wrench_timeout']),
+            max_external_force=float(P['max_external_force']),
+            max_external_moment=float(P['max_external_moment']), log=self._log)
         self.plant = self.sim.plant
         self._warned = {}
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
         self.pub_hold = self.create_publisher(Bool, '~/holding', QOS_STATE)
         self.pub_clock = self.create_publisher(Clock, '/clock', QOS_STATE) if self.publish_clock else None
-        self.pub_extra = (self.create_publisher(JointState, dp('extra_states_topic', '/hydraulics/cylinder_states'),
-                                                QOS_STATE) if hasattr(self.plant, 'extra_states') else None)
+        self.pub_extra = (self.create_publisher(JointState, P['extra_states_topic'], QOS_STATE)
+                          if hasattr(self.plant, 'extra_states') else None)
         self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
         self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(String(data=m.urdf_xml))
         self.create_subscription(Float64MultiArray, f'/{controller}/commands',
@@ -73,14 +92,14 @@ class SimNode(Node):
                                  guarded(self, self.on_external_wrench, 'external_wrench'), QOS_COMMAND)
         self.create_service(Trigger, '~/reset', guarded(self, self.on_reset, 'reset'))
         self.create_service(SetBool, '~/hold', guarded(self, self.on_hold, 'hold'))
-        self.diag = DiagnosticsPublisher(self, self.sim.diagnostics, float(dp('diagnostics_rate', 1.0)))
+        self.diag = DiagnosticsPublisher(self, self.sim.diagnostics, float(P['diagnostics_rate']))
         steady = SteadyClock(clock_type=ClockType.STEADY_TIME)
         if not self.lockstep:
             self.sim.start(time.monotonic())
             self.ros0 = self._now()
             self.create_timer(1.0 / self.sim.publish_rate, guarded(self, self.tick, 'tick'), clock=steady)
             self.create_timer(1.0, self.report_rtf, clock=steady)
-        self.republish, self.last_cmd_wall = float(dp('lockstep_republish', 0.0)), time.monotonic()
+        self.republish, self.last_cmd_wall = float(P['lockstep_republish']), time.monotonic()
         if self.lockstep and self.republish > 0:
             self.create_timer(self.republish, self.on_idle)
         self.publish()
