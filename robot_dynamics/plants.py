@@ -26,8 +26,8 @@ def register_plant(kind, factory):
 
 
 def plant_kinds():
-    """Names of the registered plants."""
-    return sorted(_REGISTRY)
+    """Names of the known plants (registered, or provided by a module imported on first use)."""
+    return sorted(set(_REGISTRY) | set(_PROVIDERS))
 
 
 def make_plant(kind, model, q0=None, dt=1e-3, **options):
