@@ -38,7 +38,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, load_model_param, spin_node
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded,
+                                          load_model_param, spin_node)
 from robot_dynamics.pkm.embedding import IKTracker
 
 _AX = {'x': 0, 'y': 1, 'z': 2}
@@ -54,11 +55,13 @@ class IKNode(Node):
     def __init__(self):
         super().__init__('ik_node')
         self.model = m = load_model_param(self)
-        dp = self.declare_parameter
-        self.tracker = IKTracker(m, scheme=dp('scheme', 'nested').value,
-                                 kappa_warn=float(dp('kappa_warn', 30.0).value),
-                                 tol=float(dp('tol', 1e-10).value),
-                                 max_outer=int(dp('max_outer', 20).value))
+        P = declare_params(self, {
+            'scheme': ('nested', 'constraint-embedding IK scheme', ('nested', 'compound')),
+            'kappa_warn': (30.0, 'warn above this condition number of the task Jacobian', (1.0, None)),
+            'tol': (1e-10, 'IK tolerance', (1e-16, 1.0)),
+            'max_outer': (20, 'outer Newton iterations at most', (1, 10000))})
+        self.tracker = IKTracker(m, scheme=P['scheme'], kappa_warn=float(P['kappa_warn']),
+                                 tol=float(P['tol']), max_outer=int(P['max_outer']))
         pk = self.tracker.pkm
         self.comp = [_AX[c] for c in pk.task]
         self.act_idx = m.actuated_indices
@@ -71,11 +74,11 @@ class IKNode(Node):
         self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
         self.pub_ffe = self.create_publisher(JointState, '~/feedforward_effort', QOS_COMMAND)
         self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
-        self.create_subscription(PoseStamped, 'reference/pose', lambda msg: self.on_part(0, msg), QOS_COMMAND)
-        self.create_subscription(TwistStamped, 'reference/twist', lambda msg: self.on_part(1, msg), QOS_COMMAND)
-        self.create_subscription(AccelStamped, 'reference/accel', lambda msg: self.on_part(2, msg), QOS_COMMAND)
-        self.create_subscription(WrenchStamped, '~/ee_wrench', self.on_wrench, QOS_COMMAND)
-        self.create_service(Trigger, '~/reset_seed', self.on_reset)
+        self.create_subscription(PoseStamped, 'reference/pose', guarded(self, lambda msg: self.on_part(0, msg), 'reference'), QOS_COMMAND)
+        self.create_subscription(TwistStamped, 'reference/twist', guarded(self, lambda msg: self.on_part(1, msg), 'reference'), QOS_COMMAND)
+        self.create_subscription(AccelStamped, 'reference/accel', guarded(self, lambda msg: self.on_part(2, msg), 'reference'), QOS_COMMAND)
+        self.create_subscription(WrenchStamped, '~/ee_wrench', guarded(self, self.on_wrench, 'ee_wrench'), QOS_COMMAND)
+        self.create_service(Trigger, '~/reset_seed', guarded(self, self.on_reset, 'reset_seed'))
         nl = len(pk.limbs)
         self.labels = ([f'outer_{lb.name}' for lb in pk.limbs] + ['inner_max', 'task_residual',
                        'loop_residual'] + [f'cond_F_{lb.name}' for lb in pk.limbs]

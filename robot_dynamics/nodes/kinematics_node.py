@@ -18,8 +18,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 import robot_dynamics as rd
 from robot_dynamics.lie import matrix_to_quat_xyzw
-from robot_dynamics.nodes._common import (QOS_STATE, JointStateParser, load_model_param,
-                                          spin_node)
+from robot_dynamics.nodes._common import (QOS_STATE, JointStateParser, declare_params, guarded,
+                                          load_model_param, spin_node)
 
 
 class KinematicsNode(Node):
@@ -31,10 +31,13 @@ class KinematicsNode(Node):
         m = self.model
         default = [f for f in ('tool', 'tool0', 'ee', 'end_effector') if f in m.frame_names][:1] \
             or [m.frame_names[-1]]
-        self.frames = list(self.declare_parameter('frames', default).value)
+        P = declare_params(self, {
+            'frames': (default, 'frames whose pose and twist are published', None),
+            'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, None))})
+        self.frames = list(P['frames'])
         for f in self.frames:
             m.frame_index(f)                                 # raises KeyError if unknown
-        self.residual_warn = self.declare_parameter('residual_warn', 1e-6).value
+        self.residual_warn = P['residual_warn']
         self.world = m.root_link
         self.parser = JointStateParser(m)
         self.pub_pose = {f: self.create_publisher(PoseStamped, f'~/{f}/pose', QOS_STATE)
@@ -43,7 +46,7 @@ class KinematicsNode(Node):
                           for f in self.frames}
         self.pub_res = self.create_publisher(Float64MultiArray, '~/loop_residual', QOS_STATE)
         self.pub_mk = self.create_publisher(MarkerArray, '~/markers', QOS_STATE)
-        self.create_subscription(JointState, 'joint_states', self.on_joint_states, QOS_STATE)
+        self.create_subscription(JointState, 'joint_states', guarded(self, self.on_joint_states, 'joint_states'), QOS_STATE)
         self.rejected = 0
 
     def on_joint_states(self, msg):
