@@ -41,7 +41,7 @@ import numpy as np
 
 from .errors import InputError, RobotDynamicsError
 
-__all__ = ['SimRunner']
+__all__ = ['SimRunner', 'sim_params']
 
 
 class SimRunner:
@@ -273,3 +273,32 @@ class SimRunner:
                 'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
                 'lockstep': self.lockstep, **self.counts,
                 'safe': bool(self.holding or self.frozen), 'reason': reason}
+
+
+def sim_params(model):
+    """The simulator node's parameters: {name: (default, description, constraint)} (see
+    ``robot_dynamics.nodes._common.declare_params``; also what a bringup config is checked
+    against before any process starts)."""
+    from .plants import plant_kinds
+    m = model
+    return {
+        'plant': ('rigid', 'plant kind (registry robot_dynamics.plants)', tuple(plant_kinds())),
+        'rate': (1000.0, 'integration rate [Hz] (fixed step 1/rate)', (1e-3, 1e6)),
+        'publish_rate': (100.0, '/joint_states rate [Hz] (<= rate)', (1e-3, 1e6)),
+        'controller': ('effort_controller', 'commands come on /<controller>/commands', None),
+        'joints': (list(m.actuated), 'command order (actuated joint names)', None),
+        'command_timeout': (0.2, 'no valid command for that long [s] -> hold', (1e-6, 1e6)),
+        'hold': ('gravity', 'hold command: gravity balance or zero effort', ('gravity', 'zero')),
+        'hold_damping': (2.0, 'hold damping on the actuated joints [N m s/rad]', (0.0, None)),
+        'initial_positions': (m.reference_q().tolist(), 'initial q (model order)', None),
+        'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
+        'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
+        'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
+        'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
+                                      ('local', 'local_world_aligned', 'world')),
+        'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
+        'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, None)),
+        'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
+        'extra_states_topic': ('/hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
+        'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
+    }

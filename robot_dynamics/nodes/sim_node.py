@@ -30,8 +30,8 @@ from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, guarded, load_model_param, spin_node)
-from robot_dynamics.plants import make_plant, plant_kinds
-from robot_dynamics.sim_runner import SimRunner
+from robot_dynamics.plants import make_plant
+from robot_dynamics.sim_runner import SimRunner, sim_params
 
 
 class SimNode(Node):
@@ -40,27 +40,7 @@ class SimNode(Node):
     def __init__(self):
         super().__init__('sim_node')
         self.model = m = load_model_param(self)
-        P = declare_params(self, {
-            'plant': ('rigid', 'plant kind (registry robot_dynamics.plants)', tuple(plant_kinds())),
-            'rate': (1000.0, 'integration rate [Hz] (fixed step 1/rate)', (1e-3, 1e6)),
-            'publish_rate': (100.0, '/joint_states rate [Hz] (<= rate)', (1e-3, 1e6)),
-            'controller': ('effort_controller', 'commands come on /<controller>/commands', None),
-            'joints': (list(m.actuated), 'command order (actuated joint names)', None),
-            'command_timeout': (0.2, 'no valid command for that long [s] -> hold', (1e-6, 1e6)),
-            'hold': ('gravity', 'hold command: gravity balance or zero effort', ('gravity', 'zero')),
-            'hold_damping': (2.0, 'hold damping on the actuated joints [N m s/rad]', (0.0, None)),
-            'initial_positions': (m.reference_q().tolist(), 'initial q (model order)', None),
-            'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
-            'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
-            'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
-            'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
-                                          ('local', 'local_world_aligned', 'world')),
-            'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
-            'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, None)),
-            'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
-            'extra_states_topic': ('/hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
-            'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
-        })
+        P = declare_params(self, sim_params(m))
         self.lockstep = bool(P['lockstep'])
         self.publish_clock = bool(declare_params(self, {'publish_clock': (
             self.lockstep, '/clock + plant-time stamps (default = lockstep)', None)})['publish_clock'])
