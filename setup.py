@@ -70,6 +70,7 @@ setup(
             'ik_node = robot_dynamics.nodes.ik_node:main',
             'vdc_controller = robot_dynamics.nodes.vdc_controller:main',
             'sea_controller = robot_dynamics.nodes.sea_controller:main',
+            'closure_node = robot_dynamics.nodes.closure_node:main',
         ],
     },
 )

@@ -217,7 +217,7 @@ class DiagnosticsPublisher:
         st = DiagnosticStatus(name=f'{self.node.get_fully_qualified_name()}: control loop',
                               hardware_id=self.hw)
         news = {k: d.get(k, 0) - self.prev.get(k, 0)
-                for k in ('overruns', 'rejected_states', 'law_errors', 'callback_errors', 'refused_steps')}
+                for k in ('overruns', 'rejected_states', 'law_errors', 'callback_errors', 'refused_steps', 'refused')}
         self.prev = {k: d.get(k, 0) for k in news}
         warn = d.get('safe') or any(v > 0 for v in news.values())
         st.level = DiagnosticStatus.WARN if warn else DiagnosticStatus.OK
