@@ -552,12 +552,13 @@ def test_real_graph_dies_with_a_sigkilled_launcher():
     lines, kids = [], {}
     threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, '')), daemon=True).start()
     try:
-        t_end = time.monotonic() + 120.0
-        while time.monotonic() < t_end and not any('[dynamics_node]' in ln and 'ready' in ln.lower()
-                                                   for ln in list(lines)):
+        nodes = [s.name for s in load_bringup('four_bar').nodes]
+        t_end = time.monotonic() + 120.0          # every node has logged (its model, ...)
+        while time.monotonic() < t_end and not all(any(ln.startswith(f'[{n}]') for ln in list(lines))
+                                                   for n in nodes):
             assert proc.poll() is None, ''.join(lines)[-3000:]
             time.sleep(0.1)
-        time.sleep(1.0)
+        time.sleep(2.0)
         for ln in list(lines):
             if '(pid ' in ln:
                 pid = int(ln.split('(pid ', 1)[1].split(')', 1)[0])
