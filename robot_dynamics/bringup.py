@@ -64,6 +64,21 @@ CONTROL_PATH = ('sim_node', 'trajectory_node', 'ik_node', 'controller_node', 'dy
                 'ip_controller', 'vdc_controller', 'sea_controller')
 REALTIME_NICE = -10
 
+# DDS discovery stays on loopback unless the user's environment says otherwise (Kilted reads
+# ROS_AUTOMATIC_DISCOVERY_RANGE: LOCALHOST | SUBNET (the ROS default) | SYSTEM_DEFAULT | OFF,
+# plus ROS_STATIC_PEERS; ROS_LOCALHOST_ONLY is gone): docs/launch_and_safety.md
+DISCOVERY_RANGE_VAR = 'ROS_AUTOMATIC_DISCOVERY_RANGE'
+DEFAULT_DISCOVERY_RANGE = 'LOCALHOST'
+
+
+def discovery_env(environ=None) -> dict:
+    """What the nodes' environment needs added for DDS discovery on loopback by default:
+    ``{'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}`` unless ``environ`` (default
+    ``os.environ``) sets that variable to a non-empty value (the user's choice, e.g. SUBNET for
+    a robot spread over several machines, is respected: then ``{}``)."""
+    environ = os.environ if environ is None else environ
+    return {} if environ.get(DISCOVERY_RANGE_VAR) else {DISCOVERY_RANGE_VAR: DEFAULT_DISCOVERY_RANGE}
+
 
 class BringupError(RobotDynamicsError):
     """A malformed bringup config (names the file and the key)."""
@@ -117,6 +132,25 @@ class Bringup:
     nodes: list
     source: str
     timing: str = 'realtime'
+
+
+def param_value_problem(value):
+    """Why ``value`` cannot be a ROS parameter (None if it can): scalars (bool, int, float,
+    str) and lists of one scalar type only (the params-file parser rejects mixed lists such as
+    ``[1, 2.5]``: write ``[1.0, 2.5]``)."""
+    scalar = (bool, int, float, str)
+    if value is None:
+        return 'has no value'
+    if isinstance(value, scalar):
+        return None
+    if isinstance(value, list):
+        if not all(isinstance(v, scalar) for v in value):
+            return 'must be a list of scalars'
+        if len({type(v) for v in value}) > 1:
+            return (f'mixes types in a list {value!r} (one type per list; for numbers write '
+                    f'every element as a float, e.g. 1.0)')
+        return None
+    return f'must be a scalar or a list, got {type(value).__name__}'
 
 
 def share_dir() -> str:
@@ -183,6 +217,13 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
     if not isinstance(nodes_raw, dict) or not nodes_raw:
         raise BringupError(path, 'nodes', 'must be a non-empty mapping name: {executable: ...}')
     overrides = overrides or {}
+    started = [n for n, nd in nodes_raw.items() if not (isinstance(nd, dict) and nd.get('enabled', True) is False)]
+    for name, ov in overrides.items():
+        if name not in started:
+            why = 'is disabled in this config' if name in nodes_raw else 'is not in this config'
+            raise BringupError(path, f'override {name}', f"node '{name}' {why} (nodes: {', '.join(map(str, started))})")
+        if not isinstance(ov, dict):
+            raise BringupError(path, f'override {name}', 'must be a mapping {parameter: value}')
     timing = timing or data.get('timing') or 'realtime'
     if timing not in TIMINGS:
         raise BringupError(path, 'timing', f'must be one of {TIMINGS}, got {timing!r}')
@@ -207,6 +248,10 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         for pk, pv in params.items():
             if pv is None or isinstance(pv, dict):
                 raise BringupError(path, f'{key}.parameters.{pk}', 'ROS parameters must be scalars or lists')
+        for pk, pv in overrides.get(name, {}).items():
+            why = param_value_problem(pv)
+            if why:
+                raise BringupError(path, f'override {name}.{pk}', f'the value {why}')
         timing_p = dict(tp.get(exe, {}))
         if exe != 'sim_node':
             timing_p.update(tp['*'])
@@ -238,8 +283,11 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     b = load_bringup(robot)
 
     def nodes(context, *args, **kwargs):
+        # the launch's environment (os.environ plus any SetEnvironmentVariable before this)
+        environ = getattr(context, 'environment', None)
         return node_actions(robot, LaunchConfiguration('timing').perform(context),
-                            LaunchConfiguration('rviz').perform(context) == 'true')
+                            LaunchConfiguration('rviz').perform(context) == 'true',
+                            environ=environ if environ is not None else os.environ)
     return LaunchDescription([
         DeclareLaunchArgument('rviz', default_value=rviz_default, choices=['true', 'false'],
                               description='start rviz2 with config/rviz/<robot>.rviz'),
@@ -249,23 +297,30 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         OpaqueFunction(function=nodes)])
 
 
-def node_actions(robot: str, timing: str, rviz: bool):
-    """launch_ros ``Node`` actions of a robot's bringup (its nodes, robot_state_publisher, rviz2)."""
+def node_actions(robot: str, timing: str, rviz: bool, environ=None):
+    """launch_ros ``Node`` actions of a robot's bringup (its nodes, robot_state_publisher, rviz2).
+
+    ``environ``: the environment the launch runs in (default ``os.environ``; the launch
+    context's environment in :func:`launch_description`): unless it sets
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE``, every node gets ``LOCALHOST`` (``additional_env``)."""
     from launch_ros.actions import Node
     b = load_bringup(robot, timing=timing)
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
     # a lock-step graph runs on simulated time (sim_node /clock): so do rsp and rviz2
     sim_time = b.timing == 'lockstep'
+    # DDS discovery on loopback unless the user's environment sets the range (discovery_env)
+    dds = {'additional_env': env} if (env := discovery_env(environ)) else {}
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],
                     remappings=list(s.remappings.items()), output='screen',
-                    **({'prefix': f'nice -n {s.nice}'} if s.nice else {})) for s in b.nodes]
+                    **({'prefix': f'nice -n {s.nice}'} if s.nice else {}), **dds) for s in b.nodes]
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
                         name='robot_state_publisher',
                         parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
-                        output='screen'))
+                        output='screen', **dds))
     if b.rviz and rviz:
         actions.append(Node(package='rviz2', executable='rviz2', name='rviz2',
-                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}]))
+                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}],
+                            **dds))
     return actions

@@ -183,8 +183,9 @@ def cmd_demo(args):
     bound (robot_dynamics.demos.DEMOS) plus /joint_states rate, loop residual, real-time factor
     and command latency, writes out/demo_<robot>.png; exit status 1 when a bound is missed.
     """
-    from .bringup import BringupError
+    from .bringup import BringupError, discovery_env
     from .nodes.demo_runner import run_demo
+    os.environ.update(discovery_env())   # DDS on loopback unless the user set the range
     try:
         return run_demo(args.robot or 'five_bar', duration=args.duration, outdir=args.outdir,
                         plot=args.plot, startup_timeout=args.startup_timeout, timing=args.timing)
@@ -203,26 +204,70 @@ def cmd_warmup(args):
     return 0
 
 
-def cmd_launch(args):
-    """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C."""
-    from .bringup import BringupError, load_bringup
-    from .launcher import Launcher
+def _launch_overrides(items):
+    """``--param NODE.PARAM=VALUE`` list -> {node: {param: value}} (YAML values); SystemExit
+    with a clear message on a malformed item (nothing has started yet)."""
+    import re
+
+    import yaml
+
+    from .bringup import param_value_problem
     overrides = {}
-    for item in args.param or []:
+    for item in items or []:
         try:
             node_key, value = item.split('=', 1)
             node, key = node_key.split('.', 1)
         except ValueError:
             raise SystemExit(f"robot-dynamics launch: --param expects NODE.PARAM=VALUE, got '{item}'") from None
-        import yaml
-        overrides.setdefault(node, {})[key] = yaml.safe_load(value)
+        if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', node) or \
+                not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*', key):
+            raise SystemExit(f"robot-dynamics launch: --param '{item}': '{node}' / '{key}' is not a "
+                             f"valid ROS node / parameter name")
+        try:
+            v = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SystemExit(f"robot-dynamics launch: --param '{item}': the value is not YAML "
+                             f"({str(exc).splitlines()[0]})") from None
+        why = param_value_problem(v)
+        if why:
+            raise SystemExit(f"robot-dynamics launch: --param '{item}': the value {why}")
+        overrides.setdefault(node, {})[key] = v
+    return overrides
+
+
+def _seconds(what, positive=False):
+    """argparse type: a finite number of seconds (>= 0, or > 0 with ``positive``)."""
+    import math
+
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{what}: not a number: {text!r}') from None
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(
+                f"{what}: must be a finite number of seconds {'> 0' if positive else '>= 0'}, got {text!r}")
+        return v
+    return parse
+
+
+def cmd_launch(args):
+    """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C.
+
+    Every argument (robot/config, --timing, --param names and values, --duration, the stop
+    deadlines) is checked before any process starts."""
+    from .bringup import BringupError, load_bringup
+    from .launcher import Launcher
+    overrides = _launch_overrides(args.param)
     try:
         b = load_bringup(args.robot, overrides, timing=args.timing)
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
+    deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
     if args.print:                       # the launcher's own command lines (nice, -P, params)
-        launcher = Launcher(b)
+        launcher = Launcher(b, **deadlines)
         try:
+            print(f'# environment: {launcher.discovery}')
             for s in b.nodes:
                 cmd = launcher.command(s)
                 cmd[-1] = f'<{s.name}.yaml>'          # the temporary params file (parameters below)
@@ -230,7 +275,7 @@ def cmd_launch(args):
         finally:
             launcher.shutdown()
         return 0
-    return Launcher(b).run(duration=args.duration)
+    return Launcher(b, **deadlines).run(duration=args.duration)
 
 
 def _add_id_options(p, plot_default=None):
@@ -282,13 +327,27 @@ def build_parser():
     pw.add_argument('robots', nargs='*', metavar='ROBOT',
                     help='robot configs to warm up (default: all)')
     pw.set_defaults(func=cmd_warmup)
-    pl = sub.add_parser('launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)")
+    pl = sub.add_parser(
+        'launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)",
+        description="Start a robot's ROS 2 nodes as processes (config/ROBOT.yaml) and supervise "
+                    'them. Ctrl-C, SIGTERM or SIGHUP stops them (SIGINT, then SIGTERM, then '
+                    'SIGKILL with the deadlines below; a second Ctrl-C hurries); the nodes also '
+                    'stop if the launcher is killed. DDS discovery stays on loopback '
+                    '(ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) unless the environment sets '
+                    'ROS_AUTOMATIC_DISCOVERY_RANGE (e.g. SUBNET for a multi-machine robot).')
     pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')
-    pl.add_argument('--duration', type=float, default=None, help='stop after this many seconds')
+    pl.add_argument('--duration', type=_seconds('--duration', positive=True), default=None,
+                    help='stop after this many seconds')
     pl.add_argument('--param', action='append', metavar='NODE.PARAM=VALUE',
                     help='override a node parameter (YAML value), repeatable')
     pl.add_argument('--timing', choices=['realtime', 'lockstep'], default=None,
                     help="realtime (wall clock, default) or lockstep (simulated time, deterministic)")
+    pl.add_argument('--sigterm-timeout', type=_seconds('--sigterm-timeout'), default=5.0,
+                    metavar='S', help='stopping: seconds from SIGINT to SIGTERM for a node that '
+                                      'does not stop (default 5)')
+    pl.add_argument('--sigkill-timeout', type=_seconds('--sigkill-timeout'), default=2.0,
+                    metavar='S', help='stopping: seconds from SIGTERM to SIGKILL (default 2; also '
+                                      "the watchdog's grace if the launcher itself is killed)")
     pl.add_argument('--print', action='store_true', help='print the node commands and exit')
     pl.set_defaults(func=cmd_launch)
     return p
@@ -303,7 +362,11 @@ def main(argv=None):
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:            # Ctrl-C outside a launcher's own handling: no traceback
+        print('robot-dynamics: interrupted', file=sys.stderr)
+        return 130
 
 
 if __name__ == '__main__':

@@ -268,7 +268,7 @@ def test_cli_launcher_stops_cleanly_on_ctrl_c():
         probe.wait_for(lambda: len(probe.err) > 5, 60.0, 'the launched graph running')
         children = [int(p) for p in subprocess.run(['pgrep', '-P', str(proc.pid)], capture_output=True,
                                                    text=True).stdout.split()]
-        assert len(children) == 4
+        assert len(children) == 5                   # 4 nodes + the launcher's watchdog
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0, out[-2000:]
