@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
@@ -48,13 +49,21 @@ def _set_params(node, target, values):
     return out
 
 
-def test_controller_node_survives_faults_and_goes_safe_when_stale():
-    b = load_bringup('four_bar', timing='realtime')
-    b.nodes = [n for n in b.nodes if n.name == 'dynamics_node']
+@pytest.mark.parametrize('robot, node_name, ref_joints', [
+    ('four_bar', 'dynamics_node', ['crank_joint']),
+    ('series_parallel_3dof', 'ip_controller', ['base_phi', 'shoulder_theta', 'cylinder_delta']),
+])
+def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_name, ref_joints):
+    b = load_bringup(robot, timing='realtime')
+    b.nodes = [n for n in b.nodes if n.name == node_name]
     p = b.nodes[0].parameters
-    rate, timeout = float(p['rate']), float(p['state_timeout'])
+    rate, timeout = float(p['rate']), float(p.get('state_timeout', 0.1))
     m = rd.load_model(b.urdf)
-    limit = float(m.effort_limit[m.joint_index('crank_joint')])
+    cmd_joints = [j for j in (p.get('joints') or m.actuated) if j]
+    ci = [m.joint_index(j) for j in cmd_joints]
+    ri = [m.joint_index(j) for j in ref_joints]
+    limit = np.asarray(m.effort_limit, float)[ci]
+    limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
     import io
     out = io.StringIO()
     launcher = Launcher(b, out=out)
@@ -84,9 +93,11 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale():
         pub_js.publish(js)
 
     def ref(t):
-        msg = JointTrajectory(joint_names=['crank_joint'])
+        msg = JointTrajectory(joint_names=list(ref_joints))
         msg.header.stamp = _stamp(t)
-        msg.points = [JointTrajectoryPoint(positions=[float(q0[0]) + 0.05], velocities=[0.0], accelerations=[0.0])]
+        k = len(ref_joints)
+        msg.points = [JointTrajectoryPoint(positions=[float(q0[i]) + 0.05 for i in ri],
+                                           velocities=[0.0] * k, accelerations=[0.0] * k)]
         pub_ref.publish(msg)
 
     def run(seconds, bad=None):
@@ -117,7 +128,7 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale():
         t0 = time.monotonic()
         while not cmds and time.monotonic() - t0 < 60:    # controller up (law prepared)
             run(0.2)
-        assert cmds, f'no command from dynamics_node:\n{out.getvalue()[-2000:]}'
+        assert cmds, f'no command from {node_name}:\n{out.getvalue()[-2000:]}'
         run(1.0)
         n_good = len(cmds)
         run(3.0, bad=lambda t, k: faults[(k // 3) % len(faults)](t, k))
@@ -126,31 +137,32 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale():
             during = [c for _, c in cmds[n_good:]]
         assert len(during) > 0.5 * 3.0 * rate * 2 / 3, len(during)   # valid states still answered
         arr = np.array([c for _, c in cmds])
+        assert arr.shape[1] == len(cmd_joints)
         assert np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= limit + 1e-9)
         # one forged state 0.8 s in the future, then valid states: they are still answered by
         # the law (before: rejected as 'older than the last state' -> safe command after 0.1 s)
-        hold = hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[m.joint_index('crank_joint')]
+        hold = hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[ci]
         state(now() + 0.8)
         t_forged = time.monotonic()
         run(0.6)
-        late = [c[0] for t, c in cmds if t > t_forged + timeout + 0.1]
-        assert late and all(abs(c - hold) > 1e-6 for c in late), (hold, late[:5])
+        late = [np.asarray(c) for t, c in cmds if t > t_forged + timeout + 0.1]
+        assert late and all(np.abs(c - hold).max() > 1e-6 for c in late), (hold, late[:5])
         # silence: the safe command (gravity hold at the last valid state) within the bound
         state(now())
         t_last = time.monotonic()
         time.sleep(timeout + 1.0)
         after = [(t, c) for t, c in cmds if t > t_last]
-        safe = [t for t, c in after if abs(c[0] - hold) < 1e-9]
+        safe = [t for t, c in after if np.abs(np.asarray(c) - hold).max() < 1e-9]
         assert safe, f'no safe command after the states stopped: {after[-3:]} (hold {hold})'
         delay = safe[0] - t_last
         assert delay <= timeout + 2.0 / rate + 0.15, delay
         assert launcher.poll() is None
         # parameters: descriptors refuse what the node cannot do, with a reason
-        res = _set_params(node, '/dynamics_node', {'kp': -1.0, 'rate': 50.0, 'safe': 'banana'})
+        res = _set_params(node, f'/{node_name}', {'kp': -1.0, 'rate': 50.0, 'safe': 'banana'})
         assert not res['kp'].successful and 'range' in res['kp'].reason.lower(), res['kp']
         assert not res['rate'].successful and 'read-only' in res['rate'].reason.lower(), res['rate']
         assert not res['safe'].successful
-        assert _set_params(node, '/dynamics_node', {'kp': 50.0})['kp'].successful
+        assert _set_params(node, f'/{node_name}', {'kp': 50.0})['kp'].successful
     finally:
         stop[0] = True
         th.join(timeout=2.0)
