@@ -3,6 +3,7 @@
 Sub-commands::
 
     robot-dynamics info ROBOT            model summary (joints, loops, masses, frames)
+    robot-dynamics check ROBOT           closure, DOF, actuation rank, which methods apply
     robot-dynamics id ROBOT [options]    inverse dynamics along an analytic trajectory
                                          (table + optional CSV/PNG)
     robot-dynamics demo [ROBOT]          closed-loop ROS 2 graph of the five-bar PKM: run,
@@ -71,6 +72,18 @@ def _load(args):
                              allow_xacro=getattr(args, 'xacro', False))
     except rd.RobotDynamicsError as exc:
         raise SystemExit(f'robot-dynamics: {exc}') from None
+
+
+def cmd_check(args):
+    """Check a robot description before anything runs it (robot_dynamics.check)."""
+    import robot_dynamics as rd
+    from .check import check_robot
+    try:
+        rep = check_robot(resolve_robot(args.robot), loops=args.loops, allow_xacro=args.xacro)
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics: {exc}') from None
+    print(rep.text())
+    return 0
 
 
 def cmd_info(args):
@@ -304,6 +317,12 @@ def build_parser():
     pi.add_argument('--xacro', action='store_true',
                    help='expand a .xacro model (runs its Python expressions: trusted files only)')
     pi.set_defaults(func=cmd_info)
+    pc = sub.add_parser('check', help='check a robot description: closure, DOF, actuation, methods')
+    pc.add_argument('robot', help='packaged robot name or URDF path')
+    pc.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    pc.add_argument('--xacro', action='store_true',
+                    help='expand a .xacro model (runs its Python expressions: trusted files only)')
+    pc.set_defaults(func=cmd_check)
     pid = sub.add_parser('id', help='inverse dynamics along an analytic trajectory')
     pid.add_argument('robot', help='packaged robot name or URDF path')
     _add_id_options(pid)

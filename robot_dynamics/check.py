@@ -1,0 +1,127 @@
+"""Check a robot description before anything runs it: ``robot-dynamics check <urdf>``.
+
+:func:`check_robot` loads the URDF + sidecar (which already raises on malformed input and on
+sidecars that mean nothing: see :func:`robot_dynamics.loops.check_semantics`), then reports the
+closure at the reference configuration, the degrees of freedom and the actuation rank, and for
+every method of the package whether it applies to this robot, and if not, why (the method's own
+error message: each method is tried by building its model objects at the reference
+configuration, nothing is assumed from the robot's name).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import RobotDynamicsError
+
+__all__ = ['check_robot', 'CheckReport', 'METHODS']
+
+
+@dataclass
+class CheckReport:
+    """``facts``: (label, value) lines; ``methods``: (method, applies, detail) rows."""
+    name: str
+    facts: list = field(default_factory=list)
+    methods: list = field(default_factory=list)
+
+    def text(self):
+        w = max(len(k) for k, _ in self.facts) if self.facts else 0
+        out = [f'robot {self.name}'] + [f'  {k:<{w}}  {v}' for k, v in self.facts]
+        out.append('methods:')
+        for meth, ok, detail in self.methods:
+            out.append(f"  [{'x' if ok else ' '}] {meth}: {detail}")
+        return '\n'.join(out)
+
+
+def _projection(m):
+    from .projection import constrained_forward_dynamics, controllability
+    q, z = m.reference_q(), np.zeros(m.nq)
+    cd = constrained_forward_dynamics(m, q, z, z)
+    if not np.all(np.isfinite(cd.qdd if hasattr(cd, 'qdd') else cd[0])):
+        raise RobotDynamicsError('constrained forward dynamics at the reference configuration is not finite')
+    sigma = controllability(m, q)          # sigma_min [A; S_a]: > 0 <=> the actuators control
+    ok = sigma > 1e-9
+    return ('constrained forward dynamics (simulation), projected inverse dynamics; the actuated '
+            f'joints {"control" if ok else "do NOT control (rigidly)"} the motion at the reference '
+            f'configuration (sigma_min [A; S_a] = {sigma:.3g})')
+
+
+def _embedding(m):
+    from .pkm.embedding import get_pkm
+    p = get_pkm(m)
+    return f'{len(p.limbs)} limb(s), task {list(p.task)}'
+
+
+def _recursive(m):
+    from .pkm.recursive import limbs_from_model
+    lm = limbs_from_model(m)
+    return f"{lm.L} serial limb(s) of {lm.N} bodies to the platform '{lm.platform}'"
+
+
+def _partitioning(m):
+    from .partitioning import PartitionedModel
+    pm = PartitionedModel(m, 'auto')
+    return f'minimal coordinates {list(pm.all_coords)}, loop map {pm.loop_map.kind}'
+
+
+def _vdc(m):
+    from .vdc import structure_from_model
+    st = structure_from_model(m)
+    return f'{st.ns} hydraulic segment(s) {[s.name for s in st.segments]}'
+
+
+def _sea(m):
+    from .sea import sea_params_from_model
+    sea_params_from_model(m)
+    n = sum(1 for a in m.actuators.values() if a.get('type') == 'sea')
+    return f'{n} series-elastic actuator(s)'
+
+
+METHODS = [
+    ('projection (seed 002: closed-chain dynamics, pidc)', _projection),
+    ('constraint embedding (seed 003: IK + task-space ID)', _embedding),
+    ('recursive 2nd-order ID (seed 004)', _recursive),
+    ('inertia partitioning (seed 000)', _partitioning),
+    ('VDC of hydraulic booms (seed 001)', _vdc),
+    ('SEA flatness control (seed 004)', _sea),
+]
+
+
+def check_robot(source, loops=None, allow_xacro=False):
+    """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
+    when the description itself is malformed)."""
+    from .constraints import constraint_jacobian, loop_errors
+    from .urdf import load_model
+    m = load_model(source, loops=loops, allow_xacro=allow_xacro)
+    r = CheckReport(m.name)
+    r.facts.append(('joints', f'{m.nq} ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
+    r.facts.append(('loops', ', '.join(f'{lp.name} ({lp.type})' for lp in m.loops) or 'none (tree)'))
+    q = m.reference_q()
+    if m.loops:
+        err = loop_errors(m, q)
+        worst = max(max(v) for v in err.values())
+        complete = set(m.reference_configuration) == set(m.joint_names)
+        r.facts.append(('closure at reference', f'{worst:.2e}' + ('' if complete else
+                        ' (reference configuration partial: a guess for assembly)')))
+        A = constraint_jacobian(m, q)
+        s = np.linalg.svd(A, compute_uv=False)
+        rank = int((s > 1e-9 * max(1.0, s.max())).sum())
+        dof = m.nq - rank
+        r.facts.append(('degrees of freedom', f'{dof} (n = {m.nq}, rank A = {rank}, {A.shape[0]} rows)'))
+
+        def rk(js):
+            S = np.eye(m.nq)[[m.joint_index(j) for j in js]]
+            M = np.vstack([A, S])
+            sv = np.linalg.svd(M, compute_uv=False)
+            return int((sv > 1e-9 * max(1.0, sv.max())).sum())
+        r.facts.append(('actuation rank', f'rank [A; S_a] = {rk(m.actuated)} of {m.nq}'))
+        r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nq}'))
+    else:
+        r.facts.append(('degrees of freedom', f'{m.nq} (tree)'))
+    for name, fn in METHODS:
+        try:
+            r.methods.append((name, True, fn(m)))
+        except (RobotDynamicsError, KeyError, ValueError, np.linalg.LinAlgError) as exc:
+            r.methods.append((name, False, f'does not apply: {" ".join(str(exc).split())[:300]}'))
+    return r

@@ -1,0 +1,42 @@
+"""`robot-dynamics check`: the facts (closure, DOF, actuation rank) and which methods apply to
+each robot, decided by trying each method's own model objects (nothing keyed on names)."""
+import pytest
+
+from robot_dynamics import cli
+from robot_dynamics.check import check_robot
+
+from projection_helpers import urdf
+
+# method index -> robots it must apply to (and, by the rest of the list, not to)
+EXPECT = {
+    0: {'four_bar', 'five_bar', 'slider_crank', 'gough_stewart', 'irsbot2', 'hydraulic_boom',
+        'series_parallel_3dof', 'planar_3rrr_sea', 'arm7'},
+    1: {'irsbot2'},
+    2: {'gough_stewart'},
+    4: {'hydraulic_boom'},
+    5: {'planar_3rrr_sea'},
+}
+
+
+@pytest.mark.parametrize('name', sorted(EXPECT[0]))
+def test_methods_that_apply(name):
+    rep = check_robot(urdf(name))
+    for k, robots in EXPECT.items():
+        meth, ok, detail = rep.methods[k]
+        assert ok == (name in robots), (name, meth, detail)
+        if not ok:
+            assert detail.startswith('does not apply: ') and len(detail) > 30
+    facts = dict(rep.facts)
+    if name != 'arm7':
+        assert float(facts['closure at reference'].split()[0]) < 1e-9
+        dof = int(facts['degrees of freedom'].split()[0])
+        assert dof == {'four_bar': 1, 'slider_crank': 1, 'five_bar': 2, 'irsbot2': 2, 'gough_stewart': 6,
+                       'hydraulic_boom': 2, 'series_parallel_3dof': 3, 'planar_3rrr_sea': 5}[name]
+
+
+def test_cli_check(capsys):
+    assert cli.main(['check', 'four_bar']) == 0
+    out = capsys.readouterr().out
+    assert 'degrees of freedom    1' in out and '[x] projection' in out and '[ ] VDC' in out
+    with pytest.raises(SystemExit):
+        cli.main(['check', 'no_such_robot'])
