@@ -10,7 +10,8 @@ staleness, reference matching, limits, safe command, timing) and the law
 trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feedforward_topic``,
 matched by stamp). Parameters and topics: docs/ros_interfaces.md.
 
-Input ``joint_states``: a state more than one period old on arrival (the node fell behind) is
+Input ``joint_states`` (parameter ``state_topic``; extra named measurements a law needs, e.g.
+chamber pressures, are entries of the same message): a state more than one period old on arrival (the node fell behind) is
 stored but not answered; the newest state is answered (at the latest by the timer). Outputs
 ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
 ([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
@@ -51,7 +52,8 @@ class ControllerNode(Node):
             self.law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
             reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
             ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
-            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'])
+            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
+            wait_first_reference=p['wait_first_reference'])
         self.enabled, self.task, self._warned = True, {}, {}
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -62,7 +64,7 @@ class ControllerNode(Node):
                        if self.law.needs_feedforward else None)
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
-        self.create_subscription(JointState, 'joint_states', self.on_state, QOS_STATE)
+        self.create_subscription(JointState, p['state_topic'], self.on_state, QOS_STATE)
         if getattr(self.law, 'reference', 'joint') == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
                 self.create_subscription(typ, f'reference/{topic}', lambda msg, k=k: self.on_task(k, msg), QOS_COMMAND)
@@ -97,7 +99,8 @@ class ControllerNode(Node):
                         state_timeout=0.1, reference_timeout=0.5, max_extrapolation=0.05,
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
                         hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
-                        publish_wrenches=True, diagnostics_rate=2.0)
+                        publish_wrenches=True, diagnostics_rate=2.0, state_topic='joint_states',
+                        wait_first_reference=False)
         defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',

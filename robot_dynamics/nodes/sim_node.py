@@ -56,10 +56,13 @@ commanded force (the load is not included).
 
 Plant extra states (hook, used by ``plant: hydraulic``): if the plant has ``extra_states()``,
 they are published on ``extra_states_topic`` (default ``/hydraulics/cylinder_states``,
-sensor_msgs/JointState) with the same stamp as ``/joint_states``: per cylinder ``<cyl>``
-position = stroke [m], velocity = stroke rate [m/s], effort = piston force A_a p_a - A_b p_b
-[N]; entries ``<cyl>/p_a``, ``<cyl>/p_b`` carry the chamber pressures [Pa] and ``<cyl>/u`` the
-applied (saturated) valve input [V] in ``position`` (velocity, effort 0). The commands of the
+sensor_msgs/JointState) as ONE complete state message per step: first every joint exactly as on
+``/joint_states`` (same stamp, names, values), then per cylinder ``<cyl>`` position = stroke
+[m], velocity = stroke rate [m/s], effort = piston force A_a p_a - A_b p_b [N]; entries
+``<cyl>/p_a``, ``<cyl>/p_b`` carry the chamber pressures [Pa] and ``<cyl>/u`` the applied
+(saturated) valve input [V] in ``position`` (velocity, effort 0). A controller that needs joints
+and pressures of the same instant subscribes to this one topic (no pairing of two streams);
+``/joint_states`` stays the standard message for robot_state_publisher. The commands of the
 hydraulic plant are valve voltages, so ``hold: gravity`` (forces) is replaced by ``hold: zero``
 (valves closed) for it, with a warning.
 """
@@ -361,12 +364,13 @@ class SimNode(Node):
         js.effort = getattr(self, 'applied', np.zeros(self.model.nq)).tolist()
         self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
-            self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp))
+            self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
         self.pub_hold.publish(Bool(data=self.holding))
 
 
-def extra_states_msg(ex, stamp):
-    """JointState of the plant extra states (cylinders: see the module doc)."""
+def extra_states_msg(ex, stamp, js=None):
+    """JointState of the plant extra states (cylinders: see the module doc), after the joints of
+    ``js`` (the /joint_states message of the same step) when given."""
     msg = JointState()
     msg.header.stamp = stamp
     names = list(ex['names'])
@@ -375,6 +379,11 @@ def extra_states_msg(ex, stamp):
     msg.position = [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n) for k in ('pa', 'pb', 'u')]
     msg.velocity = [float(v) for v in ex['xd']] + [0.0] * (3 * n)
     msg.effort = [float(v) for v in ex['fp']] + [0.0] * (3 * n)
+    if js is not None:
+        msg.name = list(js.name) + msg.name
+        msg.position = list(js.position) + msg.position
+        msg.velocity = list(js.velocity) + msg.velocity
+        msg.effort = list(js.effort) + msg.effort
     return msg
 
 
