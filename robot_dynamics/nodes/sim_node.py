@@ -375,15 +375,13 @@ def extra_states_msg(ex, stamp, js=None):
     msg.header.stamp = stamp
     names = list(ex['names'])
     n = len(names)
-    msg.name = names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
-    msg.position = [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n) for k in ('pa', 'pb', 'u')]
-    msg.velocity = [float(v) for v in ex['xd']] + [0.0] * (3 * n)
-    msg.effort = [float(v) for v in ex['fp']] + [0.0] * (3 * n)
-    if js is not None:
-        msg.name = list(js.name) + msg.name
-        msg.position = list(js.position) + msg.position
-        msg.velocity = list(js.velocity) + msg.velocity
-        msg.effort = list(js.effort) + msg.effort
+    head = (list(js.name), list(js.position), list(js.velocity), list(js.effort)) if js is not None \
+        else ([], [], [], [])
+    msg.name = head[0] + names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+    msg.position = head[1] + [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n)
+                                                             for k in ('pa', 'pb', 'u')]
+    msg.velocity = head[2] + [float(v) for v in ex['xd']] + [0.0] * (3 * n)
+    msg.effort = head[3] + [float(v) for v in ex['fp']] + [0.0] * (3 * n)
     return msg
 
 
