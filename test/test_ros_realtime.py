@@ -120,9 +120,51 @@ def test_stale_state_gives_the_safe_command_not_the_last_one():
     run_graph('five_bar', body, setup=setup, timing='realtime')
 
 
+def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
+    """hydraulic_boom (the config's default timing: realtime): sim_node (1 kHz RK4) ->
+    trajectory_node (boom_task, 200 Hz) -> vdc_controller (controller_node + law vdc, one
+    hydraulic state message per step) in wall-clock time, one A-B-C-D loop, 7 s observed.
+    Bounds for a loaded CI machine: the tool error's 95th percentile below 3x the demo's 10 mm and
+    its maximum below 0.1 m (the 0.3-0.4 m legs: never diverges); chamber pressures inside
+    (0, p_s + 10 %) (the instability this graph had in real time showed negative pressures);
+    real-time factor >= 0.5 (it only says the plant really runs in wall time). Measured numbers:
+    docs/hydraulic_vdc.md."""
+    from sensor_msgs.msg import JointState
+    spec = DEMOS['hydraulic_boom']
+
+    def setup(probe):
+        probe.subscribe('diag', Float64MultiArray, spec.topic)
+        probe.subscribe('rtf', Float64, '/sim_node/real_time_factor')
+        probe.subscribe('cyl', JointState, '/hydraulics/cylinder_states')
+
+    def body(launcher, probe, model, out):
+        probe.wait_for(lambda: len(probe.diag) > 10, 60.0, 'vdc_controller diagnostics')
+        with probe.lock:
+            t0 = probe.diag[0][0]
+        probe.wait_for(lambda: probe.diag[-1][0] > t0 + 8.0, 30.0, '8 s of control')
+        with probe.lock:
+            d = [m for t, m in probe.diag if t > t0 + 1.0]
+            rtf = [m.data for _, m in probe.rtf]
+            cyl = [m for t, m in probe.cyl if t > t0]
+        e = np.array([scalar_error(spec, m.data, m.layout.dim[0].label) for m in d])
+        names = list(cyl[-1].name)
+        ip = [names.index(f'{c}/{k}') for c in ('lift_cyl', 'tilt_cyl') for k in ('p_a', 'p_b')]
+        P = np.array([[m.position[i] for i in ip] for m in cyl])
+        print(f'\nhydraulic_boom real time: {len(e)} samples, max e {e.max() * 1e3:.2f} mm, p95 '
+              f'{np.percentile(e, 95) * 1e3:.2f} mm, p [{P.min() / 1e5:.1f}, {P.max() / 1e5:.1f}] bar, '
+              f'RTF {np.round(rtf, 2).tolist()}')
+        assert len(e) > 300 and np.percentile(e, 95) < 3 * spec.bound, (len(e), np.percentile(e, 95))
+        assert e.max() < 0.1, e.max()
+        assert P.min() > 0.0 and P.max() < 1.1 * 185e5, (P.min(), P.max())
+        assert rtf and min(rtf[-3:]) >= 0.5, rtf
+    run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
+              overrides={'trajectory_node': {'task_loops': 1}})
+
+
 def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
-    """hydraulic_boom in real time: sim_node frozen -> vdc_controller's watchdog (node clock =
-    wall time) publishes 0 V within state_timeout (0.1 s) + its tick (0.05 s) + 0.3 s margin."""
+    """hydraulic_boom in real time: sim_node frozen -> the loop's staleness check (vdc_controller's
+    timer at the control rate, node clock = wall time) publishes 0 V within state_timeout
+    (0.1 s) + two periods + 0.3 s margin."""
     def setup(probe):
         probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
 
@@ -139,12 +181,12 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
             os.kill(sim.pid, signal.SIGCONT)
         zero = [t for t, c in cmds if max(abs(v) for v in c) == 0.0]
         assert zero, cmds[-3:]
-        assert zero[0] - t_stop < 0.1 + 0.05 + 0.3, zero[0] - t_stop
+        assert zero[0] - t_stop < 0.1 + 0.002 + 0.3, zero[0] - t_stop
         late = [c for t, c in cmds if t > zero[0]]
         assert all(max(abs(v) for v in c) == 0.0 for c in late), late[:3]
-        assert 'no valid joint/cylinder state' in out.getvalue()
+        assert 'state stale' in out.getvalue()
     run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
-              overrides={'vdc_controller': {'task_loops': 1}})
+              overrides={'trajectory_node': {'task_loops': 1}})
 
 
 def _lockstep_boom_states(t_end, hog):

@@ -297,7 +297,9 @@ class VdcLaw(Law):
     * ``safe_command`` = 0 V (valves closed), whatever the loop's ``safe`` mode;
     * f_pr' by backward difference over the time between the answered states: the control
       period ``dt`` when the stamps are one period apart (to 1 us; lock-step and offline runs are
-      then bit-identical), else the stamp difference clipped to [0.2, 5] periods (skipped states);
+      then bit-identical), else the stamp difference if within [0.2, 5] periods (skipped
+      states); after a longer gap (stalled input) or a stamp jump back it restarts (f_pr' = 0
+      for one step, as at the first state) instead of dividing a long change by a short time;
     * tool wrench ``F_D`` (what the tool exerts on the environment, tool frame):
       :meth:`set_tool_wrench`, used while its stamp is within ``wrench_timeout`` s of the state's.
     """
@@ -345,7 +347,12 @@ class VdcLaw(Law):
         self.st.check_q(q)
         if self._prev is not None:
             d, h = state.stamp - self._prev, self.period
-            self.ctrl.dt = h if abs(d - h) < 1e-6 else float(np.clip(d, 0.2 * h, 5.0 * h))
+            if abs(d - h) < 1e-6:
+                self.ctrl.dt = h
+            elif 0.2 * h <= d <= 5.0 * h:
+                self.ctrl.dt = d
+            else:                 # a gap (stalled input) or a reset: restart the difference
+                self.ctrl.fpr_prev = None
         r = np.array([ref.pos + self.offsets, ref.vel, ref.acc])
         pa = np.array([state.extra[n] for n in self._pa])
         pb = np.array([state.extra[n] for n in self._pb])

@@ -11,8 +11,9 @@ trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feed
 matched by stamp). Parameters and topics: docs/ros_interfaces.md.
 
 Input ``joint_states`` (parameter ``state_topic``; extra named measurements a law needs, e.g.
-chamber pressures, are entries of the same message): a state more than one period old on arrival (the node fell behind) is
-stored but not answered; the newest state is answered (at the latest by the timer). Outputs
+chamber pressures, are entries of the same message): a state older on arrival than
+``max_state_age`` (default 0 = one period; the node fell behind) is stored but not answered;
+the newest state is answered (at the latest by the timer). Outputs
 ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
 ([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
 u (p), u commanded (p)]), ``~/constraint_wrench/<loop>`` (pidc, ``publish_wrenches``),
@@ -100,11 +101,11 @@ class ControllerNode(Node):
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
                         hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
                         publish_wrenches=True, diagnostics_rate=2.0, state_topic='joint_states',
-                        wait_first_reference=False)
+                        wait_first_reference=False, max_state_age=0.0)
         defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
-                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate'):
+                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate', 'max_state_age'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         if p['rate'] <= 0:
@@ -127,7 +128,7 @@ class ControllerNode(Node):
         why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now)
         if why:
             return self._warn(f'rejected joint_states: {why}')
-        if now - stamp > self.loop.period:
+        if now - stamp > (self.p['max_state_age'] or self.loop.period):
             return      # behind: newer states are queued; the newest is answered (or the timer does)
         self._answer()
 
