@@ -13,7 +13,8 @@ matched by stamp). Parameters and topics: docs/ros_interfaces.md.
 Input ``joint_states`` (parameter ``state_topic``; extra named measurements a law needs, e.g.
 chamber pressures, are entries of the same message): a state older on arrival than
 ``max_state_age`` (default 0 = one period; the node fell behind) is stored but not answered;
-the newest state is answered (at the latest by the timer). Outputs
+the newest state is answered (at the latest by the timer: ``timer_rate``, default 0 = ``rate``;
+it is also the staleness watchdog). Outputs
 ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
 ([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
 u (p), u commanded (p)]), ``~/constraint_wrench/<loop>`` (pidc, ``publish_wrenches``),
@@ -78,7 +79,8 @@ class ControllerNode(Node):
         self.add_on_set_parameters_callback(self.on_params)
         # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
         # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
-        self.create_timer(1.0 / p['rate'], self._answer, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(1.0 / (p['timer_rate'] or p['rate']), self._answer,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
                                f'/{p["controller"]}/commands {self.law.joints}, limits '
@@ -101,11 +103,12 @@ class ControllerNode(Node):
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
                         hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
                         publish_wrenches=True, diagnostics_rate=2.0, state_topic='joint_states',
-                        wait_first_reference=False, max_state_age=0.0)
+                        wait_first_reference=False, max_state_age=0.0, timer_rate=0.0)
         defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
-                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate', 'max_state_age'):
+                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate', 'max_state_age',
+                  'timer_rate'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         if p['rate'] <= 0:

@@ -24,6 +24,10 @@ world ``task_axes``) ``task_loops`` times and back to the first waypoint, ``leg_
 each, after ``start_delay`` s, mapped analytically to the segment joints
 (:class:`robot_dynamics.control.vdc.BoomTaskProfile`): ``reference/joint_trajectory`` of the
 segment joints (positions, velocities, accelerations; ``reference/derivatives`` rows 0..2).
+``start_topic`` (timer mode, default '' = off; a std_msgs/Float64MultiArray topic such as a
+controller's commands): the profile's t = 0 is the first tick after the first message there
+(until then the t = 0 sample is published), so the motion starts when the controller is live,
+not when this node is.
 ``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
 message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
 lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
@@ -122,6 +126,14 @@ class TrajectoryNode(Node):
             self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints}, one sample per '
                                    f'{self.sync_topic} stamp')
             return
+        # start_topic: the profile clock starts at the first message there (a controller's
+        # commands: the controller is live); until then the t = 0 sample is published (a
+        # slow-starting controller must not find its reference already seconds into the motion)
+        self.start_sub = None
+        start_topic = dp('start_topic', '').value
+        if start_topic:
+            self.start_sub = self.create_subscription(Float64MultiArray, start_topic, self.on_start,
+                                                      QOS_COMMAND)
         self.create_timer(1.0 / rate, self.tick)
         # Under simulated time (use_sim_time, e.g. a lock-step sim_node) the ROS clock only
         # advances once the plant is commanded, and the plant is only commanded once there is
@@ -142,6 +154,12 @@ class TrajectoryNode(Node):
             t = t % dur
         self.publish_sample(t, None, stamp=msg.header.stamp)
 
+    def on_start(self, msg):
+        if self.start_sub is not None:
+            self.destroy_subscription(self.start_sub)
+            self.start_sub = None
+            self.get_logger().info('start topic: the profile starts')
+
     def prime_tick(self):
         if self.t0 is not None:
             self.prime.cancel()
@@ -153,6 +171,9 @@ class TrajectoryNode(Node):
         if now.nanoseconds == 0:
             return                      # simulated time not started yet (see prime_tick)
         if self.t0 is None:
+            if self.start_sub is not None:
+                self.publish_sample(0.0, now)
+                return
             self.t0 = now
         t = (now - self.t0).nanoseconds * 1e-9
         dur = getattr(self.profile, 'duration', None)
