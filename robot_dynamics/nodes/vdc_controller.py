@@ -21,7 +21,7 @@ Outputs ``/<controller>/commands`` (Float64MultiArray, volts, order of ``joints`
 cylinders' rod joints), ``~/tracking_error`` ([e, ed] of the segment joints), ``/diagnostics``
 and ``~/diagnostics`` (Float64MultiArray; ``layout.dim[0].label`` lists the fields: stamp, t
 (s since the first command), e_tcp, ref_x, ref_z, tcp_x, tcp_z, V (accompanying function eq.
-94-98), step_us, stale, then per cylinder f_pr, f_p, u, saturated) every ``1/diagnostics_rate``
+94-98), step_us, stale, then per cylinder f_pr, f_p, u, saturated, p_a, p_b [Pa]) every ``1/diagnostics_rate``
 s of state time. Gains: ``lam``, ``k_scale``, ``kf_pole``, ``kx_ratio``, ``dp_min``.
 """
 import numpy as np
@@ -44,7 +44,7 @@ class VDCControllerNode(ControllerNode):
         self.last_diag, self.t0 = -1e18, None
         names = self.law.hp.names
         self.labels = (['stamp', 't', 'e_tcp', 'ref_x', 'ref_z', 'tcp_x', 'tcp_z', 'V', 'step_us', 'stale']
-                       + [f'{c}/{f}' for c in names for f in ('f_pr', 'f_p', 'u', 'saturated')])
+                       + [f'{c}/{f}' for c in names for f in ('f_pr', 'f_p', 'u', 'saturated', 'p_a', 'p_b')])
         self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
         self.create_subscription(WrenchStamped, 'tool_wrench', self.on_wrench, QOS_STATE)
         self.get_logger().info(f'VDC of {[s.name for s in st.segments]}: state {p["state_topic"]} '
@@ -82,7 +82,9 @@ class VDCControllerNode(ControllerNode):
         tcp = st.tool_pose(c.info['q'])[1][self.axes]
         pref = st.tool_pose(c.info['segment_ref'][0])[1][self.axes]
         d = ctrl.diag
-        cyl = np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float)], axis=1).ravel()
+        ex = c.state.extra
+        cyl = np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float), [ex[n] for n in self.law._pa],
+                        [ex[n] for n in self.law._pb]], axis=1).ravel()
         us = self.loop.compute_times[-1] * 1e6 if self.loop.compute_times else 0.0
         msg = Float64MultiArray()
         msg.layout.dim = [MultiArrayDimension(label=','.join(self.labels), size=len(self.labels),
