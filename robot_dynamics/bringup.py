@@ -40,7 +40,7 @@ TIMING_PARAMS = {
         'trajectory_node': {'sync_topic': ''},
         'controller_node': {'reference_sync': False}, 'dynamics_node': {'reference_sync': False},
         'ip_controller': {'reference_sync': False},
-        'vdc_controller': {'lockstep': False, 'time_source': 'stamp'},
+        'vdc_controller': {'reference_sync': False},
         # the reference clock is the state stamp (plant time mapped onto the wall clock): a
         # plant that slows down does not fall behind its reference
         'sea_controller': {'event_driven': True},
@@ -51,7 +51,7 @@ TIMING_PARAMS = {
         'trajectory_node': {'sync_topic': 'joint_states'},
         'controller_node': {'reference_sync': True}, 'dynamics_node': {'reference_sync': True},
         'ip_controller': {'reference_sync': True},
-        'vdc_controller': {'lockstep': True, 'time_source': 'count'},
+        'vdc_controller': {'reference_sync': True, 'wait_first_reference': True},
         'sea_controller': {'event_driven': True},
         '*': {'use_sim_time': True},
     },

@@ -209,7 +209,8 @@ class SimRunner:
                              f'{getattr(ev, "t", self.plant.t):.3f} s: {msg}', 'event')
             if not (np.all(np.isfinite(self.plant.q)) and np.all(np.isfinite(self.plant.qd))):
                 raise RobotDynamicsError('the state became non-finite')
-        except RobotDynamicsError as exc:
+        except (RobotDynamicsError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            # (a compiled integrator reports a blown-up state as LinAlgError / ValueError)
             return self._refuse(snap, exc, tau, k, now)
         ev = getattr(self.plant, 'events', None)
         if isinstance(ev, list) and len(ev) > self.max_events:

@@ -223,6 +223,15 @@ def _trajectory_node(model, p, ctx):
             r = ff.reference(t)
             r.q.tolist()
         return
+    if mode == 'boom_task':
+        from .control.vdc import BoomTaskProfile
+        prof = BoomTaskProfile(m, p.get('waypoints', [2.07152, 0.39253, 2.47152, 0.39253]),
+                               axes=p.get('task_axes', [0, 2]), loops=int(p.get('task_loops', 1)),
+                               leg_duration=float(p.get('leg_duration', 2.0)),
+                               start_delay=float(p.get('start_delay', 0.0)))
+        for t in (0.0, 0.5, 0.501):
+            prof(t).tolist()
+        return
     kind = p.get('profile', 'sinusoid' if mode == 'joint' else 'circle')
     if mode == 'joint':
         joints = list(p.get('joints', list(m.independent)))
@@ -330,51 +339,45 @@ def _ip_controller(model, p, ctx):
 
 # --------------------------------------------------------------------------- vdc_controller
 def _vdc_controller(model, p, ctx):
-    """vdc_controller: boom structure, task reference (quintic legs), VDC step, diagnostics."""
+    """vdc_controller: the law 'vdc' in the control loop (a state with the chamber pressures, a
+    reference, the tool wrench, the safe command) and the diagnostics (tool points, V)."""
     import numpy as np
-    from .control.vdc import TaskReference, VDCController, quintic_legs
-    from .hydraulics import hydraulic_params_from_model
-    from .vdc import segment_q, structure_from_model
+    from .control.loop import ControlLoop
+    from .control.vdc import VdcLaw
     m = model
-    st = structure_from_model(m)
-    hp = hydraulic_params_from_model(m, st)
     rate = float(p.get('rate', 1000.0))
-    ctrl = VDCController(st, hp, lam=float(p.get('lam', 5.0)), k_scale=float(p.get('k_scale', 10.0)),
-                         kf_pole=float(p.get('kf_pole', 50.0)),
-                         kx_ratio=float(p.get('kx_ratio', 1e4)), dt=1.0 / rate,
-                         dp_min=float(p.get('dp_min', 1e5)))
+    law = VdcLaw(m, lam=float(p.get('lam', 5.0)), k_scale=float(p.get('k_scale', 10.0)),
+                 kf_pole=float(p.get('kf_pole', 50.0)), kx_ratio=float(p.get('kx_ratio', 1e4)),
+                 dt=1.0 / rate, dp_min=float(p.get('dp_min', 1e5)))
+    law.prepare()
+    loop = ControlLoop(law, period=1.0 / rate, safe='zero')
     Q, Qd = _state(m, ctx)
-    q, qd = segment_q(st, Q, Qd)
     plant = ctx.get('plant')
+    pres = {}
     if plant is not None and hasattr(plant, 'extra_states'):
         ex = plant.extra_states()
-        pres = np.array([float(ex[k][i]) for k in ('pa', 'pb') for i in range(st.ns)])
+        for i, c in enumerate(ex['names']):
+            pres[f'{c}/p_a'], pres[f'{c}/p_b'] = float(ex['pa'][i]), float(ex['pb'][i])
     else:
-        pres = np.concatenate([np.full(st.ns, 60e5), np.full(st.ns, 40e5)])
-    pa, pb = pres[:st.ns], pres[st.ns:]
-    axes = list(p.get('task_axes', [0, 2]))
-    wp = np.asarray(p.get('waypoints', [2.07152, 0.39253, 2.47152, 0.39253]), float).reshape(-1, 2)
-    st.check_q(q)
-    p0 = st.tool_pose(q)[1][axes]
-    pts = [p0] + list(wp) + [wp[0]]
-    durs = [float(p.get('leg_duration', 2.0))] * (len(pts) - 1)
-
-    def path(s):
-        return quintic_legs(pts, durs, s - float(p.get('start_delay', 0.0)))
-    task = TaskReference(st, path, axes, q)
-    for k, t in enumerate((0.0, 0.5, 0.501)):
-        ref = task(t)
-        path(t)[0]
-        FD = None if k == 0 else np.array([0.0, 0.0, 100.0, 0.0, 0.0, 0.0])
-        u = ctrl.step(q, qd, pa, pb, ref, FD=FD)
-        u.tolist()
-    st.tool_pose(q)
-    ctrl.lyapunov()
-    d = ctrl.diag
+        pres = {n: (60e5 if n.endswith('p_a') else 40e5) for n in law.extra_names}
+    names = list(m.joint_names) + list(pres)
+    seg = [m.joint_index(j) for j in law.coords]
+    k = len(seg)
+    for i, t in enumerate((0.0, 0.001, 0.002)):
+        loop.set_state(names, Q.tolist() + list(pres.values()), Qd.tolist() + [0.0] * len(pres), t, t)
+        loop.set_reference(Q[seg], np.zeros(k), np.zeros(k), stamp=t, names=law.coords)
+        if i == 1:
+            law.set_tool_wrench([0.0, 0.0, 100.0, 0.0, 0.0, 0.0], t)
+        c = loop.update(t)
+        c.effort.tolist()
+    st = law.st
+    st.tool_pose(c.info['q'])
+    st.tool_pose(c.info['segment_ref'][0])
+    law.ctrl.lyapunov()
+    d = law.ctrl.diag
     np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float)], axis=1).ravel()
-    # reference 'joint_trajectory': the tool point of a joint reference
-    r = np.array([q, np.zeros(st.ns), np.zeros(st.ns)])
-    st.tool_pose(r[0])
+    loop.update(1.0)                                  # stale: the safe command
+    loop.diagnostics()
 
 
 # --------------------------------------------------------------------------- sea_controller

@@ -1,12 +1,13 @@
 """Real ROS 2 graph of the seed 001 hydraulic boom: sim_node (plant 'hydraulic', lock-step) +
-vdc_controller (internal A-B-C-D task) started by the built-in launcher from
+trajectory_node (mode boom_task: the A-B-C-D task as a segment-joint reference) + vdc_controller
+(controller_node + law vdc, one hydraulic state message per step) started by the built-in launcher from
 config/hydraulic_boom.yaml (one loop instead of two; the approach and two legs are observed). The test process
 observes /joint_states, /hydraulics/cylinder_states, /valve_controller/commands and the
 controller diagnostics. Asserts the tracking bounds over real topics (tool point recomputed here
 from /joint_states and the task re-generated here), the passive joints published and the
 loops closed, cylinder states consistent with the joints and pressures inside [p_r, p_s],
 no valve command while the lock-step plant is paused (SIGSTOP: simulated time stands still),
-valves closed (0 V, warning) on a malformed cylinder state, and a clean shutdown. Bounds: docs/hydraulic_vdc.md."""
+a malformed hydraulic state (NaN pressure) rejected with a warning, and a clean shutdown. Bounds: docs/hydraulic_vdc.md."""
 import os
 import signal
 import time
@@ -39,12 +40,12 @@ def _stamp(m):
     return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
 
 
-OVERRIDES = {'vdc_controller': {'task_loops': 1}}
+OVERRIDES = {'trajectory_node': {'task_loops': 1}}
 
 
 def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
     b = load_bringup('hydraulic_boom', overrides=OVERRIDES, timing='lockstep')
-    cfg = {s.name: s.parameters for s in b.nodes}['vdc_controller']
+    cfg = {s.name: s.parameters for s in b.nodes}['trajectory_node']
 
     def setup(probe):
         probe.subscribe('diag', Float64MultiArray, '/vdc_controller/diagnostics')
@@ -111,7 +112,10 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
         Q = np.array([last.position[list(last.name).index(j)] for j in model.joint_names])
         assert np.abs(rd.loop_residual(model, Q)).max() < 1e-9
         names = hp.names
-        assert list(cyl[-1].name) == names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+        # one complete hydraulic state per step: every joint as on /joint_states, then the cylinders
+        assert list(cyl[-1].name) == list(model.joint_names) + names + [
+            f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+        nq = model.nq
         matched = 0
         for m in cyl[-200:]:
             j = js.get(round(_stamp(m), 6))
@@ -120,8 +124,9 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
             matched += 1
             Qj = np.array([j.position[list(j.name).index(n)] for n in model.joint_names])
             x = st.stroke(segment_q(st, Qj)[0])
-            assert np.abs(np.array(m.position[:2]) - x).max() < 1e-9
-            p = np.array(m.position[2:])[[0, 1, 3, 4]]
+            assert np.abs(np.array(m.position[nq:nq + 2]) - x).max() < 1e-9
+            assert list(m.position[:nq]) == list(j.position)       # the same joint state
+            p = np.array(m.position[nq + 2:])[[0, 1, 3, 4]]
             assert np.all(p > hp.p_r) and np.all(p < hp.p_s)
         assert matched > 100
 
@@ -143,11 +148,13 @@ def test_hydraulic_boom_graph_tracks_abcd_and_closes_valves_on_stale_input():
         n_diag = len(probe.diag)
         probe.wait_for(lambda: len(probe.diag) > n_diag + 10, 10.0, 'control resuming')
 
-        # --- malformed cylinder state (NaN pressure): rejected, valves closed, warning
+        # --- malformed hydraulic state (NaN pressure): rejected by the loop, warning
         pub = probe.node.create_publisher(JointState, '/hydraulics/cylinder_states', QOS_STATE)
-        bad = JointState(name=list(cyl[-1].name), position=[float('nan')] * len(cyl[-1].name))
+        bad = JointState(name=list(cyl[-1].name), position=list(cyl[-1].position),
+                         velocity=list(cyl[-1].velocity))
+        bad.position[list(bad.name).index('lift_cyl/p_a')] = float('nan')
         pub.publish(bad)
-        probe.wait_for(lambda: 'rejected cylinder states: non-finite' in out.getvalue(), 5.0,
-                       'warning about the malformed cylinder state')
+        probe.wait_for(lambda: "non-finite measurement 'lift_cyl/p_a'" in out.getvalue(), 5.0,
+                       'warning about the malformed hydraulic state')
     run_graph('hydraulic_boom', body, ready=lambda: True, overrides=OVERRIDES, setup=setup,
               timing='lockstep')

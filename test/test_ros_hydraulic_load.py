@@ -98,17 +98,18 @@ def _run_graph(tell_controller, t_end, sim_params=None, extra=None):
 
     Start-up gate (deterministic timing): sim_node starts alone (lock-step: it does not advance
     without commands, plant time stays 0) until it logged the load; with ``tell_controller`` it
-    is then paused (SIGSTOP) while vdc_controller starts, until the test's ``/tool_wrench``
+    is then paused (SIGSTOP) while trajectory_node and vdc_controller start, until the test's ``/tool_wrench``
     publisher has matched the controller's subscription (+ 0.5 s of re-sends), and resumed: both
     nodes have the load before the first control step."""
-    overrides = {'vdc_controller': {'task_loops': 1, 'wrench_timeout': 1.0e3},
+    overrides = {'trajectory_node': {'task_loops': 1}, 'vdc_controller': {'wrench_timeout': 1.0e3},
                  'sim_node': dict(sim_params or {})}
     b = load_bringup('hydraulic_boom', overrides=overrides, timing='lockstep')
     specs = {s.name: s for s in b.nodes}
-    cfg = specs['vdc_controller'].parameters
+    cfg = specs['trajectory_node'].parameters
     out = io.StringIO()
     launch_sim = Launcher(dataclasses.replace(b, nodes=[specs['sim_node']]), out=out)
-    launch_ctrl = Launcher(dataclasses.replace(b, nodes=[specs['vdc_controller']]), out=out)
+    launch_ctrl = Launcher(dataclasses.replace(b, nodes=[specs['trajectory_node'], specs['vdc_controller']]),
+                           out=out)
     model = rd.load_model(b.urdf)
     st = structure_from_model(model)
     hp = hydraulic_params_from_model(model, st)
@@ -144,7 +145,9 @@ def _run_graph(tell_controller, t_end, sim_params=None, extra=None):
         def t_ctrl():
             with probe.lock:
                 return probe.diag[-1][1].data[col['t']]
-        probe.wait_for(lambda: t_ctrl() >= t_end + 0.3, 50.0, 'the A-B-C-D legs (lock-step)')
+        # lock-step, three nodes per step (sim -> trajectory_node -> controller): 0.12-0.2x real
+        # time on the loaded 2-core machine
+        probe.wait_for(lambda: t_ctrl() >= t_end + 0.3, 100.0, 'the A-B-C-D legs (lock-step)')
         for la in (launch_sim, launch_ctrl):
             dead = la.poll()
             assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'

@@ -120,9 +120,58 @@ def test_stale_state_gives_the_safe_command_not_the_last_one():
     run_graph('five_bar', body, setup=setup, timing='realtime')
 
 
+def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
+    """hydraulic_boom (the config's default timing: realtime): sim_node (1 kHz RK4) ->
+    trajectory_node (boom_task, 200 Hz) -> vdc_controller (controller_node + law vdc, one
+    hydraulic state message per step) in wall-clock time, one A-B-C-D loop, 7 s observed.
+    Always (any load): the controller answers in real time (>= 300 diagnostics samples of 100 Hz
+    over 7 s) and every command is finite and inside the valve limits (+-10 V), whatever the
+    plant does. Tracking, only when the plant kept up (every reported real-time factor >= 0.95):
+    the valve loop tolerates only ~5-8 plant steps of state -> command delay
+    (docs/hydraulic_vdc.md: offline 40 mm at 5 steps, unstable at 8), so on a machine that
+    cannot give the graph its ~1.9 cores it diverges and no tracking bound is meaningful; when
+    it kept up: the tool error's 95th percentile below 3x the demo's 10 mm, its maximum below
+    0.1 m (the 0.3-0.4 m legs: never diverges), chamber pressures (controller diagnostics, 100
+    Hz) inside (0, p_s + 10 %). Measured numbers: docs/hydraulic_vdc.md."""
+    spec = DEMOS['hydraulic_boom']
+
+    def setup(probe):
+        probe.subscribe('diag', Float64MultiArray, spec.topic)
+        probe.subscribe('rtf', Float64, '/sim_node/real_time_factor')
+        probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
+
+    def body(launcher, probe, model, out):
+        probe.wait_for(lambda: len(probe.diag) > 10, 60.0, 'vdc_controller diagnostics')
+        with probe.lock:
+            t0 = probe.diag[0][0]
+        probe.wait_for(lambda: probe.diag[-1][0] > t0 + 8.0, 30.0, '8 s of control')
+        with probe.lock:
+            d = [m for t, m in probe.diag if t > t0 + 1.0]
+            rtf = [m.data for t, m in probe.rtf if t > t0 + 1.0]      # after the start-up
+            cmds = np.array([m.data for t, m in probe.cmd])
+        labels = d[-1].layout.dim[0].label.split(',')
+        e = np.array([scalar_error(spec, m.data, m.layout.dim[0].label) for m in d])
+        ip = [labels.index(f'{c}/{k}') for c in ('lift_cyl', 'tilt_cyl') for k in ('p_a', 'p_b')]
+        P = np.array([[m.data[i] for i in ip] for m in d])
+        kept_up = bool(rtf) and min(rtf) >= 0.95
+        print(f'\nhydraulic_boom real time: {len(e)} samples, max e {e.max() * 1e3:.2f} mm, p95 '
+              f'{np.percentile(e, 95) * 1e3:.2f} mm, p [{P.min() / 1e5:.1f}, {P.max() / 1e5:.1f}] bar, '
+              f'RTF {np.round(rtf, 2).tolist()}' + ('' if kept_up else ': the plant did not keep up, '
+                                                     'tracking not judged'))
+        assert len(e) > 300, len(e)
+        assert len(cmds) > 100 and np.all(np.isfinite(cmds)) and np.abs(cmds).max() <= 10.0
+        if kept_up:
+            assert np.percentile(e, 95) < 3 * spec.bound, np.percentile(e, 95)
+            assert e.max() < 0.1, e.max()
+            assert P.min() > 0.0 and P.max() < 1.1 * 185e5, (P.min(), P.max())
+    run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
+              overrides={'trajectory_node': {'task_loops': 1}})
+
+
 def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
-    """hydraulic_boom in real time: sim_node frozen -> vdc_controller's watchdog (node clock =
-    wall time) publishes 0 V within state_timeout (0.1 s) + its tick (0.05 s) + 0.3 s margin."""
+    """hydraulic_boom in real time: sim_node frozen -> the loop's staleness check (vdc_controller's
+    timer at the control rate, node clock = wall time) publishes 0 V within state_timeout
+    (0.1 s) + two periods + 0.3 s margin."""
     def setup(probe):
         probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
 
@@ -139,12 +188,12 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
             os.kill(sim.pid, signal.SIGCONT)
         zero = [t for t, c in cmds if max(abs(v) for v in c) == 0.0]
         assert zero, cmds[-3:]
-        assert zero[0] - t_stop < 0.1 + 0.05 + 0.3, zero[0] - t_stop
+        assert zero[0] - t_stop < 0.1 + 0.002 + 0.3, zero[0] - t_stop
         late = [c for t, c in cmds if t > zero[0]]
         assert all(max(abs(v) for v in c) == 0.0 for c in late), late[:3]
-        assert 'no valid joint/cylinder state' in out.getvalue()
+        assert 'state stale' in out.getvalue()
     run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
-              overrides={'vdc_controller': {'task_loops': 1}})
+              overrides={'trajectory_node': {'task_loops': 1}})
 
 
 def _lockstep_boom_states(t_end, hog):
@@ -167,7 +216,7 @@ def _lockstep_boom_states(t_end, hog):
     procs = [subprocess.Popen([sys.executable, '-c', 'while 1: pass'])] if hog else []
     try:
         run_graph('hydraulic_boom', body, ready=lambda: True, timing='lockstep',
-                  overrides={'vdc_controller': {'task_loops': 1}})
+                  overrides={'trajectory_node': {'task_loops': 1}})
     finally:
         for p in procs:
             p.kill()
@@ -175,20 +224,31 @@ def _lockstep_boom_states(t_end, hog):
 
 
 def test_lockstep_hydraulic_graph_is_deterministic_next_to_a_cpu_hog():
-    """Lock-step: no wall-clock timer injects a plant step (vdc_controller's watchdog runs on
-    simulated time), so two runs, one next to a CPU hog, publish identical joint states at every
-    common stamp (1e-12) over the first 2.5 s of plant time (approach leg and the first leg)."""
+    """Lock-step (sim_node -> trajectory_node mode boom_task with sync_topic -> vdc_controller =
+    controller_node + law vdc with reference_sync and wait_first_reference): no wall-clock timer
+    injects a plant step (the controller's watchdog runs on simulated time, the plant does not
+    start before the first reference), so two runs, one next to a CPU hog, publish the same joint
+    states at every common stamp, and both equal the offline closed loop of the same plant, law,
+    loop and reference (test/boom_offline.py) to 1e-9 over the first 2.5 s of plant time
+    (approach leg and the first leg). Measured: the runs are bit-identical to each other and to
+    the offline loop (the Newton IK of the reference is warm-started from the previous sample in
+    both, so the only possible difference is a repeated t = 0 sample, < 1e-12)."""
+    from boom_offline import lockstep_boom
     a = _lockstep_boom_states(2.5, hog=False)
     b = _lockstep_boom_states(2.5, hog=True)
-    common = sorted(set(a) & set(b))
+    ref, _, _ = lockstep_boom(2.5)
+    common = sorted(set(a) & set(b) & set(ref))
     # the probe may match the graph after the plant started (DDS discovery under load) and may
     # miss a few messages (publisher depth 10): >= 300 common stamps of the 2500
     assert len(common) >= 300, (len(common), len(a), len(b))
     diff = max(np.abs(a[k] - b[k]).max() for k in common)
+    off = max(max(np.abs(a[k] - ref[k]).max(), np.abs(b[k] - ref[k]).max()) for k in common)
     moved = max(np.abs(a[k] - a[common[0]]).max() for k in common)
-    print(f'\n{len(common)} common stamps, max difference {diff:.1e}, motion {moved:.3f}')
+    print(f'\n{len(common)} common stamps, max difference {diff:.1e} between the runs, {off:.1e} '
+          f'to the offline loop, motion {moved:.3f}')
     assert moved > 1e-3                                 # the boom really moved
-    assert diff < 1e-12, diff
+    assert diff < 1e-9, diff
+    assert off < 1e-9, off
 
 
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():

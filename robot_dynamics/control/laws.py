@@ -16,6 +16,8 @@ is the loop's. :func:`make_law` builds one by name from keyword parameters (what
   motion) and theta are the actuated joints.
 * ``inertia_partitioning`` (seed 000): the modular inertia-partitioning controller on the
   minimal coordinates (:class:`InertiaPartitioningLaw`).
+* ``vdc`` (seed 001): virtual decomposition + pressure/flow control of a hydraulic boom, valve
+  volts from the segment joints and the chamber pressures (:class:`~robot_dynamics.control.vdc.VdcLaw`).
 """
 from __future__ import annotations
 
@@ -146,7 +148,7 @@ class InertiaPartitioningLaw(Law):
 
 
 LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward',
-        'inertia_partitioning')
+        'inertia_partitioning', 'vdc')
 
 
 def make_law(model, law, **p):
@@ -164,6 +166,10 @@ def make_law(model, law, **p):
             kw['kv'] = p.pop('kd')
         kw.update(take('kv'))
         obj = InertiaPartitioningLaw(model, **kw)
+    elif law == 'vdc':
+        from .vdc import VdcLaw
+        obj = VdcLaw(model, **take('joints', 'lam', 'k_scale', 'kf_pole', 'kx_ratio', 'dt', 'dp_min',
+                                   'wrench_timeout', 'params'))
     else:
         raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
     if p:

@@ -17,6 +17,11 @@ i.e. wall time on a real robot and simulated time in a lock-step test graph):
   the URDF limits or a speed above ``velocity_factor`` x the URDF velocity limit (or
   ``max_speed`` where the URDF gives none) is rejected. A rejected state is counted, its reason
   kept, and it never reaches the law.
+* **extra measurements** (``law.extra_names``, e.g. chamber pressures ``<cyl>/p_a``): named entries
+  of the same state message besides the joints (value in ``position``), parsed into
+  ``State.extra``; each must be present and finite, and inside ``law.extra_limits[name]`` =
+  (lo, hi) where given (else the state is rejected, like a joint). They come with the state, so
+  its staleness is theirs.
 * **staleness**: the state is stale when its reception is more than ``state_timeout`` old, the
   reference when its stamp is more than ``reference_timeout`` behind the state's stamp; both give
   the safe command (the reason says which), never the last command.
@@ -63,6 +68,7 @@ class State:
     qd: np.ndarray
     received: float
     names: tuple = ()
+    extra: dict = field(default_factory=dict)     # law.extra_names -> value (e.g. pressures)
 
 
 @dataclass
@@ -127,12 +133,19 @@ class Law:
     Attributes: ``name``; ``joints`` (command order, p names); ``coords`` (names of the reference
     coordinates, k); ``required_joints`` (state joints whose positions the law needs: default all
     model joints); ``needs_feedforward`` (the reference carries actuator efforts);
-    ``needs_reference`` (False for a law that regulates to a fixed goal of its own).
+    ``needs_reference`` (False for a law that regulates to a fixed goal of its own);
+    ``extra_names`` (named measurements of the state message besides the joints, required, in
+    ``State.extra``) with ``extra_limits`` (name -> (lo, hi) plausibility); ``command_limit``
+    ((p,) limits of the command in the law's own units, e.g. valve volts, replacing the URDF
+    effort limits; None = the URDF's).
     """
 
     name = 'law'
     needs_feedforward = False
     needs_reference = True
+    extra_names = ()
+    extra_limits = {}
+    command_limit = None
 
     def __init__(self, model, joints=None):
         self.model = model
@@ -187,15 +200,18 @@ class ControlLoop:
     (p,), combined with the URDF limits); ``safe`` ('zero' | 'hold'), ``hold_damping``;
     ``position_margin`` [rad | m], ``velocity_factor``, ``max_speed`` [rad/s | m/s]
     (plausibility); ``max_future`` [s] (a state stamped more than this ahead of ``now`` is
-    rejected, so no single message can lock the loop out); ``ff_lead`` [s]; ``clock`` (callable returning seconds, default
-    ``time.monotonic``; used for compute-time measurement only).
+    rejected, so no single message can lock the loop out); ``ff_lead`` [s]; ``clock`` (callable
+    returning seconds, default ``time.monotonic``; used for compute-time measurement only);
+    ``wait_first_reference`` (with ``sync``: before the first reference sample, wait for it
+    however long, instead of giving the safe command after ``ref_wait``, so a lock-step plant
+    does not start before its reference source is up).
     """
 
     def __init__(self, law, period=1e-3, state_timeout=0.1, reference_timeout=0.5,
                  max_extrapolation=0.05, ref_wait=0.2, sync=False, max_effort=None,
                  safe='hold', hold_damping=0.0, position_margin=0.5, velocity_factor=10.0,
                  max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter,
-                 max_future=0.5):
+                 max_future=0.5, wait_first_reference=False):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
         for name, v in (('period', period), ('state_timeout', state_timeout),
@@ -215,13 +231,15 @@ class ControlLoop:
         self.max_extrapolation = float(max_extrapolation)
         self.ref_wait = float(ref_wait)
         self.sync = bool(sync)
+        self.wait_first_reference = bool(wait_first_reference)
         self.safe_mode = safe
         self.hold_damping = float(hold_damping)
         self.ff_lead = float(ff_lead)
         self.max_future = float(max_future)
         self._clock = clock
         # limits
-        lim = np.asarray(m.effort_limit, float)[law.cmd_idx]
+        lim = np.asarray(m.effort_limit, float)[law.cmd_idx] if law.command_limit is None \
+            else np.asarray(law.command_limit, float)
         lim = np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
         if max_effort is not None:
             me = np.broadcast_to(np.asarray(max_effort, float), lim.shape)
@@ -237,6 +255,7 @@ class ControlLoop:
         self._vmax = np.where(np.isfinite(vl) & (vl > 0), velocity_factor * vl, max_speed)
         self._req = np.array([m.joint_index(j) for j in law.required_joints], dtype=np.int64)
         self._req_set = set(law.required_joints)
+        self._extra_set = set(law.extra_names)
         # inputs
         self.state: State | None = None
         self.refs: OrderedDict = OrderedDict()      # stamp ns -> dict(parts)
@@ -287,10 +306,19 @@ class ControlLoop:
         q = m.reference_q() if self.state is None else self.state.q.copy()
         qd = np.zeros(m.nq)
         seen = set()
+        extra = {}
         try:
             for k, n in enumerate(names):
                 i = m._joint_index.get(n)
                 if i is None:
+                    if n in self._extra_set:
+                        x = float(pos[k])
+                        lo, hi = self.law.extra_limits.get(n, (-math.inf, math.inf))
+                        if not math.isfinite(x):
+                            return f"non-finite measurement '{n}'"
+                        if not lo <= x <= hi:
+                            return f"implausible measurement {x:.6g} of '{n}' (bounds {lo:.4g} .. {hi:.4g})"
+                        extra[n] = x
                     continue
                 p = float(pos[k])
                 v = float(vel[k]) if vel else 0.0
@@ -315,12 +343,15 @@ class ControlLoop:
         missing = [j for j in self.law.required_joints if j not in seen]
         if missing:
             return f'missing joints {missing}'
+        missing = [n for n in self.law.extra_names if n not in extra]
+        if missing:
+            return f'missing measurements {missing}'
         if self.state is not None and stamp < self.state.stamp - 1e-9 and not self._reset_ok(stamp):
             return f'stamp {stamp:.6f} s older than the last state ({self.state.stamp:.6f} s)'
         if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
                 and stamp > self.state.stamp:
             self.count['skipped_states'] += 1       # the previous state was never answered
-        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names))
+        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra)
         self._pending_since = None
         return None
 
@@ -439,7 +470,7 @@ class ControlLoop:
             if self._pending_since is None:
                 self._pending_since = now
             if newest is None or newest.stamp is None or newest.stamp < ts - 1e-9:
-                if now - self._pending_since < self.ref_wait:
+                if now - self._pending_since < self.ref_wait or (newest is None and self.wait_first_reference):
                     return None, 0.0, True, None
         if newest is None:
             return None, 0.0, False, None

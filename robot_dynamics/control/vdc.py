@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, RobotDynamicsError
 from ..hydraulics import A_A, A_B, UMAX, _volumes, friction, valve_inverse
 from ..vdc import _body_wrenches, _bwd, _fwd, _task_reference
+from .loop import Law, LawOutput, Reference, State
 
 
 class VDCController:
@@ -234,3 +235,150 @@ class TaskReference:
         _, J, a0 = self.tool_point(q, qd)
         qdd = np.linalg.solve(J, P[2] - a0)
         return np.array([q, qd, qdd])
+
+
+def _segment_joints(st):
+    return [s.joint for s in st.segments]
+
+
+class BoomTaskProfile:
+    """The seed 001 A-B-C-D task as a joint reference (what ``trajectory_node mode: boom_task``
+    publishes): quintic rest-to-rest legs of the tool point (world ``axes``, e.g. x, z) from the
+    tool point at ``q_start`` (URDF joint vector, default the model's reference configuration)
+    through ``waypoints`` (K, 2) ``loops`` times and back to the first waypoint, each leg
+    ``leg_duration`` s, starting after ``start_delay`` s (:func:`quintic_legs`), mapped to the
+    segment joints analytically by :class:`TaskReference` (never differentiated in time).
+
+    ``joints``: the segment joints (URDF names); ``__call__(t, order=2)`` -> (3, ns) positions (URDF
+    joint coordinates, i.e. segment coordinates minus the segment offsets), velocities,
+    accelerations; ``path(t)`` -> (4, d) the tool point and its derivatives."""
+
+    def __init__(self, model, waypoints, axes=(0, 2), loops=2, leg_duration=2.0, start_delay=0.0,
+                 q_start=None):
+        from ..vdc import segment_q, structure_from_model
+        self.st = st = structure_from_model(model)
+        self.axes = list(axes)
+        wp = np.asarray(waypoints, float).reshape(-1, len(self.axes))
+        if len(wp) < 1 or len(self.axes) != st.ns or int(loops) < 0 or float(leg_duration) <= 0:
+            raise InputError('boom task: waypoints (flat list of points in task_axes), one task axis '
+                             'per segment, task_loops >= 0, leg_duration > 0')
+        q0 = segment_q(st, model.reference_q() if q_start is None else np.asarray(q_start, float))[0]
+        st.check_q(q0)
+        p0 = st.tool_pose(q0)[1][self.axes]
+        self.points = [p0] + [w for _ in range(int(loops)) for w in wp] + [wp[0]]
+        self.durations = [float(leg_duration)] * (len(self.points) - 1)
+        self.delay = float(start_delay)
+        self.duration = self.delay + sum(self.durations)
+        self.joints = _segment_joints(st)
+        self.offsets = np.array([s.offset for s in st.segments])
+        self.task = TaskReference(st, self.path, self.axes, q0)
+
+    def path(self, t):
+        return quintic_legs(self.points, self.durations, t - self.delay)
+
+    def __call__(self, t, order=2):
+        r = self.task(t)
+        r[0] -= self.offsets
+        return r
+
+
+class VdcLaw(Law):
+    """``vdc`` (seed 001): virtual decomposition control + pressure/flow control of a hydraulic
+    parallel-serial boom, hosted by :class:`~robot_dynamics.control.loop.ControlLoop`: the
+    :class:`VDCController` step on the measured segment joints and chamber pressures -> valve
+    voltages of the cylinders.
+
+    * reference coordinates ``coords`` = the segment joints (URDF names, e.g. lift_joint,
+      tilt_joint; positions in URDF joint coordinates), from ``reference/joint_trajectory``;
+    * command ``joints`` = the cylinders' rod joints (default the model's actuated order), volts;
+      ``command_limit`` = the valves' input limits (replacing the URDF effort limits);
+    * extra named measurements of the state message (``extra_names``): ``<cyl>/p_a``,
+      ``<cyl>/p_b`` [Pa] per cylinder, plausible in [0, 10 p_s];
+    * ``safe_command`` = 0 V (valves closed), whatever the loop's ``safe`` mode;
+    * f_pr' by backward difference over the time between the answered states: the control
+      period ``dt`` when the stamps are one period apart (to 1 us; lock-step and offline runs are
+      then bit-identical), else the stamp difference if within [0.2, 5] periods (skipped
+      states); after a longer gap (stalled input) or a stamp jump back it restarts (f_pr' = 0
+      for one step, as at the first state) instead of dividing a long change by a short time;
+    * tool wrench ``F_D`` (what the tool exerts on the environment, tool frame):
+      :meth:`set_tool_wrench`, used while its stamp is within ``wrench_timeout`` s of the state's.
+    """
+
+    name = 'vdc'
+
+    def __init__(self, model, joints=None, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4,
+                 dt=1e-3, dp_min=1e5, wrench_timeout=0.1, params=None):
+        from ..hydraulics import hydraulic_params_from_model
+        from ..vdc import structure_from_model
+        st = structure_from_model(model)
+        hp = params or hydraulic_params_from_model(model, st)
+        rod = {(s.rod_joint if s.kind == 'revolute' else s.joint): k for k, s in enumerate(st.segments)}
+        joints = list(model.actuated) if joints is None else list(joints)
+        if sorted(joints) != sorted(rod):
+            raise InputError(f'vdc: joints {joints} must be the cylinder joints {sorted(rod)}')
+        super().__init__(model, joints)
+        self.st, self.hp = st, hp
+        self.order = np.array([rod[j] for j in self.joints], dtype=np.int64)
+        self.coords = _segment_joints(st)
+        self.required_joints = list(self.coords)
+        self._seg = np.array([model.joint_index(j) for j in self.coords], dtype=np.int64)
+        self.offsets = np.array([s.offset for s in st.segments])
+        self._pa = [f'{c}/p_a' for c in hp.names]
+        self._pb = [f'{c}/p_b' for c in hp.names]
+        self.extra_names = self._pa + self._pb
+        self.extra_limits = {n: (0.0, 10.0 * hp.p_s) for n in self.extra_names}
+        self.command_limit = hp.P[self.order, UMAX].astype(float)
+        self.period = float(dt)
+        self.wrench_timeout = float(wrench_timeout)
+        self.ctrl = VDCController(st, hp, lam=lam, k_scale=k_scale, kf_pole=kf_pole,
+                                  kx_ratio=kx_ratio, dt=dt, dp_min=dp_min)
+        self.FD, self.FD_stamp = None, None
+        self._prev = None
+
+    def set_tool_wrench(self, F, stamp):
+        """Tool wrench F_D (6,) [force, moment] in the tool frame, measured at ``stamp`` [s]."""
+        self.FD, self.FD_stamp = np.asarray(F, float).copy(), float(stamp)
+
+    def segment_state(self, state):
+        return state.q[self._seg] + self.offsets, state.qd[self._seg]
+
+    def compute(self, state, ref):
+        q, qd = self.segment_state(state)
+        self.st.check_q(q)
+        if self._prev is not None:
+            d, h = state.stamp - self._prev, self.period
+            if abs(d - h) < 1e-6:
+                self.ctrl.dt = h
+            elif 0.2 * h <= d <= 5.0 * h:
+                self.ctrl.dt = d
+            else:                 # a gap (stalled input) or a reset: restart the difference
+                self.ctrl.fpr_prev = None
+        r = np.array([ref.pos + self.offsets, ref.vel, ref.acc])
+        pa = np.array([state.extra[n] for n in self._pa])
+        pb = np.array([state.extra[n] for n in self._pb])
+        FD = self.FD if (self.FD_stamp is not None
+                         and abs(state.stamp - self.FD_stamp) <= self.wrench_timeout) else None
+        u = self.ctrl.step(q, qd, pa, pb, r, FD=FD)
+        self._prev = state.stamp
+        return LawOutput(u[self.order], ref.pos + self.offsets - q, ref.vel - qd,
+                         {'segment_ref': r, 'q': q})
+
+    def safe_command(self, state, mode, damping):
+        return np.zeros(len(self.joints))
+
+    def current_coordinates(self, q):
+        return q[self._seg]
+
+    def prepare(self):
+        m = self.model
+        q = m.reference_q()
+        extra = {n: (60e5 if n in self._pa else 40e5) for n in self.extra_names}
+        st = State(0.0, q, np.zeros(m.nq), 0.0, extra=extra)
+        k = len(self.coords)
+        ref = Reference(0.0, q[self._seg], np.zeros(k), np.zeros(k))
+        try:
+            self.compute(st, ref)
+        except RobotDynamicsError:
+            pass
+        self.ctrl.reset()
+        self._prev = None

@@ -10,8 +10,11 @@ staleness, reference matching, limits, safe command, timing) and the law
 trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feedforward_topic``,
 matched by stamp). Parameters and topics: docs/ros_interfaces.md.
 
-Input ``joint_states``: a state more than one period old on arrival (the node fell behind) is
-stored but not answered; the newest state is answered (at the latest by the timer). Outputs
+Input ``joint_states`` (parameter ``state_topic``; extra named measurements a law needs, e.g.
+chamber pressures, are entries of the same message): a state older on arrival than
+``max_state_age`` (default 0 = one period; the node fell behind) is stored but not answered;
+the newest state is answered (at the latest by the timer: ``timer_rate``, default 0 = ``rate``;
+it is also the staleness watchdog). Outputs
 ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
 ([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
 u (p), u commanded (p)]), ``~/constraint_wrench/<loop>`` (pidc, ``publish_wrenches``),
@@ -53,7 +56,7 @@ class ControllerNode(Node):
             reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
             ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
             safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
-            max_future=p['max_future'])
+            max_future=p['max_future'], wait_first_reference=p['wait_first_reference'])
         self.enabled, self.task, self._warned = True, {}, {}
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -64,7 +67,7 @@ class ControllerNode(Node):
                        if self.law.needs_feedforward else None)
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
-        self.create_subscription(JointState, 'joint_states', guarded(self, self.on_state, 'joint_states'), QOS_STATE)
+        self.create_subscription(JointState, p['state_topic'], guarded(self, self.on_state, 'joint_states'), QOS_STATE)
         if getattr(self.law, 'reference', 'joint') == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
                 self.create_subscription(typ, f'reference/{topic}', guarded(
@@ -79,7 +82,8 @@ class ControllerNode(Node):
         self.add_on_set_parameters_callback(self.on_params)
         # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
         # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
-        self.create_timer(1.0 / p['rate'], guarded(self, self._answer, 'timer'), clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(1.0 / (p['timer_rate'] or p['rate']), guarded(self, self._answer, 'timer'),
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
                                f'/{p["controller"]}/commands {self.law.joints}, limits '
@@ -118,6 +122,10 @@ class ControllerNode(Node):
         'feedforward_topic': ('ik_node/feedforward_effort', 'feed-forward efforts (JointState); empty = in the trajectory point', None),
         'publish_wrenches': (True, 'publish ~/constraint_wrench/<loop> (pidc)', None),
         'diagnostics_rate': (2.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1e3)),
+        'state_topic': ('joint_states', 'joint states topic (relative name)', None),
+        'wait_first_reference': (False, 'lock-step: wait for the first reference however long', None),
+        'max_state_age': (0.0, 'answer a state from the subscription only when younger [s] (0 = one period)', (0.0, 10.0)),
+        'timer_rate': (0.0, 'watchdog timer rate [Hz] (0 = rate)', (0.0, 1e5)),
     }
     #: parameters that may change at run time (the others are read-only)
     RUNTIME = ('kp', 'kd')
@@ -129,7 +137,8 @@ class ControllerNode(Node):
                                                       spec.get(k, (None, k, None))[2])
         p = declare_params(self, spec, runtime=self.RUNTIME)
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
-                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate'):
+                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate',
+                  'max_state_age', 'timer_rate'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         return p
@@ -150,7 +159,7 @@ class ControllerNode(Node):
         why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now)
         if why:
             return self._warn(f'rejected joint_states: {why}')
-        if now - stamp > self.loop.period:
+        if now - stamp > (self.p['max_state_age'] or self.loop.period):
             return      # behind: newer states are queued; the newest is answered (or the timer does)
         self._answer()
 

@@ -11,8 +11,11 @@ In: ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/ext
 Out: ``joint_states`` (every joint, passive ones included; effort = applied generalized force;
 stamp = plant time on the wall clock, or the plant time itself with ``publish_clock``),
 ``robot_description`` (latched), ``~/holding`` (Bool), ``~/real_time_factor`` (Float64, 1 Hz),
-``/clock`` (``publish_clock``, default = ``lockstep``), ``/diagnostics``, the plant's extra
-states (hydraulic cylinders) on ``extra_states_topic``. Services ``~/reset`` (Trigger),
+``/clock`` (``publish_clock``, default = ``lockstep``), ``/diagnostics``, and for a plant with
+extra states (hydraulic cylinders) ONE complete state per step on ``extra_states_topic``: every
+joint as on ``joint_states`` (same stamp), then per cylinder stroke/rate/piston force and
+``<cyl>/p_a``, ``<cyl>/p_b`` [Pa], ``<cyl>/u`` [V] (a controller needing joints and pressures of
+the same instant subscribes to this one topic). Services ``~/reset`` (Trigger),
 ``~/hold`` (SetBool). ``lockstep: true``: one publish period per received command, no
 wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no command came.
 """
@@ -160,20 +163,25 @@ class SimNode(Node):
         js.name, js.position, js.velocity = list(self.model.joint_names), p.q.tolist(), p.qd.tolist()
         js.effort = self.sim.applied.tolist()
         self.pub_js.publish(js)
-        if self.pub_extra is not None:          # plant extra states (cylinders): same stamp
-            self.pub_extra.publish(extra_states_msg(p.extra_states(), js.header.stamp))
+        if self.pub_extra is not None:          # plant extra states hook: same stamp
+            self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
         self.pub_hold.publish(Bool(data=self.sim.holding))
 
 
-def extra_states_msg(ex, stamp):
-    """JointState of the cylinder states: ``<cyl>`` stroke / rate / piston force; ``<cyl>/p_a``,
-    ``<cyl>/p_b`` [Pa] and ``<cyl>/u`` [V] in ``position``."""
-    msg, names = JointState(), list(ex['names'])
+def extra_states_msg(ex, stamp, js=None):
+    """JointState of the plant extra states (cylinders: see the module doc), after the joints of
+    ``js`` (the /joint_states message of the same step) when given."""
+    msg = JointState()
     msg.header.stamp = stamp
-    msg.name = names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
-    msg.position = [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(len(names)) for k in ('pa', 'pb', 'u')]
-    msg.velocity = [float(v) for v in ex['xd']] + [0.0] * (3 * len(names))
-    msg.effort = [float(v) for v in ex['fp']] + [0.0] * (3 * len(names))
+    names = list(ex['names'])
+    n = len(names)
+    head = (list(js.name), list(js.position), list(js.velocity), list(js.effort)) if js is not None \
+        else ([], [], [], [])
+    msg.name = head[0] + names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+    msg.position = head[1] + [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n)
+                                                             for k in ('pa', 'pb', 'u')]
+    msg.velocity = head[2] + [float(v) for v in ex['xd']] + [0.0] * (3 * n)
+    msg.effort = head[3] + [float(v) for v in ex['fp']] + [0.0] * (3 * n)
     return msg
 
 

@@ -18,6 +18,16 @@ dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/v
 acceleration and the feed-forward u in the point's ``effort``; ``~/feedforward``
 (Float64MultiArray [t, u, u', u'']) and ``~/reference`` (JointState: all tree coordinates and
 rates of the reference motion) with the same stamp.
+``mode: boom_task`` (seed 001, hydraulic boom): the A-B-C-D task, quintic tool-point legs from
+the tool point of the reference configuration through ``waypoints`` (flat [x0, z0, ...] in the
+world ``task_axes``) ``task_loops`` times and back to the first waypoint, ``leg_duration`` s
+each, after ``start_delay`` s, mapped analytically to the segment joints
+(:class:`robot_dynamics.control.vdc.BoomTaskProfile`): ``reference/joint_trajectory`` of the
+segment joints (positions, velocities, accelerations; ``reference/derivatives`` rows 0..2).
+``start_topic`` (timer mode, default '' = off; a std_msgs/Float64MultiArray topic such as a
+controller's commands): the profile's t = 0 is the first tick after the first message there
+(until then the t = 0 sample is published), so the motion starts when the controller is live,
+not when this node is.
 ``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
 message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
 lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
@@ -49,8 +59,9 @@ class TrajectoryNode(Node):
         self.mode = dp('mode', 'joint').value
         kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
         rate = float(dp('rate', 100.0).value)
-        if self.mode not in ('joint', 'task', 'pkm_d2') or rate <= 0:
-            raise ValueError(f"mode must be 'joint', 'task' or 'pkm_d2' and rate > 0 (got {self.mode!r}, {rate})")
+        if self.mode not in ('joint', 'task', 'pkm_d2', 'boom_task') or rate <= 0:
+            raise ValueError(f"mode must be 'joint', 'task', 'pkm_d2' or 'boom_task' and rate > 0 "
+                             f"(got {self.mode!r}, {rate})")
         self.d2 = None
         if self.mode == 'pkm_d2':
             # platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated
@@ -69,6 +80,15 @@ class TrajectoryNode(Node):
             from sensor_msgs.msg import JointState
             self.pub_ref = self.create_publisher(JointState, '~/reference', QOS_STATE)
             self.repeat = False
+        elif self.mode == 'boom_task':
+            # seed 001: A-B-C-D tool-point legs mapped to the segment joints (hydraulic boom)
+            from robot_dynamics.control.vdc import BoomTaskProfile
+            self.profile = BoomTaskProfile(
+                m, dp('waypoints', [2.07152, 0.39253, 2.47152, 0.39253, 2.47152, 0.09253, 2.07152,
+                                    0.09253]).value, axes=dp('task_axes', [0, 2]).value,
+                loops=int(dp('task_loops', 2).value), leg_duration=float(dp('leg_duration', 2.0).value),
+                start_delay=float(dp('start_delay', 0.0).value))
+            self.joints, self.repeat, kind = self.profile.joints, False, 'A-B-C-D'
         elif self.mode == 'joint':
             self.joints = list(dp('joints', list(m.independent)).value)
             idx = [m.joint_index(j) for j in self.joints]
@@ -85,11 +105,11 @@ class TrajectoryNode(Node):
             params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
                           frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
                           e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
-        if self.d2 is None:
+        if self.d2 is None and self.mode != 'boom_task':
             self.repeat = dp('repeat', True).value
             self.profile = make_profile(kind, **params)
         self.world = m.root_link
-        if self.mode in ('joint', 'pkm_d2'):
+        if self.mode in ('joint', 'pkm_d2', 'boom_task'):
             self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
         else:
             self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
@@ -106,6 +126,14 @@ class TrajectoryNode(Node):
             self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints}, one sample per '
                                    f'{self.sync_topic} stamp')
             return
+        # start_topic: the profile clock starts at the first message there (a controller's
+        # commands: the controller is live); until then the t = 0 sample is published (a
+        # slow-starting controller must not find its reference already seconds into the motion)
+        self.start_sub = None
+        start_topic = dp('start_topic', '').value
+        if start_topic:
+            self.start_sub = self.create_subscription(Float64MultiArray, start_topic, self.on_start,
+                                                      QOS_COMMAND)
         self.create_timer(1.0 / rate, self.tick)
         # Under simulated time (use_sim_time, e.g. a lock-step sim_node) the ROS clock only
         # advances once the plant is commanded, and the plant is only commanded once there is
@@ -126,6 +154,12 @@ class TrajectoryNode(Node):
             t = t % dur
         self.publish_sample(t, None, stamp=msg.header.stamp)
 
+    def on_start(self, msg):
+        if self.start_sub is not None:
+            self.destroy_subscription(self.start_sub)
+            self.start_sub = None
+            self.get_logger().info('start topic: the profile starts')
+
     def prime_tick(self):
         if self.t0 is not None:
             self.prime.cancel()
@@ -137,6 +171,9 @@ class TrajectoryNode(Node):
         if now.nanoseconds == 0:
             return                      # simulated time not started yet (see prime_tick)
         if self.t0 is None:
+            if self.start_sub is not None:
+                self.publish_sample(0.0, now)
+                return
             self.t0 = now
         t = (now - self.t0).nanoseconds * 1e-9
         dur = getattr(self.profile, 'duration', None)
@@ -158,7 +195,7 @@ class TrajectoryNode(Node):
         stamp = now.to_msg() if stamp is None else stamp
         if self.d2 is not None:
             self._publish_d2(t, x, stamp)
-        elif self.mode == 'joint':
+        elif self.mode in ('joint', 'boom_task'):
             msg = JointTrajectory()
             msg.header.stamp = stamp
             msg.joint_names = self.joints
@@ -181,7 +218,7 @@ class TrajectoryNode(Node):
             self.pub_twist.publish(tw)
             self.pub_acc.publish(ac)
         der = Float64MultiArray()
-        der.layout.dim = [MultiArrayDimension(label='derivative', size=ORDER + 1, stride=x.size),
+        der.layout.dim = [MultiArrayDimension(label='derivative', size=x.shape[0], stride=x.size),
                           MultiArrayDimension(label=','.join(self.joints), size=x.shape[1], stride=x.shape[1])]
         der.data = x.ravel().tolist()
         self.pub_der.publish(der)
