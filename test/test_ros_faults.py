@@ -49,14 +49,18 @@ def _set_params(node, target, values):
     return out
 
 
-@pytest.mark.parametrize('robot, node_name, ref_joints', [
-    ('four_bar', 'dynamics_node', ['crank_joint']),
-    ('series_parallel_3dof', 'ip_controller', ['base_phi', 'shoulder_theta', 'cylinder_delta']),
+@pytest.mark.parametrize('robot, node_name, ref_joints, extra', [
+    ('four_bar', 'dynamics_node', ['crank_joint'], {}),
+    ('series_parallel_3dof', 'ip_controller', ['base_phi', 'shoulder_theta', 'cylinder_delta'], {}),
+    # the VDC law also reads the chamber pressures from the same message (safe command: 0 V)
+    ('hydraulic_boom', 'vdc_controller', ['lift_joint', 'tilt_joint'],
+     {f'{c}/{k}': 60e5 for c in ('lift_cyl', 'tilt_cyl') for k in ('p_a', 'p_b')}),
 ])
-def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_name, ref_joints):
+def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_name, ref_joints, extra):
     b = load_bringup(robot, timing='realtime')
     b.nodes = [n for n in b.nodes if n.name == node_name]
     p = b.nodes[0].parameters
+    p['state_topic'] = 'joint_states'
     rate, timeout = float(p['rate']), float(p.get('state_timeout', 0.1))
     m = rd.load_model(b.urdf)
     cmd_joints = [j for j in (p.get('joints') or m.actuated) if j]
@@ -73,7 +77,7 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     cmds, lock = [], threading.Lock()
-    node.create_subscription(Float64MultiArray, '/effort_controller/commands',
+    node.create_subscription(Float64MultiArray, f"/{p.get('controller', 'effort_controller')}/commands",
                              lambda msg: cmds.append((time.monotonic(), list(msg.data))), DEEP)
     pub_js = node.create_publisher(JointState, 'joint_states', QOS_STATE)
     pub_ref = node.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
@@ -87,8 +91,8 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         return node.get_clock().now().nanoseconds * 1e-9
 
     def state(t, q=None, v=None, nm=None):
-        js = JointState(name=nm or names, position=list(q0 if q is None else q),
-                        velocity=list(np.zeros(m.nq) if v is None else v))
+        js = JointState(name=(nm or names) + list(extra), position=list(q0 if q is None else q) + list(extra.values()),
+                        velocity=list(np.zeros(m.nq) if v is None else v) + [0.0] * len(extra))
         js.header.stamp = _stamp(t)
         pub_js.publish(js)
 
@@ -122,6 +126,8 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         lambda t, k: state(t + 0.8),                       # forged future stamp
         lambda t, k: state(t - 100.0),                     # far in the past
         lambda t, k: pub_js.publish(JointState(name=names, position=[0.0])),   # length mismatch
+        lambda t, k: state(t) if not extra else pub_js.publish(JointState(   # pressures missing
+            name=names, position=list(q0), velocity=[0.0] * m.nq)),
     ]
     launcher.start()
     try:
@@ -141,7 +147,8 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         assert np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= limit + 1e-9)
         # one forged state 0.8 s in the future, then valid states: they are still answered by
         # the law (before: rejected as 'older than the last state' -> safe command after 0.1 s)
-        hold = hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[ci]
+        hold = np.zeros(len(ci)) if extra else \
+            hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[ci]
         state(now() + 0.8)
         t_forged = time.monotonic()
         run(0.6)
