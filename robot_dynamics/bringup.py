@@ -255,8 +255,9 @@ def node_actions(robot: str, timing: str, rviz: bool):
     b = load_bringup(robot, timing=timing)
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
-    # a lock-step graph runs on simulated time (sim_node /clock): so do rsp and rviz2
-    sim_time = b.timing == 'lockstep'
+    # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
+    # the plant clock): so do rsp and rviz2
+    sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],
                     remappings=list(s.remappings.items()), output='screen',

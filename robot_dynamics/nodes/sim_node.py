@@ -23,6 +23,16 @@ real-time factor (simulated / wall time over the last second) is published on
 simulated time): a slowed plant therefore stamps its states in the past, which controllers see
 as latency, not as a jump.
 
+``start_topic`` (real time only, default '' = start at once): a sensor_msgs/JointState topic
+(e.g. the reference the controller needs); the plant clock starts with its first message, until
+then the initial state is published at ``publish_rate`` without stepping (stamp: the wall
+clock, or plant time 0 with ``publish_clock``), like a braked robot waiting for its reference.
+With ``publish_clock``, ``use_sim_time`` on the other nodes and a reference generator answering
+the states (trajectory_node ``sync_topic``), the whole graph runs on the plant clock, which
+advances in wall-clock time (the way a Gazebo simulation drives a ROS graph): the reference
+starts with the motion (its first sample answers the waiting state, t = 0) and follows a
+slowed plant.
+
 ``lockstep: true``: instead of running in real time, advance one publish period per received
 command and publish right after (deterministic coupling with a controller; no wall-clock timer
 steps the plant).
@@ -153,6 +163,12 @@ class SimNode(Node):
         self.rtf, self.rtf_window = 1.0, []          # (wall, plant t) samples over ~1 s
         self.slip = 0.0                              # wall time the plant fell behind [s]
         self.diag = DiagnosticsPublisher(self, self.diagnostics, float(dp('diagnostics_rate', 1.0).value))
+        # real time: wait for the first message of start_topic before the plant clock starts
+        start_topic = dp('start_topic', '').value
+        self.waiting = bool(start_topic) and not self.lockstep
+        if self.waiting:
+            self._start_sub = self.create_subscription(JointState, start_topic, self.on_start,
+                                                       QOS_STATE)
         if not self.lockstep:
             self.wall0 = time.monotonic()
             self.ros0 = self.get_clock().now().nanoseconds * 1e-9
@@ -188,6 +204,15 @@ class SimNode(Node):
         if self.lockstep:
             self.advance(self.substeps)
             self.publish()
+
+    def on_start(self, msg):
+        """start_topic: its first message starts the plant clock (plant t = 0 is now)."""
+        if not self.waiting:
+            return
+        self.waiting = False
+        self.wall0, self.ros0, self.slip = (time.monotonic(),
+                                            self.get_clock().now().nanoseconds * 1e-9, 0.0)
+        self.get_logger().info('start_topic: first message, plant clock started')
 
     def ext_now(self):
         """Time base of the external-load timeout: plant time in lock-step, else the node clock."""
@@ -314,6 +339,10 @@ class SimNode(Node):
     def tick(self):
         """Real time: advance by the wall time the plant is behind, in dt steps, bounded."""
         wall = time.monotonic()
+        if self.waiting:                       # start_topic: no step before its first message
+            self.wall0, self.ros0 = wall, self.get_clock().now().nanoseconds * 1e-9
+            self.publish()
+            return
         behind = (wall - self.wall0 - self.slip) - self.plant.t      # wall time not yet simulated
         k = int(np.floor(behind * self.rate + 1e-6))
         kmax = self.max_catchup * self.substeps
@@ -326,6 +355,8 @@ class SimNode(Node):
         self.publish()
 
     def report_rtf(self):
+        if self.waiting:                       # plant clock not started (start_topic)
+            return
         wall = time.monotonic()
         self.rtf_window.append((wall, self.plant.t))
         self.rtf_window = [w for w in self.rtf_window if wall - w[0] <= 5.0]
@@ -342,7 +373,7 @@ class SimNode(Node):
 
     def diagnostics(self):
         return {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
-                'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
+                'slip': float(self.slip), 'rate': self.rate, 'waiting_for_command': self.waiting, 'holding': bool(self.holding),
                 'rejected_commands': self.rejected, 'lockstep': self.lockstep,
                 'safe': bool(self.holding), 'reason': 'hold (no valid command)' if self.holding else 'ok'}
 
