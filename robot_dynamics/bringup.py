@@ -307,8 +307,9 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None):
     b = load_bringup(robot, timing=timing)
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
-    # a lock-step graph runs on simulated time (sim_node /clock): so do rsp and rviz2
-    sim_time = b.timing == 'lockstep'
+    # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
+    # the plant clock): so do rsp and rviz2
+    sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
     # DDS discovery on loopback unless the user's environment sets the range (discovery_env)
     dds = {'additional_env': env} if (env := discovery_env(environ)) else {}
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,

@@ -60,11 +60,13 @@ change leaves behind; every event is a :class:`BranchEvent` in ``plant.events`` 
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _fast_kernels as FK
 from . import _projection_kernels as PK
 from .errors import InputError, RobotDynamicsError, SingularMassMatrixError
 from .projection import (_VP, DEFAULT_EPS, VARIANTS, _eps, _kin_pack, _pack, _vec, assemble)
@@ -98,6 +100,12 @@ def _sigma_kept(s, r):
     if len(s) == 0:
         return np.inf
     return float(s[r - 1]) if r > 0 else 0.0
+
+
+def _norm(x):
+    """||x||_2 of a 1-D float array: sqrt(x . x), what np.linalg.norm computes, without its
+    Python overhead (the monitor runs once per simulator step)."""
+    return math.sqrt(float(x @ x))
 
 
 def wrap_angle(x):
@@ -297,11 +305,11 @@ class BranchMonitor:
                                   f'eps = {self.eps:g}): constraint direction(s) dropped',
                                   {'rank_min': rank_min, 'rank': rank}))
         self.rank = rank
-        jq = float(np.linalg.norm(q1 - q0 - 0.5 * h * (v0 + v1) + h * h / 12.0 * (a1 - a0)))
-        jv = float(np.linalg.norm(v1 - v0 - 0.5 * h * (a0 + a1)))
+        da = a1 - a0
+        jq = _norm(q1 - q0 - 0.5 * h * (v0 + v1) + h * h / 12.0 * da)
+        jv = _norm(v1 - v0 - 0.5 * h * (a0 + a1))
         vj = 2.0 * jq / h
-        vlim = (self.jump_tol * (1.0 + float(np.linalg.norm(v1)))
-                + 0.02 * h * float(np.linalg.norm(a1 - a0)))
+        vlim = self.jump_tol * (1.0 + _norm(v1)) + 0.02 * h * _norm(da)
         if vj > vlim:
             ev.append(BranchEvent(t1, 'branch_jump',
                                   f'non-smooth step: equivalent velocity jump 2 jump_q / h = '
@@ -338,6 +346,11 @@ class ConstrainedPlant(Plant):
         Default step [s] (control period; ZOH of tau).
     integrator : 'rk4' (fixed step, one compiled call per step: the real-time path) or
         'dopri5' (adaptive Dormand-Prince 5(4) inside each step).
+    kernel : 'fast' (default) or 'reference': with rk4, variant 'Mc' and vel_proj
+        'euclidean'/'none', 'fast' steps with :mod:`robot_dynamics._fast_kernels` (the SVD of A
+        replaced by a certified URV factorization, the null-space form of eq. 22; falls back to
+        the SVD wherever the rank decision is not certified); 'reference' always uses the SVD
+        kernels of :mod:`robot_dynamics._projection_kernels`. Same results to ~1e-12.
     rtol, atol, h_min : dopri5 error tolerances (on q and qd) and smallest sub-step [s].
     tangent_error : dopri5 measures the error in the tangent space N(A) (default True).
     substep_projection : dopri5 projects after every sub-step (default: only at the end of
@@ -376,8 +389,10 @@ class ConstrainedPlant(Plant):
                  nr_max_iter=10, rtol=1e-9, atol=1e-12, h_min=1e-10, branch_indicator=None,
                  branch_mode='sign', branch_tol=1e-6, jump_tol=1e-3,
                  reset_fixed='independent', tangent_error=True, substep_projection=False,
-                 sing_tol=1e-3, cross_step=1e-3, t0=0.0):
+                 sing_tol=1e-3, cross_step=1e-3, t0=0.0, kernel='fast'):
         self.model = model
+        if kernel not in ('fast', 'reference'):
+            raise InputError(f"kernel must be 'fast' or 'reference', got {kernel!r}")
         if integrator not in ('rk4', 'dopri5'):
             raise InputError(f"integrator must be 'rk4' or 'dopri5', got {integrator!r}")
         if variant not in VARIANTS:
@@ -409,6 +424,11 @@ class ConstrainedPlant(Plant):
         self.branch_tol = float(branch_tol)
         self.jump_tol = float(jump_tol)
         self.reset_fixed = reset_fixed
+        self.kernel = kernel
+        # the fast route exists for the default variant and Euclidean (or no) velocity
+        # projection (robot_dynamics._fast_kernels); the other options use the reference
+        self._fast = (kernel == 'fast' and integrator == 'rk4' and variant == 'Mc'
+                      and vel_proj in ('euclidean', 'none'))
         self._pack = _pack(model)
         self._m = model.nconstraints
         self._h = None
@@ -508,7 +528,12 @@ class ConstrainedPlant(Plant):
         args = (self._vcode, self.gamma, self.eps)
         substeps = 1
         ev = []
-        if self.integrator == 'rk4':
+        if self._fast:
+            st, rmin, it, ok, viol, r, T, U = FK.sim_step_rk4_fast(
+                *self._pack, q0, v0, tau, dt, self.eps, self.pos_proj, self.nr_tol,
+                self.nr_max_iter, self._vp, q1, v1, a0, a1, F, lam, s, phi)
+            self._check(st)
+        elif self.integrator == 'rk4':
             st, rmin, it, ok, viol, r, T, U = PK.sim_step_rk4(
                 *self._pack, q0, v0, tau, dt, *args, self.pos_proj, self.nr_tol,
                 self.nr_max_iter, self._vp, q1, v1, a0, a1, F, lam, s, phi)
@@ -537,7 +562,7 @@ class ConstrainedPlant(Plant):
             qs, vs, as_, hs = q0, v0, a0, dt
         else:
             qs, vs, as_, hs = last_sub
-        phin = float(np.linalg.norm(phi))
+        phin = _norm(phi)
         smin = _sigma_kept(s, r)
         mev, jq, jv = self.monitor.check(t1, qs, vs, as_, q1, v1, a1, hs, int(r), int(rmin),
                                          bool(ok), phin, smin)

@@ -302,4 +302,5 @@ def sim_params(model):
         'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
         'extra_states_topic': ('/hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
+        'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),
     }

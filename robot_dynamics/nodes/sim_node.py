@@ -18,6 +18,9 @@ joint as on ``joint_states`` (same stamp), then per cylinder stroke/rate/piston 
 the same instant subscribes to this one topic). Services ``~/reset`` (Trigger),
 ``~/hold`` (SetBool). ``lockstep: true``: one publish period per received command, no
 wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no command came.
+``start_topic`` (real time, default '' = at once): the plant clock starts with the first message
+of that JointState topic (e.g. the reference); until then the initial state is published without
+stepping, like a braked robot waiting for its reference.
 """
 import time
 
@@ -75,7 +78,12 @@ class SimNode(Node):
                                  guarded(self, self.on_external_wrench, 'external_wrench'), QOS_COMMAND)
         self.create_service(Trigger, '~/reset', guarded(self, self.on_reset, 'reset'))
         self.create_service(SetBool, '~/hold', guarded(self, self.on_hold, 'hold'))
-        self.diag = DiagnosticsPublisher(self, self.sim.diagnostics, float(P['diagnostics_rate']))
+        self.diag = DiagnosticsPublisher(self, lambda: {**self.sim.diagnostics(), 'waiting_for_start': self.waiting},
+                                         float(P['diagnostics_rate']))
+        # real time: the plant clock starts with the first message of start_topic (if set)
+        self.waiting = bool(P['start_topic']) and not self.lockstep
+        if self.waiting:
+            self.create_subscription(JointState, P['start_topic'], guarded(self, self.on_start, 'start'), QOS_STATE)
         steady = SteadyClock(clock_type=ClockType.STEADY_TIME)
         if not self.lockstep:
             self.sim.start(time.monotonic())
@@ -138,11 +146,25 @@ class SimNode(Node):
         response.success, response.message = True, f'hold forced {"on" if request.data else "off"}'
         return response
 
+    def on_start(self, msg):
+        """start_topic: its first message starts the plant clock (plant t = 0 is now)."""
+        if self.waiting:
+            self.waiting = False
+            self.sim.start(time.monotonic())
+            self.ros0 = self.get_clock().now().nanoseconds * 1e-9
+            self.get_logger().info('start_topic: first message, plant clock started')
+
     def tick(self):
+        if self.waiting:                        # start_topic: no step before its first message
+            self.sim.start(time.monotonic())
+            self.ros0 = self.get_clock().now().nanoseconds * 1e-9
+            return self.publish()
         if self.sim.tick(time.monotonic(), self._now()):
             self.publish()
 
     def report_rtf(self):
+        if self.waiting:
+            return
         rtf = self.sim.update_rtf(time.monotonic())
         if rtf is not None:
             self.pub_rtf.publish(Float64(data=float(rtf)))
