@@ -16,6 +16,9 @@ is the loop's. :func:`make_law` builds one by name from keyword parameters (what
   motion) and theta are the actuated joints.
 * ``inertia_partitioning`` (seed 000): the modular inertia-partitioning controller on the
   minimal coordinates (:class:`InertiaPartitioningLaw`).
+* ``sea_flatness`` (seed 004): the flatness-based exactly linearising SEA law on the EE task
+  reference with derivatives up to snap
+  (:class:`~robot_dynamics.control.flatness_sea.SeaFlatnessLaw`).
 """
 from __future__ import annotations
 
@@ -146,7 +149,7 @@ class InertiaPartitioningLaw(Law):
 
 
 LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward',
-        'inertia_partitioning')
+        'inertia_partitioning', 'sea_flatness')
 
 
 def make_law(model, law, **p):
@@ -164,6 +167,9 @@ def make_law(model, law, **p):
             kw['kv'] = p.pop('kd')
         kw.update(take('kv'))
         obj = InertiaPartitioningLaw(model, **kw)
+    elif law == 'sea_flatness':     # seed 004: control/flatness_sea.py
+        from .flatness_sea import SeaFlatnessLaw
+        obj = SeaFlatnessLaw(model, **take('poles', 'lambda_poles', 'preload', 'joints'))
     else:
         raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
     if p:
