@@ -193,7 +193,7 @@ def test_lockstep_hydraulic_graph_is_deterministic_next_to_a_cpu_hog():
 
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     """SEA-PKM in real time: compiled plant (75-87 us per 1 ms step), trajectory_node turning
-    goals on /goal into sin^2-jerk moves (500 Hz samples with derivatives up to snap) and
+    goals on /goal into sin^2-jerk moves (100 Hz samples with derivatives up to snap) and
     sea_controller = the law sea_flatness in the control loop (30 us), each state answered with
     the sample carried to its stamp by its 4th-order Taylor series. Goals +-5 cm: 95 % of the EE
     error samples below the demo's 10 mm bound and all below the 0.1 m move (never diverges),

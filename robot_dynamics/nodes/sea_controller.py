@@ -44,7 +44,7 @@ class SEAControllerNode(ControllerNode):
 
     def _params(self, extra=None):
         return super()._params(dict(law='sea_flatness', rate=1000.0, safe='hold', hold_damping=0.2,
-                                    max_extrapolation=0.01, diagnostics_rate=100.0, publish_wrenches=False,
+                                    max_extrapolation=0.03, diagnostics_rate=100.0, publish_wrenches=False,
                                     **(extra or {})))
 
     def _on_command(self, c):
