@@ -72,13 +72,22 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
             _say(f'  graph running after {time.monotonic() - t_start:.1f} s')
             t0 = time.monotonic()
             k_goal, t_goal = 0, -1e9
-            while not died and time.monotonic() - t0 < duration:
+
+            def plant_time():          # goals are paced in plant time (stamps): lock-step too
+                with rec.lock:
+                    return rec.js[-1][0] if rec.js else 0.0
+            p0 = plant_time()
+            # goals: run until the last goal's period is over in plant time (at most 20 x duration)
+            while not died and (time.monotonic() - t0 < duration or (
+                    goal_pub is not None and (k_goal < len(spec.goals) or plant_time() - p0 < t_goal + spec.goal_period)
+                    and time.monotonic() - t0 < 20 * duration)):
                 time.sleep(0.1)
                 died = launcher.poll()
                 el = time.monotonic() - t0
-                if goal_pub is not None and el - t_goal >= spec.goal_period and k_goal < len(spec.goals):
+                pel = plant_time() - p0
+                if goal_pub is not None and pel - t_goal >= spec.goal_period and k_goal < len(spec.goals):
                     _send_goal(goal_pub, spec.goals[k_goal])
-                    k_goal, t_goal = k_goal + 1, el
+                    k_goal, t_goal = k_goal + 1, pel
                 if int(el * 10) % 20 == 0:
                     with rec.lock:
                         n = len(rec.js)
@@ -173,8 +182,8 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win):
             tl = np.array([t_ for t_, _ in L])
             lam, lam_d = (np.array([m.data[lab.index(k)] for _, m in L]) for k in ('lambda', 'lambda_d'))
             late = tl >= tl[0] + spec.settle
-            dev = float(np.abs(lam - lam_d)[late].max(initial=np.nan))
-            good = bool(late.any() and dev <= spec.lam_bound)
+            dev = float(np.abs(lam - lam_d)[late].max()) if late.any() else float('nan')
+            good = bool(dev <= spec.lam_bound)
             ok &= good
             lines.append(f'  spring preload lambda {lam.min():.3f} .. {lam.max():.3f} N m (set-point '
                          f'{lam_d[-1]:g}); after {spec.settle:g} s max |lambda - lambda_d| {dev:.3g}; bound '
