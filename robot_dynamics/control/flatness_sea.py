@@ -282,6 +282,8 @@ class SeaFlatnessLaw(Law):
         self.task_axes = (0, 1)
         self.required_joints = [names[i] for i in self.ia + self.ie + self.im]
         self.preload = float(preload)
+        P = self.params
+        self._A, self._a, self._b = np.array(P.base_points, float), float(P.a), float(P.b)
 
     @property
     def preload(self):
@@ -292,8 +294,18 @@ class SeaFlatnessLaw(Law):
         self.lam_d = np.array([float(v), 0.0, 0.0])
 
     def measured(self, state):
-        """(p, pd, q_m, qd_m) of a loop :class:`~robot_dynamics.control.loop.State`."""
-        return sea_state_from_joints(self.params, state.q, state.qd, self.ia, self.ie, self.im)
+        """(p, pd, q_m, qd_m) of a loop :class:`~robot_dynamics.control.loop.State`: what
+        :func:`sea_state_from_joints` computes, with the constant geometry cached (per state)."""
+        q, qd, a, b = state.q, state.qd, self._a, self._b
+        t1 = q[self.ia]
+        t12 = t1 + q[self.ie]
+        w1 = qd[self.ia]
+        w12 = w1 + qd[self.ie]
+        c1, s1, c12, s12 = np.cos(t1), np.sin(t1), np.cos(t12), np.sin(t12)
+        A = self._A
+        p = np.array([(A[:, 0] + a * c1 + b * c12).sum() / 3.0, (A[:, 1] + a * s1 + b * s12).sum() / 3.0])
+        pd = np.array([(-a * w1 * s1 - b * w12 * s12).sum() / 3.0, (a * w1 * c1 + b * w12 * c12).sum() / 3.0])
+        return p, pd, q[self.im], qd[self.im]
 
     def desired(self, ref):
         """yd (5, 2): the reference's EE position .. snap (rows it lacks are zero)."""

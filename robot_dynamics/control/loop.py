@@ -87,7 +87,7 @@ class Reference:
         if self.stamp is None or t is None:
             dt = 0.0
         else:
-            dt = float(np.clip(t - self.stamp, 0.0, max_dt))
+            dt = min(max(float(t - self.stamp), 0.0), float(max_dt))
         eff = self.effort
         if eff is not None and self.effort_rate is not None:
             eff = eff + self.effort_rate * (dt + ff_lead)
@@ -106,14 +106,14 @@ class Reference:
 def _taylor(D, dt):
     """Rows 0..m of derivatives D (m + 1, k) carried dt ahead by their own Taylor series
     (row j: sum_i D[j + i] dt^i / i!; the highest row is held)."""
-    out = np.array(D, float, copy=True)
     m = len(D)
+    c = [1.0] * m                       # dt^i / i!
+    for i in range(1, m):
+        c[i] = c[i - 1] * dt / i
+    T = np.zeros((m, m))
     for j in range(m):
-        c = 1.0
-        for i in range(1, m - j):
-            c *= dt / i
-            out[j] += c * D[j + i]
-    return out
+        T[j, j:] = c[:m - j]
+    return T @ D
 
 
 @dataclass

@@ -12,7 +12,8 @@ matched by stamp) | ``sea_flatness`` (``poles``, ``lambda_poles``, ``preload``; 
 with derivatives up to snap: ``reference/pose`` for the stamp and trajectory_node's
 ``reference/derivatives`` rows 0..4, paired by their position row). Parameters and topics: docs/ros_interfaces.md.
 
-Input ``joint_states``: a state more than one period old on arrival (the node fell behind) is
+Input ``joint_states``: a state more than ``late_after`` s (default 0 = one period) old on
+arrival (the node fell behind) is
 stored but not answered; the newest state is answered (at the latest by the timer). Outputs
 ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/tracking_error``
 ([e, ed]), ``~/feedforward`` (feed-forward laws: [age of the sample, samples extrapolated,
@@ -109,12 +110,12 @@ class ControllerNode(Node):
                         reference_sync=False, ref_wait=0.2, max_effort=0.0, safe='hold',
                         hold_damping=0.0, ff_lead=0.0, feedforward_topic='ik_node/feedforward_effort',
                         publish_wrenches=True, diagnostics_rate=2.0, poles=30.0, lambda_poles=30.0,
-                        preload=0.0)
+                        preload=0.0, late_after=0.0)
         defaults.update(extra or {})
         p = {k: dp(k, v).value for k, v in defaults.items()}
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
                   'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'diagnostics_rate', 'poles',
-                  'lambda_poles', 'preload'):
+                  'lambda_poles', 'preload', 'late_after'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         if p['rate'] <= 0:
@@ -137,7 +138,7 @@ class ControllerNode(Node):
         why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now)
         if why:
             return self._warn(f'rejected joint_states: {why}')
-        if now - stamp > self.loop.period:
+        if now - stamp > (self.p['late_after'] or self.loop.period):
             return      # behind: newer states are queued; the newest is answered (or the timer does)
         self._answer()
 
