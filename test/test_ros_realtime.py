@@ -251,7 +251,7 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
         safe = [(t, c) for t, c in cmds if np.allclose(c, safe_cmd, rtol=1e-9, atol=1e-12)]
         assert safe, (safe_cmd, cmds[-3:])
         print(f'first safe command {(safe[0][0] - t_stop) * 1e3:.0f} ms after the plant froze')
-        assert safe[0][0] - t_stop < 0.1 + 0.002 + 0.3, safe[0][0] - t_stop
+        assert safe[0][0] - t_stop < 0.1 + 0.008 + 0.3, safe[0][0] - t_stop     # 2 periods at 250 Hz
         assert all(np.allclose(c, safe_cmd, rtol=1e-9, atol=1e-12) for t, c in cmds if t > safe[0][0])
         assert 'state stale' in out.getvalue()
     run_graph('planar_3rrr_sea', body, ready=lambda: True, setup=setup, timing='realtime')
