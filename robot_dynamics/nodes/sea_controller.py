@@ -50,7 +50,7 @@ class SEAControllerNode(ControllerNode):
 
     def _params(self, extra=None):
         return super()._params(dict(law='sea_flatness', rate=250.0, safe='hold', hold_damping=0.2,
-                                    max_extrapolation=0.03, diagnostics_rate=100.0, publish_wrenches=False,
+                                    max_extrapolation=0.1, diagnostics_rate=100.0, publish_wrenches=False,
                                     late_after=0.05,
                                     **(extra or {})))
 
