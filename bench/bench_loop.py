@@ -79,7 +79,8 @@ def _probe_run(robot, duration, timing, startup, logdir):
     lat = command_latency(ja, ca)
     row['cmd_rate'] = (len(C) - 1) / (ca[-1] - ca[0])
     row['lat_p50'], row['lat_p99'], row['lat_max'] = (np.percentile(lat, 50), np.percentile(lat, 99), lat.max())
-    ctrl_diag = next((v for k_, v in D.items() if 'control loop' in k_), None)
+    # the controller's loop report (sim_node's status is named '<node>: control loop' too)
+    ctrl_diag = next((v for k_, v in D.items() if 'control loop' in k_ and 'sim_node' not in k_), None)
     sim_diag = next((v for k_, v in D.items() if 'sim_node' in k_), None)
     if sim_diag and timing == 'realtime':
         row['slip'] = float(sim_diag.get('slip', 'nan'))

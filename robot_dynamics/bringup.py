@@ -41,9 +41,7 @@ TIMING_PARAMS = {
         'controller_node': {'reference_sync': False}, 'dynamics_node': {'reference_sync': False},
         'ip_controller': {'reference_sync': False},
         'vdc_controller': {'reference_sync': False},
-        # the reference clock is the state stamp (plant time mapped onto the wall clock): a
-        # plant that slows down does not fall behind its reference
-        'sea_controller': {'event_driven': True},
+        'sea_controller': {'reference_sync': False},
         '*': {'use_sim_time': False},
     },
     'lockstep': {
@@ -52,7 +50,7 @@ TIMING_PARAMS = {
         'controller_node': {'reference_sync': True}, 'dynamics_node': {'reference_sync': True},
         'ip_controller': {'reference_sync': True},
         'vdc_controller': {'reference_sync': True, 'wait_first_reference': True},
-        'sea_controller': {'event_driven': True},
+        'sea_controller': {'reference_sync': True},
         '*': {'use_sim_time': True},
     },
 }

@@ -44,6 +44,8 @@ class DemoSpec:
     duration: float = 12.0
     goals: list = field(default_factory=list)      # SEA: [(x, y), ...] sent in turn
     goal_period: float = 1.5
+    goal_topic: str = '/goal'                      # trajectory_node profile goals (PointStamped)
+    lam_bound: float | None = None                 # SEA: max |lambda - lambda_d| after settle
     extra: dict = field(default_factory=dict)      # name -> (msg type name, topic) recorded too
 
 
@@ -58,10 +60,12 @@ DEMOS = {
     'hydraulic_boom': DemoSpec('labelled', 10e-3, topic='/vdc_controller/diagnostics', prefix='e_tcp',
                                settle=1.0, duration=12.0,
                                extra={'cyl': ('JointState', '/hydraulics/cylinder_states')}),
-    # real time: 3.7 mm max during the moves (the controller answers ~90 % of the 1 kHz states;
-    # lock-step 0.06 mm), 1e-9 m at rest
+    # goals to trajectory_node (/goal), sea_controller = law sea_flatness in the control loop;
+    # lambda (spring preload) from the labelled /sea_controller/diagnostics
     'planar_3rrr_sea': DemoSpec('array', 10e-3, topic='/sea_controller/tracking_error', n=2, settle=0.5,
-                                duration=8.0, goals=[(0.05, 0.0), (-0.05, 0.0), (0.0, 0.04), (0.0, 0.0)]),
+                                duration=8.0, goals=[(0.05, 0.0), (-0.05, 0.0), (0.0, 0.04), (0.0, 0.0)],
+                                lam_bound=2.0,   # lock-step 0.04; real time ~1 N m (delays); < 40 % of 5 N m
+                                extra={'lam': ('Float64MultiArray', '/sea_controller/diagnostics')}),
     'gough_stewart': DemoSpec('array', 1e-4, settle=0.5, duration=6.0),
 }
 

@@ -350,7 +350,7 @@ def warmup(model=None):
     (:func:`_sea_rk4`, :func:`_sea_derivative`, :func:`_sea_ik_rates`), the controller step
     (:func:`robot_dynamics.control.flatness_sea._flatness_step`) and the planar ID
     (:meth:`Planar3RRR.inverse_dynamics_d2` with its :func:`_preload_batch`, used by the reset,
-    the feed-forward law and the path check of ``sea_controller``) and the reference routes.
+    the feed-forward law and trajectory_node's goal path check) and the reference routes.
     ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
     from .control.flatness_sea import SEAFlatnessController
     from .pkm.planar_sea import SinSquaredJerk

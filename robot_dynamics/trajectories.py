@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'DecayingOffset',
+__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'DecayingOffset', 'GoalMoves',
            'make_profile', 'rest_to_rest_profile']
 
 
@@ -258,3 +258,53 @@ class Sin2PickPlace:
                 s, h = s + 0.5, h + 0.125
             out.append(s * self.a + h * self.b + (self.r0 if k == 0 else 0.0))
         return np.stack(out)
+
+
+class GoalMoves:
+    """Point-to-point moves between goals received at run time (seed 004's SEA goal profile).
+
+    ``GoalMoves(start, max_speed, min_duration, reachable=None)``; ``traj(t, order=4)`` ->
+    (order + 1, n) (order <= 4): the current move, a rest-to-rest sin^2-jerk profile
+    (:class:`~robot_dynamics.pkm.planar_sea.SinSquaredJerk`: derivatives up to snap continuous,
+    zero at both ends), held at rest outside it; before the first goal, rest at ``start``.
+    :meth:`goal` ``(t, goal)`` starts a move at time t from the current reference position to
+    ``goal`` (n,), of duration ``max(min_duration, 2 |goal - start| / max_speed)`` (peak speed
+    ``max_speed``); a goal during a move starts the new move from where the reference is (at
+    rest: the move in progress is dropped). ``reachable(points (21, n)) -> None`` (raises when
+    a point of the path is outside the workspace): the goal is then rejected (InputError) and
+    the current motion kept. Times in s, positions in m.
+    """
+
+    def __init__(self, start, max_speed=0.4, min_duration=0.3, reachable=None):
+        from .pkm.planar_sea import SinSquaredJerk
+        self._S = SinSquaredJerk
+        start = np.atleast_1d(np.asarray(start, float))
+        if not np.all(np.isfinite(start)) or not (max_speed > 0 and min_duration > 0):
+            raise InputError('GoalMoves: finite start, max_speed > 0 and min_duration > 0 needed')
+        self.n = len(start)
+        self.vmax, self.tmin = float(max_speed), float(min_duration)
+        self.reachable = reachable
+        self.move = SinSquaredJerk(start, start, 1.0, t0=0.0)
+        self.goals = 0
+
+    def __call__(self, t, order=2):
+        if order > 4:
+            raise InputError('GoalMoves: derivatives up to snap (order <= 4)')
+        return self.move(_t_array(t))[:order + 1]
+
+    def goal(self, t, goal):
+        """Start a move to ``goal`` at time ``t``; returns its duration [s]."""
+        goal = np.atleast_1d(np.asarray(goal, float))
+        if goal.shape != (self.n,) or not np.all(np.isfinite(goal)):
+            raise InputError(f'goal must be {self.n} finite values, got {goal.tolist()}')
+        start = self.move(float(t))[0]
+        T = max(self.tmin, 2.0 * float(np.linalg.norm(goal - start)) / self.vmax)
+        move = self._S(start, goal, T, t0=float(t))
+        if self.reachable is not None:
+            try:
+                self.reachable(move(t + np.linspace(0.0, T, 21))[0])
+            except Exception as exc:  # noqa: BLE001 - any failure of the check rejects the goal
+                raise InputError(f'goal {goal.tolist()} rejected: {exc}') from exc
+        self.move = move
+        self.goals += 1
+        return T

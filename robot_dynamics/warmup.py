@@ -245,7 +245,15 @@ def _trajectory_node(model, p, ctx):
         prm = dict(center=p.get('center', [0.0, 0.0, 0.0]), radius=p.get('radius', 0.05),
                    frequency=p.get('frequency', 0.25), e1=p.get('e1', [1.0, 0.0, 0.0]),
                    e2=p.get('e2', [0.0, 0.0, 1.0]), phase=p.get('phase', 0.0))
-    prof = make_profile(kind, **prm)
+    if kind == 'goals':                 # seed 004: goal moves, the path checked by the SEA IK
+        from .pkm.planar_sea import Planar3RRR
+        from .sea import sea_params_from_model
+        from .trajectories import GoalMoves
+        pkm = Planar3RRR(sea_params_from_model(m))
+        prof = GoalMoves(p.get('start', [0.0, 0.0, 0.0]), reachable=lambda pts: pkm.ik(pts[:, :2]))
+        prof.goal(0.0, np.asarray(prof(0.0, order=0)[0]) + [0.001, 0.0, 0.0])
+    else:
+        prof = make_profile(kind, **prm)
     for t in (0.0, 0.01):
         prof(t, order=4)
 
@@ -264,13 +272,19 @@ def _controller_node(model, p, ctx):
     if law in ('pidc', 'computed_torque'):
         kw.update(reference=p.get('reference', 'joint'), task_frame=p.get('task_frame', 'tool'),
                   task_axes=list(p.get('task_axes', [0, 1, 2])))
+    elif law == 'sea_flatness':
+        kw = dict(poles=float(p.get('poles', 30.0)), lambda_poles=float(p.get('lambda_poles', 30.0)),
+                  preload=float(p.get('preload', 0.0)), joints=kw['joints'])
     obj = make_law(m, law, **kw)
     obj.prepare()
     loop = ControlLoop(obj, safe='hold')
     q, qd = _state(m, ctx)
     x = obj.current_coordinates(q) if hasattr(obj, 'current_coordinates') else q[obj.cmd_idx]
     k = len(obj.coords)
-    loop.set_reference(x, np.zeros(k), np.zeros(k), stamp=0.0)
+    if getattr(obj, 'order', 2) > 2:    # a reference with derivatives (sea_flatness)
+        loop.set_reference(None, stamp=0.0, derivs=np.vstack([x, np.zeros((obj.order, k))]))
+    else:
+        loop.set_reference(x, np.zeros(k), np.zeros(k), stamp=0.0)
     if obj.needs_feedforward:
         loop.set_feedforward(np.zeros(len(obj.joints)), stamp=0.0)
     loop.set_state(list(m.joint_names), q.tolist(), qd.tolist(), 0.001, 0.001)
@@ -382,28 +396,8 @@ def _vdc_controller(model, p, ctx):
 
 # --------------------------------------------------------------------------- sea_controller
 def _sea_controller(model, p, ctx):
-    """sea_controller: joint states -> EE state, flatness law on a sin^2-jerk move, goal check."""
-    import numpy as np
-    from .control.flatness_sea import SEAFlatnessController, sea_state_from_joints
-    from .pkm.planar_sea import SinSquaredJerk
-    from .sea import sea_params_from_model
-    m = model
-    params = sea_params_from_model(m)
-    ctrl = SEAFlatnessController(params, poles=float(p.get('poles', 30.0)),
-                                 lambda_poles=float(p.get('lambda_poles', 30.0)))
-    names = list(m.joint_names)
-    ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
-    q, qd = _state(m, ctx)
-    pos, pd, qm, qdm = sea_state_from_joints(params, q, qd, ia, ie, im)
-    rest = SinSquaredJerk(pos, pos, 1e-3, t0=0.0)
-    lam_d = np.array([float(p.get('preload', 0.0)), 0.0, 0.0])
-    ctrl(pos, pd, qm, qdm, rest(0.001), lam_d)
-    # a goal: the whole path is checked by a batched IK, then tracked
-    goal = pos + np.array([0.01, 0.0])
-    T = 0.3
-    move = SinSquaredJerk(rest(0.001)[0], goal, T, t0=0.001)
-    ctrl.pkm.ik(move(0.001 + np.linspace(0, T, 21))[0])
-    ctrl(pos, pd, qm, qdm, move(0.05), lam_d)
+    """sea_controller: controller_node with law sea_flatness (its kernels: sea.warmup below)."""
+    _controller_node(model, {'law': 'sea_flatness', **p}, ctx)
 
 
 # executable (config ``nodes.<name>.executable``) -> warm-up of the core calls of that node

@@ -1,23 +1,29 @@
 """Planar 3RRR SEA-PKM end to end as real processes (built-in launcher), LOCK-STEP:
 sim_node (plant 'sea': motor + spring + closed-chain link side, one 1 ms RK4 step per command,
-/joint_states with all 9 joints stamped with the plant time, /clock) <-> sea_controller
-(flatness-based law, event-driven: one command per joint state, reference clock = state stamp,
-use_sim_time) with a pick-and-place P1 -> P2 -> P1 sent on /sea_controller/goal.
+/joint_states with all 9 joints stamped with the plant time, /clock) <-> trajectory_node
+(``mode: task``, ``profile: goals``: one reference sample per joint state, with its stamp:
+reference/pose + reference/derivatives up to snap) <-> sea_controller (controller_node with
+the law sea_flatness in the core control loop, ``reference_sync``: each state answered with
+the sample of its stamp) with a pick-and-place P1 -> P2 -> P1 sent on /goal.
 
-The graph is config/planar_3rrr_sea.yaml with one change: preload (lambda set-point) 2 instead
-of 0, so that lambda tracking is visible (lambda starts at 0: spring-relaxed plant).
+The graph is config/planar_3rrr_sea.yaml with two changes: preload (lambda set-point) 2 instead
+of 0, so that lambda tracking is visible (lambda starts at 0: spring-relaxed plant), and the
+labelled /sea_controller/diagnostics (e, ed, lambda, lambda_d) at every step.
 
 Everything is measured on the real topics in SIMULATED time: the tracking error pairs each
 /joint_states message (EE = mean of the three limbs' tip FK of the published joints) with the
-/sea_controller/reference message carrying the same stamp (the reference the controller used
-to answer that state). Bounds (docs/recursive_id_sea.md, "ROS graph"): the lock-step graph IS
-the 1 kHz sampled loop of the core test (ZOH, exact sensors), whose error for the same 0.1 m /
-0.5 s sin^2-jerk move is e_zoh = 5.8e-5 m (test_sea.py asserts < 1e-4 m); asserted: |e| <
-1e-4 m during the moves; < 5e-6 m at rest 0.3 s after each move (the peak error decaying as
-the pole polynomial (1+pt+(pt)^2/2+(pt)^3/6)e^-pt, p = 30, over 0.3 s gives 5.8e-5 x 0.021 =
-1.2e-6 m; factor 4 for the nonzero error derivatives at the end of the move); lambda within 0.05 of its
-set-point 2 after its 2nd-order transient (poles -30: 1e-3 relative at 0.3 s), and the
-published passive joints close the loops (the three limb tips coincide to 1e-9 m).
+/reference/pose message carrying the same stamp (the reference the controller used to answer
+that state). Bounds (docs/recursive_id_sea.md, "ROS graph"): the lock-step graph IS the 1 kHz
+sampled loop of the core test (ZOH, exact sensors; test_sea_law.py runs it through the
+ControlLoop), whose error for the same 0.1 m / 0.5 s sin^2-jerk move is e_zoh = 5.8e-5 m
+(test_sea.py asserts < 1e-4 m); asserted: |e| < 1e-4 m during the moves; < 5e-6 m at rest 0.3 s
+after each move (the peak error decaying as the pole polynomial (1+pt+(pt)^2/2+(pt)^3/6)e^-pt,
+p = 30, over 0.3 s gives 5.8e-5 x 0.021 = 1.2e-6 m; factor 4 for the nonzero error derivatives
+at the end of the move); lambda within 0.05 of its set-point 2 after its 2nd-order transient
+(poles -30: 1e-3 relative at 0.3 s), and the published passive joints close the loops (the
+three limb tips coincide to 1e-9 m). The loop's report: no law error, no clipping, no sample
+extrapolated
+(printed: every state answered with the reference of its own stamp).
 """
 import time
 
@@ -27,6 +33,7 @@ import yaml
 
 rclpy = pytest.importorskip('rclpy')
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PointStamped  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
@@ -47,21 +54,27 @@ def _ns(stamp):
 
 def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
     cfg = yaml.safe_load(open(config_path('planar_3rrr_sea'), encoding='utf-8'))
-    cfg['nodes']['sea_controller']['parameters']['preload'] = PRELOAD
+    cfg['nodes']['sea_controller']['parameters'].update(preload=PRELOAD, diagnostics_rate=1000.0)
     path = tmp_path / 'planar_3rrr_sea.yaml'
     path.write_text(yaml.safe_dump(cfg))
     t_wall = time.monotonic()
 
     def body(launcher, probe, model, out):
-        probe.subscribe('serr', Float64MultiArray, '/sea_controller/tracking_error')
         probe.subscribe('diag', Float64MultiArray, '/sea_controller/diagnostics')
-        probe.subscribe('sref', PointStamped, '/sea_controller/reference')
-        goal = probe.node.create_publisher(PointStamped, '/sea_controller/goal', QOS_COMMAND)
+        probe.subscribe('loop', DiagnosticArray, '/diagnostics')
+        goal = probe.node.create_publisher(PointStamped, '/goal', QOS_COMMAND)
         # the probe's subscriptions are matched independently: wait for the plant's states too
-        probe.wait_for(lambda: len(probe.sref) > 100 and len(probe.diag) > 0 and len(probe.js) > 10,
-                       40.0, 'controller output and joint states')
+        probe.wait_for(lambda: len(probe.ref) > 100 and len(probe.diag) > 0 and len(probe.js) > 10,
+                       40.0, 'controller output, reference and joint states')
         t_ready = time.monotonic() - t_wall
         probe.wait_for(lambda: goal.get_subscription_count() > 0, 10.0, 'goal subscription')
+
+        def reports():
+            with probe.lock:
+                return [{kv.key: kv.value for kv in st.values} for _, m in probe.loop for st in m.status
+                        if 'sea_controller' in st.name]
+        probe.wait_for(lambda: reports(), 10.0, 'the control loop report on /diagnostics')
+        n_ex0 = int(reports()[-1]['extrapolated'])       # during the start-up (graph matching)
         params = sea_params_from_model(model)
         names = list(model.joint_names)
         ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
@@ -75,10 +88,10 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
                 return _ns(probe.js[-1][1].header.stamp) * 1e-9
 
         def move_start(prev, after):
-            # simulated time at which the controller's reference leaves ``prev`` (the goal reaches
-            # the controller some steps after it is published: the move starts then)
+            # simulated time at which the reference leaves ``prev`` (the goal reaches
+            # trajectory_node some steps after it is published: the move starts then)
             with probe.lock:
-                refs = [(_ns(m.header.stamp) * 1e-9, m.point.x, m.point.y) for _, m in probe.sref]
+                refs = [(_ns(m.header.stamp) * 1e-9, m.pose.position.x, m.pose.position.y) for _, m in probe.ref]
             for t, x, y in refs:
                 if t >= after and np.hypot(x - prev[0], y - prev[1]) > 1e-9:
                     return t
@@ -93,10 +106,11 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
             probe.wait_for(lambda: move_start(prev, t_pub) is not None, 20.0, f'move to {target} started')
             t_goal.append(move_start(prev, t_pub))
             probe.wait_for(lambda: sim_t() >= t_goal[-1] + MOVE + SETTLE + 0.01, 40.0, f'move to {target}')
+        n_rep = len(reports())
+        probe.wait_for(lambda: len(reports()) > n_rep, 10.0, 'a control loop report after the moves')
         with probe.lock:
             js = [m for _, m in probe.js]
-            ref = {_ns(m.header.stamp): np.array([m.point.x, m.point.y]) for _, m in probe.sref}
-            serr = np.array([m.data for _, m in probe.serr])
+            ref = {_ns(m.header.stamp): np.array([m.pose.position.x, m.pose.position.y]) for _, m in probe.ref}
             diag = [m for _, m in probe.diag]
         # --- tracking error over real topics: state k vs the reference answering it
         T, E, X, tips = [], [], [], []
@@ -126,25 +140,31 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
             moving |= (T >= tg) & (T <= tg + MOVE + 0.05)
             k = np.searchsorted(T, tg + MOVE + SETTLE)
             rest.append(np.hypot(*(X[min(k, len(T) - 1)] - np.array(target))))
-        lam = serr[:, 2]
         lab = diag[0].layout.dim[0].label.split(',')
         D = np.array([m.data for m in diag])
-        rtf = np.median(D[:, lab.index('realtime_factor')])
+        lam, lam_d = D[:, lab.index('lambda')], D[:, lab.index('lambda_d')]
+        rep = reports()[-1]
+        rtf = (T[-1] - T[0]) / (time.monotonic() - t_wall - t_ready)
         print(f'\n{len(T)} lock-step steps; |e| max {E.max():.2e} during moves {E[moving].max():.2e} '
               f'(p95 {np.percentile(E[moving], 95):.2e}), rest {rest}, lambda over the last 0.5 s '
               f'[{lam[-500:].min():.4f}, {lam[-500:].max():.4f}] (set-point {PRELOAD}), '
-              f'loop closure {tips.max():.1e} m, controller {np.median(D[:, lab.index("compute_ms")]):.2f} '
-              f'ms/step, real-time factor {rtf:.2f}, wall {time.monotonic() - t_wall:.1f} s '
+              f'loop closure {tips.max():.1e} m, control loop compute p50 '
+              f'{float(rep["compute_p50"]) * 1e3:.3f} ms, {rep["safe_commands"]} safe commands, {n_ex0} + {int(rep["extrapolated"]) - n_ex0} samples extrapolated (start-up + moves), '
+              f'real-time factor ~{rtf:.2f}, wall {time.monotonic() - t_wall:.1f} s '
               f'(graph ready after {t_ready:.1f} s)')
         assert moving.sum() > 900
         assert E[moving].max() < 1e-4, E[moving].max()
         assert E.max() < 1e-4, E.max()
         assert max(rest) < 5e-6, rest
         assert np.abs(lam[-500:] - PRELOAD).max() < 0.05, lam[-500:]
-        assert np.all(serr[-500:, 3] == PRELOAD)
+        assert np.all(lam_d[-500:] == PRELOAD)
         assert tips.max() < 1e-9, tips.max()
         assert X[:, 0].max() - X[:, 0].min() > 0.099               # really went P1 -> P2 -> P1
-        assert D[-1, lab.index('holding')] == 0.0
-        assert D[:, lab.index('rejected_goals')].max() == 0 and D[:, lab.index('clipped')].max() == 0
+        assert rep['safe'] == 'False', rep
+        assert int(rep['law_errors']) == 0 and int(rep['clipped']) == 0, rep
+        # extrapolated samples (a state whose sample did not come within ref_wait = 0.2 s of wall
+        # time: a stalled trajectory_node) are printed, not asserted: 0 in the passing runs here;
+        # the error bounds above are what says the graph is the core loop
+        assert 'rejected' not in out.getvalue()
 
     run_graph(str(path), body, ready=lambda: True, timeout=30.0, timing='lockstep')

@@ -24,10 +24,11 @@ import numpy as np
 from numba import njit
 
 from ..errors import InputError
+from .loop import Law, LawOutput
 from ..pkm.planar_sea import (Planar3RRR, Planar3RRRParams, _planar_batch, _preload_n, _solve2,
                               _solve3, _task_space_1, solve_preload)
 
-__all__ = ['SEAFlatnessController', 'pole_gains', 'sea_state_from_joints']
+__all__ = ['SEAFlatnessController', 'SeaFlatnessLaw', 'pole_gains', 'sea_state_from_joints']
 
 
 def pole_gains(p, order=4):
@@ -237,6 +238,106 @@ class SEAFlatnessController:
         udd = np.linalg.solve(A, rhs)
         self.u, self.ud, self.lam = u, ud, lam
         return u + self.Mm * (r3.theta[2, :, 0] + udd / self.K) + P.motor_damping * qd_m
+
+
+class SeaFlatnessLaw(Law):
+    """``sea_flatness``: :class:`SEAFlatnessController` as a law of the control loop
+    (:class:`~robot_dynamics.control.loop.ControlLoop`).
+
+    State: the link-side joints ``armk_joint``, ``armk_elbow`` and the motor joints
+    ``armk_motor`` (k = 1..3) of one ``/joint_states`` (all required); EE position/velocity =
+    mean of the three limbs' forward kinematics (:func:`sea_state_from_joints`). Reference
+    coordinates ``coords = ['x', 'y']`` (world frame; ``task_axes`` (0, 1) of a 3-D task
+    reference): the EE position with its derivatives up to snap in ``Reference.derivs`` (rows
+    0..4; missing rows, e.g. a hold reference without ``derivs``, are zero). Command joints: the
+    motor joints (``joints``, default the model's actuated joints), torques [N m]. ``preload``:
+    the set-point of lambda = n^T u [N m] (constant; lambda_d' = lambda_d'' = 0).
+
+    ``info``: ``lambda`` (measured preload), ``lambda_d``, and ``labels``/``values`` (e_x, e_y,
+    ed_x, ed_y, lambda, lambda_d) for a labelled diagnostics topic; e = reference - measured.
+
+    Safe command (stale or missing state/reference, law error): gravity is normal to the plane,
+    so ``'hold'`` is ``-hold_damping * qd_m`` on the motor joints (motors brake, the spring-link
+    oscillation is dissipated through them: the same as sim_node's plant hold for this robot)
+    and ``'zero'`` is no torque. An exactly linearising law is never fed stale input.
+    """
+
+    name = 'sea_flatness'
+    order = 4
+
+    def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
+        from ..sea import sea_params_from_model
+        super().__init__(model, joints)
+        names = list(model.joint_names)
+        self.ia, self.ie, self.im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)]
+                                     for s in ('joint', 'elbow', 'motor'))
+        try:
+            self._out = np.array([self.im.index(i) for i in self.cmd_idx], dtype=np.int64)
+        except ValueError:
+            raise InputError(f'sea_flatness: joints {self.joints} must be motor joints '
+                             f'{[names[i] for i in self.im]}') from None
+        self.params = sea_params_from_model(model)
+        self.ctrl = SEAFlatnessController(self.params, poles=poles, lambda_poles=lambda_poles)
+        self.coords = ['x', 'y']
+        self.task_axes = (0, 1)
+        self.required_joints = [names[i] for i in self.ia + self.ie + self.im]
+        self.preload = float(preload)
+        P = self.params
+        self._A, self._a, self._b = np.array(P.base_points, float), float(P.a), float(P.b)
+
+    @property
+    def preload(self):
+        return float(self.lam_d[0])
+
+    @preload.setter
+    def preload(self, v):
+        self.lam_d = np.array([float(v), 0.0, 0.0])
+
+    def measured(self, state):
+        """(p, pd, q_m, qd_m) of a loop :class:`~robot_dynamics.control.loop.State`: what
+        :func:`sea_state_from_joints` computes, with the constant geometry cached (per state)."""
+        q, qd, a, b = state.q, state.qd, self._a, self._b
+        t1 = q[self.ia]
+        t12 = t1 + q[self.ie]
+        w1 = qd[self.ia]
+        w12 = w1 + qd[self.ie]
+        c1, s1, c12, s12 = np.cos(t1), np.sin(t1), np.cos(t12), np.sin(t12)
+        A = self._A
+        p = np.array([(A[:, 0] + a * c1 + b * c12).sum() / 3.0, (A[:, 1] + a * s1 + b * s12).sum() / 3.0])
+        pd = np.array([(-a * w1 * s1 - b * w12 * s12).sum() / 3.0, (a * w1 * c1 + b * w12 * c12).sum() / 3.0])
+        return p, pd, q[self.im], qd[self.im]
+
+    def desired(self, ref):
+        """yd (5, 2): the reference's EE position .. snap (rows it lacks are zero)."""
+        yd = np.zeros((5, 2))
+        if ref.derivs is not None:
+            n = min(5, len(ref.derivs))
+            yd[:n] = ref.derivs[:n]
+        else:
+            yd[0], yd[1], yd[2] = ref.pos, ref.vel, ref.acc
+        return yd
+
+    def compute(self, state, ref):
+        p, pd, qm, qdm = self.measured(state)
+        yd = self.desired(ref)
+        tau = self.ctrl(p, pd, qm, qdm, yd, self.lam_d)
+        e, ed = yd[0] - p, yd[1] - pd
+        lam = float(self.ctrl.lam)
+        return LawOutput(tau[self._out], e, ed,
+                         {'lambda': lam, 'lambda_d': self.preload,
+                          'labels': ['e_x', 'e_y', 'ed_x', 'ed_y', 'lambda', 'lambda_d'],
+                          'values': [e[0], e[1], ed[0], ed[1], lam, self.preload]})
+
+    def current_coordinates(self, q):
+        """The EE position at joint configuration q (to hold the current pose)."""
+        return sea_state_from_joints(self.params, q, np.zeros_like(q), self.ia, self.ie, self.im)[0]
+
+    def safe_command(self, state, mode, damping):
+        if mode == 'hold' and state is not None:
+            eff = -float(damping) * state.qd[self.cmd_idx]
+            if np.all(np.isfinite(eff)):
+                return eff
+        return np.zeros(len(self.joints))
 
 
 _ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2

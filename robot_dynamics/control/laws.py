@@ -18,6 +18,9 @@ is the loop's. :func:`make_law` builds one by name from keyword parameters (what
   minimal coordinates (:class:`InertiaPartitioningLaw`).
 * ``vdc`` (seed 001): virtual decomposition + pressure/flow control of a hydraulic boom, valve
   volts from the segment joints and the chamber pressures (:class:`~robot_dynamics.control.vdc.VdcLaw`).
+* ``sea_flatness`` (seed 004): the flatness-based exactly linearising SEA law on the EE task
+  reference with derivatives up to snap
+  (:class:`~robot_dynamics.control.flatness_sea.SeaFlatnessLaw`).
 """
 from __future__ import annotations
 
@@ -148,7 +151,7 @@ class InertiaPartitioningLaw(Law):
 
 
 LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward',
-        'inertia_partitioning', 'vdc')
+        'inertia_partitioning', 'vdc', 'sea_flatness')
 
 
 def make_law(model, law, **p):
@@ -170,6 +173,9 @@ def make_law(model, law, **p):
         from .vdc import VdcLaw
         obj = VdcLaw(model, **take('joints', 'lam', 'k_scale', 'kf_pole', 'kx_ratio', 'dt', 'dp_min',
                                    'wrench_timeout', 'params'))
+    elif law == 'sea_flatness':     # seed 004: control/flatness_sea.py
+        from .flatness_sea import SeaFlatnessLaw
+        obj = SeaFlatnessLaw(model, **take('poles', 'lambda_poles', 'preload', 'joints'))
     else:
         raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
     if p:

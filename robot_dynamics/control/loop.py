@@ -75,7 +75,9 @@ class State:
 class Reference:
     """A reference sample for the law's coordinates ``coords``: ``pos``, ``vel``, ``acc``
     (k,) at ``stamp`` [s]; ``effort`` (p,) optional feed-forward actuator forces (order of the
-    law's ``joints``) and ``effort_rate`` (p,) its rate (for extrapolation)."""
+    law's ``joints``) and ``effort_rate`` (p,) its rate (for extrapolation); ``derivs``
+    (m + 1, k) optional derivatives of order 0..m (rows; a law that needs jerk and snap reads
+    them here; rows 0..2 equal ``pos``, ``vel``, ``acc``)."""
     stamp: float | None
     pos: np.ndarray
     vel: np.ndarray
@@ -83,20 +85,41 @@ class Reference:
     effort: np.ndarray | None = None
     effort_rate: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+    derivs: np.ndarray | None = None
 
     def at(self, t, max_dt, ff_lead=0.0):
-        """This sample extrapolated to time ``t`` (dt clipped to [0, max_dt])."""
+        """This sample extrapolated to time ``t`` (dt clipped to [0, max_dt]): Taylor series of
+        the sample's own derivatives (2nd order, or order m of ``derivs``)."""
         if self.stamp is None or t is None:
             dt = 0.0
         else:
-            dt = float(np.clip(t - self.stamp, 0.0, max_dt))
+            dt = min(max(float(t - self.stamp), 0.0), float(max_dt))
         eff = self.effort
         if eff is not None and self.effort_rate is not None:
             eff = eff + self.effort_rate * (dt + ff_lead)
         if dt == 0.0 and eff is self.effort:
             return self
+        if self.derivs is not None:
+            D = _taylor(self.derivs, dt)
+            k = len(D)
+            z = np.zeros_like(D[0])
+            return Reference(t, D[0], D[1] if k > 1 else z, D[2] if k > 2 else z, eff,
+                             self.effort_rate, self.extra, D)
         return Reference(t, self.pos + self.vel * dt + 0.5 * self.acc * dt * dt,
                          self.vel + self.acc * dt, self.acc, eff, self.effort_rate, self.extra)
+
+
+def _taylor(D, dt):
+    """Rows 0..m of derivatives D (m + 1, k) carried dt ahead by their own Taylor series
+    (row j: sum_i D[j + i] dt^i / i!; the highest row is held)."""
+    m = len(D)
+    c = [1.0] * m                       # dt^i / i!
+    for i in range(1, m):
+        c[i] = c[i - 1] * dt / i
+    T = np.zeros((m, m))
+    for j in range(m):
+        T[j, j:] = c[:m - j]
+    return T @ D
 
 
 @dataclass
@@ -373,10 +396,15 @@ class ControlLoop:
                 self.refs.popitem(last=False)
         return key, slot
 
-    def set_reference(self, pos, vel=None, acc=None, stamp=None, names=None, extra=None):
-        """A reference sample for the law's ``coords`` (reordered by ``names`` if given).
-        Returns None if accepted, else the reason."""
+    def set_reference(self, pos, vel=None, acc=None, stamp=None, names=None, extra=None,
+                      derivs=None):
+        """A reference sample for the law's ``coords`` (reordered by ``names`` if given);
+        ``derivs`` (m + 1, len(names) or k): derivatives of order 0..m (rows; ``pos``, ``vel``,
+        ``acc`` are then its rows 0..2, missing rows zero). Returns None if accepted, else the reason."""
         try:
+            if derivs is not None:              # pos, vel, acc: its rows 0..2
+                derivs = self._make_derivs(derivs, names)
+                pos, vel, acc, names = derivs[0], derivs[1:2].ravel(), derivs[2:3].ravel(), None
             ref = self._make_reference(pos, vel, acc, names)
         except InputError as exc:
             self.count['rejected_references'] += 1
@@ -388,8 +416,22 @@ class ControlLoop:
         self.count['references'] += 1
         key, slot = self._ref_slot(stamp)
         slot['ref'] = (ref, extra or {})
+        slot['derivs'] = derivs
         self._complete(key, slot, stamp)
         return None
+
+    def _make_derivs(self, derivs, names):
+        D = np.array(derivs, float, ndmin=2)
+        if names is not None:
+            names = list(names)
+            try:
+                D = D[:, [names.index(c) for c in self.law.coords]]
+            except (ValueError, IndexError):
+                raise InputError(f'derivatives for {names} must include {self.law.coords}') from None
+        if D.ndim != 2 or D.shape[1] != len(self.law.coords) or not np.all(np.isfinite(D)):
+            raise InputError(f'derivatives must be finite rows of {len(self.law.coords)} values '
+                             f'for {self.law.coords}')
+        return D
 
     def set_feedforward(self, effort, stamp=None, names=None):
         """Feed-forward actuator efforts (p,) for the sample at ``stamp`` (order of the law's
@@ -443,7 +485,7 @@ class ControlLoop:
                 rate = (eff - prev.effort) / (stamp - prev.stamp)
             elif prev is not None and prev.effort_rate is not None:
                 rate = prev.effort_rate
-        ref = Reference(stamp, pos, vel, acc, eff, rate, extra)
+        ref = Reference(stamp, pos, vel, acc, eff, rate, extra, slot.get('derivs'))
         slot['complete'] = ref
         if self._ref_plain is None or stamp is None or self._ref_plain.stamp is None \
                 or stamp >= self._ref_plain.stamp:

@@ -8,7 +8,9 @@ staleness, reference matching, limits, safe command, timing) and the law
 ``task_frame`` origin) | ``feedforward_pd`` = ``embedding_feedforward`` = ``d2_feedforward``
 (``reference/joint_trajectory`` of the actuated joints; the feed-forward efforts either in the
 trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feedforward_topic``,
-matched by stamp). Parameters and topics: docs/ros_interfaces.md.
+matched by stamp) | ``sea_flatness`` (``poles``, ``lambda_poles``, ``preload``; EE reference
+with derivatives up to snap: ``reference/pose`` for the stamp and trajectory_node's
+``reference/derivatives`` rows 0..4, paired by their position row). Parameters and topics: docs/ros_interfaces.md.
 
 Input ``joint_states`` (parameter ``state_topic``; extra named measurements a law needs, e.g.
 chamber pressures, are entries of the same message): a state older on arrival than
@@ -68,7 +70,14 @@ class ControllerNode(Node):
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
         self.create_subscription(JointState, p['state_topic'], guarded(self, self.on_state, 'joint_states'), QOS_STATE)
-        if getattr(self.law, 'reference', 'joint') == 'task':
+        if getattr(self.law, 'order', 2) > 2:
+            # task reference with derivatives up to snap (sea_flatness): the stamped pose and
+            # trajectory_node's reference/derivatives (rows 0..order), paired by their position
+            self._pending = ({}, {})
+            self.create_subscription(PoseStamped, 'reference/pose', guarded(self, self.on_pose, 'reference'), QOS_COMMAND)
+            self.create_subscription(Float64MultiArray, 'reference/derivatives',
+                                     guarded(self, self.on_derivs, 'reference'), QOS_COMMAND)
+        elif getattr(self.law, 'reference', 'joint') == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
                 self.create_subscription(typ, f'reference/{topic}', guarded(
                     self, lambda msg, k=k: self.on_task(k, msg), 'reference'), QOS_COMMAND)
@@ -93,6 +102,9 @@ class ControllerNode(Node):
         kw = dict(kp=p['kp'], kd=p['kd'], joints=p['joints'] or None)
         if p['law'] in ('pidc', 'computed_torque'):
             kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
+        elif p['law'] == 'sea_flatness':
+            kw = dict(poles=p['poles'], lambda_poles=p['lambda_poles'], preload=p['preload'],
+                      joints=kw['joints'])
         return make_law(self.model, p['law'], **kw)
 
     def _on_command(self, c):
@@ -126,6 +138,9 @@ class ControllerNode(Node):
         'wait_first_reference': (False, 'lock-step: wait for the first reference however long', None),
         'max_state_age': (0.0, 'answer a state from the subscription only when younger [s] (0 = one period)', (0.0, 10.0)),
         'timer_rate': (0.0, 'watchdog timer rate [Hz] (0 = rate)', (0.0, 1e5)),
+        'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, None)),
+        'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, None)),
+        'preload': (0.0, 'sea_flatness: internal preload [N m]', None),
     }
     #: parameters that may change at run time (the others are read-only)
     RUNTIME = ('kp', 'kd')
@@ -138,7 +153,7 @@ class ControllerNode(Node):
         p = declare_params(self, spec, runtime=self.RUNTIME)
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
                   'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate',
-                  'max_state_age', 'timer_rate'):
+                  'max_state_age', 'timer_rate', 'poles', 'lambda_poles', 'preload'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         return p
@@ -190,6 +205,33 @@ class ControllerNode(Node):
             if why:
                 return self._warn(f'rejected task reference: {why}')
             self._answer()
+
+    def on_pose(self, msg):
+        x = msg.pose.position
+        self._pair(0, (x.x, x.y, x.z), stamp_sec(msg.header.stamp))
+
+    def on_derivs(self, msg):
+        d = np.asarray(msg.data, float)
+        n = msg.layout.dim[1].size if len(msg.layout.dim) > 1 else 3
+        if n < 1 or d.size % n or d.size < n:
+            return self._warn(f'rejected reference/derivatives: {d.size} values, {n} columns')
+        d = d.reshape(-1, n)
+        self._pair(1, tuple(d[0]), d)
+
+    def _pair(self, k, key, item):
+        """Pose (k = 0: its stamp) and derivatives (k = 1) of one sample meet by their position."""
+        other = self._pending[1 - k].pop(key, None)
+        if other is None:
+            box = self._pending[k]
+            box[key] = item
+            while len(box) > 64:
+                box.pop(next(iter(box)))
+            return
+        stamp, d = (item, other) if k == 0 else (other, item)
+        why = self.loop.set_reference(None, stamp=stamp, derivs=d[:, list(self.law.task_axes)])
+        if why:
+            return self._warn(f'rejected task reference: {why}')
+        self._answer()
 
     # ------------------------------------------------------------------ output
     def _answer(self):

@@ -54,7 +54,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
         err = rec.subscribe('err', 'Float64MultiArray', spec.topic) if spec.error != 'task' else None
         extra = {k: rec.subscribe(k, typ, topic) for k, (typ, topic) in spec.extra.items()}
-        goal_pub = rec.publisher(PointStamped, '/sea_controller/goal') if spec.goals else None
+        goal_pub = rec.publisher(PointStamped, spec.goal_topic) if spec.goals else None
         launcher = Launcher(b, out=logf).start()
         died = None
         t_start = time.monotonic()
@@ -65,8 +65,6 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
                 died = launcher.poll()
                 if died:
                     break
-                if goal_pub is not None and rec.js and time.monotonic() - t_start > 1.0:
-                    _send_goal(goal_pub, (0.0, 0.0))      # the SEA controller waits for a goal
             if not cmds and not died:
                 launcher.shutdown()
                 _say(f'demo: FAILED: the graph sent no command within {startup_timeout:g} s; see {logpath}')
@@ -74,13 +72,22 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
             _say(f'  graph running after {time.monotonic() - t_start:.1f} s')
             t0 = time.monotonic()
             k_goal, t_goal = 0, -1e9
-            while not died and time.monotonic() - t0 < duration:
+
+            def plant_time():          # goals are paced in plant time (stamps): lock-step too
+                with rec.lock:
+                    return rec.js[-1][0] if rec.js else 0.0
+            p0 = plant_time()
+            # goals: run until the last goal's period is over in plant time (at most 20 x duration)
+            while not died and (time.monotonic() - t0 < duration or (
+                    goal_pub is not None and (k_goal < len(spec.goals) or plant_time() - p0 < t_goal + spec.goal_period)
+                    and time.monotonic() - t0 < 20 * duration)):
                 time.sleep(0.1)
                 died = launcher.poll()
                 el = time.monotonic() - t0
-                if goal_pub is not None and el - t_goal >= spec.goal_period and k_goal < len(spec.goals):
+                pel = plant_time() - p0
+                if goal_pub is not None and pel - t_goal >= spec.goal_period and k_goal < len(spec.goals):
                     _send_goal(goal_pub, spec.goals[k_goal])
-                    k_goal, t_goal = k_goal + 1, el
+                    k_goal, t_goal = k_goal + 1, pel
                 if int(el * 10) % 20 == 0:
                     with rec.lock:
                         n = len(rec.js)
@@ -168,11 +175,22 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win):
         P = (np.array([t for t, _ in X['cyl']]), np.array([[m.position[i] for i in ip] for _, m in X['cyl']]) / 1e5,
              [m0.name[i] for i in ip])
         lines.append(f'  chamber pressures {P[1].min():.1f} .. {P[1].max():.1f} bar')
-    if spec.goals and E:
-        lam = np.array([m.data[2] for _, m in E if len(m.data) >= 4])
-        lam_d = np.array([m.data[3] for _, m in E if len(m.data) >= 4])
-        if len(lam):
-            lines.append(f'  spring preload lambda {lam.min():.3f} .. {lam.max():.3f} (set-point {lam_d[-1]:g})')
+    if spec.lam_bound is not None:
+        L = [(t_, m) for t_, m in X.get('lam', []) if m.layout.dim]
+        lab = L[0][1].layout.dim[0].label.split(',') if L else []
+        if 'lambda' in lab:
+            tl = np.array([t_ for t_, _ in L])
+            lam, lam_d = (np.array([m.data[lab.index(k)] for _, m in L]) for k in ('lambda', 'lambda_d'))
+            late = tl >= tl[0] + spec.settle
+            dev = float(np.abs(lam - lam_d)[late].max()) if late.any() else float('nan')
+            good = bool(dev <= spec.lam_bound)
+            ok &= good
+            lines.append(f'  spring preload lambda {lam.min():.3f} .. {lam.max():.3f} N m (set-point '
+                         f'{lam_d[-1]:g}); after {spec.settle:g} s max |lambda - lambda_d| {dev:.3g}; bound '
+                         f'{spec.lam_bound:g}: {"met" if good else "MISSED"}')
+        else:
+            ok = False
+            lines.append('  FAIL: no lambda received (/sea_controller/diagnostics)')
     for ln in lines:
         _say(ln)
     try:

@@ -28,6 +28,11 @@ segment joints (positions, velocities, accelerations; ``reference/derivatives`` 
 controller's commands): the profile's t = 0 is the first tick after the first message there
 (until then the t = 0 sample is published), so the motion starts when the controller is live,
 not when this node is.
+``profile: goals`` (task mode; seed 004's SEA moves): rest at ``start`` [m] until a goal
+(geometry_msgs/PointStamped, world frame) arrives on ``goal_topic`` (default ``/goal``); each
+goal starts a rest-to-rest sin^2-jerk move (derivatives up to snap) of duration
+``max(min_duration, 2 |d| / max_speed)`` at the time of the last published sample; a goal whose
+path leaves the workspace is rejected with a warning.
 ``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
 message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
 lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
@@ -105,7 +110,9 @@ class TrajectoryNode(Node):
             params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
                           frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
                           e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
-        if self.d2 is None and self.mode != 'boom_task':
+        if self.d2 is None and self.mode != 'boom_task' and kind == 'goals':
+            self.repeat, self.profile = False, self._goal_profile(m, dp)
+        elif self.d2 is None and self.mode != 'boom_task':
             self.repeat = dp('repeat', True).value
             self.profile = make_profile(kind, **params)
         self.world = m.root_link
@@ -141,6 +148,37 @@ class TrajectoryNode(Node):
         if self.get_parameter('use_sim_time').value:
             self.prime = self.create_timer(0.2, self.prime_tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
+
+    def _goal_profile(self, m, dp):
+        """``mode: task``, ``profile: goals`` (seed 004's SEA moves): rest at ``start`` until a
+        goal (geometry_msgs/PointStamped, world frame) arrives on ``goal_topic``; each goal starts
+        a sin^2-jerk move (:class:`robot_dynamics.trajectories.GoalMoves`, ``max_speed``,
+        ``min_duration``) at the time of the last published sample; a goal whose path leaves the
+        workspace (checked for the planar 3RRR SEA-PKM) is rejected with a warning."""
+        from geometry_msgs.msg import PointStamped
+        from robot_dynamics.trajectories import GoalMoves
+        reachable = None
+        if {f'arm{k}_motor' for k in (1, 2, 3)} <= set(m.joint_names):
+            from robot_dynamics.pkm.planar_sea import Planar3RRR
+            from robot_dynamics.sea import sea_params_from_model
+            pkm = Planar3RRR(sea_params_from_model(m))
+            reachable = lambda pts: pkm.ik(pts[:, :2])                # noqa: E731
+            pkm.ik(np.zeros((21, 2)))         # load the IK kernel now, not on the first goal
+        prof = GoalMoves(dp('start', [0.0, 0.0, 0.0]).value, float(dp('max_speed', 0.4).value),
+                         float(dp('min_duration', 0.3).value), reachable)
+        self.t_last = 0.0
+        topic = dp('goal_topic', '/goal').value
+        self.create_subscription(PointStamped, topic, self.on_goal, QOS_COMMAND)
+        self.get_logger().info(f'goals on {topic} (geometry_msgs/PointStamped)')
+        return prof
+
+    def on_goal(self, msg):
+        g = [msg.point.x, msg.point.y, msg.point.z]
+        try:
+            T = self.profile.goal(self.t_last, g)
+        except RobotDynamicsError as exc:
+            return self.get_logger().warning(str(exc))
+        self.get_logger().info(f'goal {g}: sin^2-jerk move of {T:.3f} s from t = {self.t_last:.3f} s')
 
     def on_state(self, msg):
         # every state is answered, a repeated stamp too (a lock-step plant re-sends its state
@@ -186,6 +224,7 @@ class TrajectoryNode(Node):
         return r.theta_a[:order + 1]
 
     def publish_sample(self, t, now, stamp=None):
+        self.t_last = t
         try:
             x = self.profile(t, order=ORDER)                   # (ORDER + 1, n)
         except RobotDynamicsError as exc:
