@@ -263,7 +263,7 @@ class SeaFlatnessLaw(Law):
     """
 
     name = 'sea_flatness'
-    order = 4
+    reference_order = 4
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
         from ..sea import sea_params_from_model

@@ -70,7 +70,7 @@ class ControllerNode(Node):
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
         self.create_subscription(JointState, p['state_topic'], guarded(self, self.on_state, 'joint_states'), QOS_STATE)
-        if getattr(self.law, 'order', 2) > 2:
+        if getattr(self.law, 'reference_order', 2) > 2:
             # task reference with derivatives up to snap (sea_flatness): the stamped pose and
             # trajectory_node's reference/derivatives (rows 0..order), paired by their position
             self._pending = ({}, {})
