@@ -106,6 +106,31 @@ class Probe:
         rclpy.shutdown(context=self.ctx)
 
 
+class SpunNode:
+    """A test-side rclpy node in its own context, spun in a background thread from creation
+    until :meth:`close` (``.node`` is the rclpy node)."""
+
+    def __init__(self, name):
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx)
+        self.node = rclpy.create_node(name, context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self._stop = False
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        while not self._stop:
+            self.ex.spin_once(timeout_sec=0.02)
+
+    def close(self):
+        self._stop = True
+        self.thread.join(timeout=2.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
 def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None, timing=None):
     """Start ``robot``'s graph (config name or path; ``overrides`` {node: {param: value}}),
     call ``setup(probe)`` before the nodes start (subscriptions, clients), wait for ``ready()``

@@ -3,19 +3,16 @@ IRSBot-2 (only the actuated joints, NaN velocities), it publishes every joint eq
 simulator's state (positions 1e-9); a glitch is refused (nothing published for it) and the
 stream goes on."""
 import io
-import threading
 import time
 
 import numpy as np
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
 from robot_dynamics.bringup import Bringup, NodeSpec, load_bringup
 from robot_dynamics.launcher import Launcher
 from robot_dynamics.nodes._common import QOS_STATE
 
-from ros_helpers import DEEP, assert_no_process_left
+from ros_helpers import DEEP, SpunNode, assert_no_process_left
 from test_closure import sensed_joints, trajectory
 from projection_helpers import model
 
@@ -35,18 +32,12 @@ def test_closure_node_completes_broadcaster_states():
     traj = trajectory(m, steps=40)
     out = io.StringIO()
     launcher = Launcher(b, out=out)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('closure_probe', context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
+    probe = SpunNode('closure_probe')
+    node = probe.node
     got = {}
     node.create_subscription(JointState, 'joint_states',
                              lambda msg: got.__setitem__(round(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec, 6), msg), DEEP)
     pub = node.create_publisher(JointState, 'measured_joint_states', QOS_STATE)
-    stop = [False]
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.02) for _ in iter(lambda: stop[0], True)])
-    th.start()
 
     def send(t, q, glitch=0.0):
         js = JointState(name=list(sensed), position=[float(q[m.joint_index(j)]) + glitch for j in sensed],
@@ -67,10 +58,7 @@ def test_closure_node_completes_broadcaster_states():
         time.sleep(1.0)
         assert launcher.poll() is None, out.getvalue()[-2000:]
     finally:
-        stop[0] = True
-        th.join(timeout=2.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+        probe.close()
         launcher.shutdown()
     assert_no_process_left(launcher)
     names = list(m.joint_names)

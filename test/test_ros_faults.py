@@ -8,8 +8,6 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -20,7 +18,7 @@ from robot_dynamics.control import hold_command
 from robot_dynamics.launcher import Launcher
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE
 
-from ros_helpers import DEEP, assert_no_process_left
+from ros_helpers import DEEP, SpunNode, assert_no_process_left
 
 
 def _stamp(t):
@@ -71,19 +69,13 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
     import io
     out = io.StringIO()
     launcher = Launcher(b, out=out)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('fault_probe', context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
+    probe = SpunNode('fault_probe')
+    node = probe.node
     cmds, lock = [], threading.Lock()
     node.create_subscription(Float64MultiArray, f"/{p.get('controller', 'effort_controller')}/commands",
                              lambda msg: cmds.append((time.monotonic(), list(msg.data))), DEEP)
     pub_js = node.create_publisher(JointState, 'joint_states', QOS_STATE)
     pub_ref = node.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
-    stop = [False]
-    th = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.02) for _ in iter(lambda: stop[0], True)])
-    th.start()
     q0 = m.reference_q()
     names = list(m.joint_names)
 
@@ -171,10 +163,7 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         assert not res['safe'].successful
         assert _set_params(node, f'/{node_name}', {'kp': 50.0})['kp'].successful
     finally:
-        stop[0] = True
-        th.join(timeout=2.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+        probe.close()
         launcher.shutdown()
     assert_no_process_left(launcher)
     assert 'rejected joint_states' in out.getvalue()
