@@ -125,7 +125,7 @@ class SimNode(Node):
         f, t = msg.wrench.force, msg.wrench.torque
         reason = self.sim.external_wrench(msg.header.frame_id, [f.x, f.y, f.z, t.x, t.y, t.z], self._now())
         if reason:
-            self._log('warning', f'rejected external_wrench: {reason}', 'wrench')
+            self._log('warning', f'rejected external_wrench: {reason}', 'wrench:' + reason[:12])  # per reason
 
     def on_idle(self):
         if time.monotonic() - self.last_cmd_wall >= self.republish:
