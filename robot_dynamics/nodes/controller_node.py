@@ -162,8 +162,9 @@ class ControllerNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _warn(self, text):
-        """Warning throttled per kind (text up to its first ':'): 1 per 2 s of wall time."""
-        key, now = text.split(':', 1)[0], time.monotonic()
+        """Warning throttled per kind (the text up to its second ':', e.g. 'safe command: state
+        stale' and 'safe command: no reference yet' are two kinds): 1 per 2 s of wall time."""
+        key, now = ':'.join(text.split(':', 2)[:2])[:60], time.monotonic()
         if now - self._warned.get(key, -1e9) >= 2.0:
             self._warned[key] = now
             self.get_logger().warning(text)
