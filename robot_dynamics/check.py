@@ -37,8 +37,7 @@ class CheckReport:
 def _projection(m):
     from .projection import constrained_forward_dynamics, controllability
     q, z = m.reference_q(), np.zeros(m.nq)
-    cd = constrained_forward_dynamics(m, q, z, z)
-    if not np.all(np.isfinite(cd.qdd if hasattr(cd, 'qdd') else cd[0])):
+    if not np.all(np.isfinite(constrained_forward_dynamics(m, q, z, z).qdd)):
         raise RobotDynamicsError('constrained forward dynamics at the reference configuration is not finite')
     sigma = controllability(m, q)          # sigma_min [A; S_a]: > 0 <=> the actuators control
     ok = sigma > 1e-9
@@ -92,6 +91,7 @@ def check_robot(source, loops=None, allow_xacro=False):
     """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
     when the description itself is malformed)."""
     from .constraints import constraint_jacobian, loop_errors
+    from .loops import _rank
     from .urdf import load_model
     m = load_model(source, loops=loops, allow_xacro=allow_xacro)
     r = CheckReport(m.name)
@@ -105,16 +105,11 @@ def check_robot(source, loops=None, allow_xacro=False):
         r.facts.append(('closure at reference', f'{worst:.2e}' + ('' if complete else
                         ' (reference configuration partial: a guess for assembly)')))
         A = constraint_jacobian(m, q)
-        s = np.linalg.svd(A, compute_uv=False)
-        rank = int((s > 1e-9 * max(1.0, s.max())).sum())
-        dof = m.nq - rank
-        r.facts.append(('degrees of freedom', f'{dof} (n = {m.nq}, rank A = {rank}, {A.shape[0]} rows)'))
+        rank = _rank(A)                      # the loader's rank decision (check_semantics)
+        r.facts.append(('degrees of freedom', f'{m.nq - rank} (n = {m.nq}, rank A = {rank}, {A.shape[0]} rows)'))
 
         def rk(js):
-            S = np.eye(m.nq)[[m.joint_index(j) for j in js]]
-            M = np.vstack([A, S])
-            sv = np.linalg.svd(M, compute_uv=False)
-            return int((sv > 1e-9 * max(1.0, sv.max())).sum())
+            return _rank(np.vstack([A, np.eye(m.nq)[[m.joint_index(j) for j in js]]]))
         r.facts.append(('actuation rank', f'rank [A; S_a] = {rk(m.actuated)} of {m.nq}'))
         r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nq}'))
     else:
