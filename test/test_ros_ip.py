@@ -6,6 +6,7 @@ angles) on /joint_states closing the triangle, the diagnostics layout, run-time
 reconfiguration over ROS (``locked_dofs`` parameter: the locked base stays put while the other
 DoFs keep tracking; ``~/clear_reconfiguration``: the base follows its reference again), and a
 clean shutdown."""
+import re
 import time
 
 import numpy as np
@@ -25,6 +26,7 @@ from robot_dynamics.nodes._common import QOS_COMMAND  # noqa: E402
 from ros_helpers import run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
+LOCKED = re.compile(r"locked \{'base_phi': ([-+0-9.e]+)\} at the state of t = ([0-9.]+) s")
 
 
 def _subscribe_diag(probe):
@@ -97,25 +99,39 @@ def _lock_and_clear(probe, setp, clear, out):
     assert all(r.successful for r in fut.result().results), fut.result().results
     with probe.lock:
         n_js, n_jt, n_diag = len(probe.js), len(probe.jt), len(probe.diag)
-    # 3 s of simulated time (200 Hz states): the base reference (0.5 rad, 10 s period) moves by
+    # which states came after the lock is told by stamps, not by arrival: the probe may lag the
+    # graph under load (and miss samples: publisher depth 10). The controller logs the lock value
+    # (repr of a float) and the stamp of the state it locked at
+    probe.wait_for(lambda: LOCKED.search(out.getvalue()), 10.0, 'the lock in the log')
+    m_lock = LOCKED.search(out.getvalue())
+    phi_lock, t_lock = float(m_lock.group(1)), round(float(m_lock.group(2)) * 1e9)
+
+    def newest():
+        with probe.lock:
+            return max((_ns(m) for _, m in probe.js[-5:]), default=0)
+    # 3 s of simulated time: the base reference (0.5 rad, 10 s period) moves by
     # >= 0.5 (1 - cos(0.3 pi)) = 0.21 rad wherever the lock falls
-    probe.wait_logged(lambda: len(probe.js) >= n_js + 600 and len(probe.diag) >= n_diag + 100, 60.0,
-                      '3 s of simulated time with the base locked', out, ('js', 'diag', 'jt'))
+    probe.wait_logged(lambda: newest() >= t_lock + 3_000_000_000 and len(probe.diag) >= n_diag + 100,
+                      60.0, '3 s of simulated time with the base locked', out, ('js', 'diag', 'jt'))
     with probe.lock:
-        phis = np.array([_phi(m) for _, m in probe.js[n_js + 20:]])   # after the response
+        after = sorted((_ns(m), _phi(m)) for _, m in probe.js[max(n_js - 400, 0):] if _ns(m) >= t_lock)
         ref = [m for _, m in probe.jt[n_jt:]]
         diag = [m for _, m in probe.diag[n_diag + 10:]]
+    phis = np.array([p for _, p in after])
+    tail = np.array([p for k, p in after if k >= t_lock + 2_000_000_000])      # the last second
     phi_ref = np.array([m.points[0].positions[list(m.joint_names).index('base_phi')] for m in ref])
     # the lock: PD (kp 4000, kv 2000) to the locked value on top of the full-model gravity hold
     # (the base axis is vertical: no gravity torque on phi). The base was moving when locked
     # (up to 0.31 rad/s): it stops within a few centiradians (measured 5-29 mrad, depending on
     # the speed at the lock) and the overdamped PD (slow pole kp/kv = 2 1/s) brings it back to
-    # the lock value; the final second is at rest (measured 0.17 mrad spread).
-    tail = phis[-200:]
-    print(f'locked base: phi spread {np.ptp(phis) * 1e3:.4f} mrad (last 1 s: '
+    # the lock value, against the coupling of theta and delta, which keep moving; the spread in
+    # the third second after the lock (measured 0.13-3.1 mrad, depending on where in the
+    # reference cycle the lock falls) is two orders below the reference's motion.
+    dev = np.abs(phis - phi_lock).max()
+    print(f'locked base: {len(phis)} states, max deviation from the lock {dev * 1e3:.4f} mrad (last 1 s: '
           f'{np.ptp(tail) * 1e3:.4f} mrad) while the reference moved {np.ptp(phi_ref):.3f} rad')
     assert np.ptp(phi_ref) > 0.05
-    assert np.ptp(phis) < 0.06 and np.ptp(tail) < 2e-3, (np.ptp(phis), np.ptp(tail))
+    assert len(tail) > 20 and dev < 0.06 and np.ptp(tail) < 5e-3, (len(tail), dev, np.ptp(tail))
     # the controller now runs on the remaining DoFs: diagnostics relabelled, theta and delta track
     labels = diag[-1].layout.dim[0].label.split(',')
     assert labels[:2] == ['e_shoulder_theta', 'e_cylinder_delta'] and 'e_base_phi' not in labels

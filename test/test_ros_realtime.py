@@ -174,8 +174,8 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
 
 def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
     """hydraulic_boom in real time: sim_node frozen -> the loop's staleness check (vdc_controller's
-    timer at the control rate, node clock = wall time) publishes 0 V within state_timeout
-    (0.1 s) + two periods + 0.3 s margin."""
+    timer at the control rate, node clock = wall time) publishes 0 V and keeps the valves closed
+    (the delay, state_timeout + two periods, is asserted in test_ros_faults.py)."""
     def setup(probe):
         probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
 
@@ -192,15 +192,24 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
             # asserted where it is measurable, test_ros_faults.py (vdc_controller) and
             # test_control_loop.py
             is_zero = lambda c: max(abs(v) for v in c) == 0.0  # noqa: E731
-            probe.wait_for(lambda: any(is_zero(m.data) for _, m in probe.cmd[n0:]), 10.0, '0 V')
+
+            def closed():                   # the newest 100 commands received are all 0 V
+                with probe.lock:
+                    tail = [m.data for _, m in probe.cmd[n0:][-100:]]
+                return len(tail) == 100 and all(is_zero(c) for c in tail)
+            probe.wait_for(closed, 20.0, '0 V for 100 commands in a row')
             time.sleep(1.0)
             with probe.lock:
                 cmds = [list(m.data) for _, m in probe.cmd[n0:]]
         finally:
             os.kill(sim.pid, signal.SIGCONT)
-        first = next(i for i, c in enumerate(cmds) if is_zero(c))
-        assert all(is_zero(c) for c in cmds[first:]), cmds[first:first + 3]
-        assert first <= 200, first          # only states sent before the freeze were answered
+        # and it stays closed: nothing but 0 V after that (no state, no command from anything
+        # but the staleness check). Earlier 0 V commands may come from before the freeze (a
+        # controller starved by a CPU hog declares its input stale too), and states published
+        # before the freeze may still be answered: which received command answered what is not
+        # observable at a lagging probe
+        last_live = max((i for i, c in enumerate(cmds) if not is_zero(c)), default=-1)
+        assert len(cmds) - last_live - 1 >= 100 + 300, (len(cmds), last_live)   # 1 s at >= 300 Hz
         assert 'state stale' in out.getvalue()
     run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
               overrides={'trajectory_node': {'task_loops': 1}})

@@ -91,6 +91,9 @@ class IKNode(Node):
         w = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
                       msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
         if np.all(np.isfinite(w)):
+            if self.wrench is None or not np.array_equal(w, self.wrench):
+                self.get_logger().info(f'ee_wrench: force {np.round(w[:3], 6).tolist()} N, moment '
+                                       f'{np.round(w[3:], 6).tolist()} N m', throttle_duration_sec=1.0)
             self.wrench = w
         else:
             self.get_logger().warn('non-finite ee_wrench rejected', throttle_duration_sec=1.0)

@@ -134,8 +134,10 @@ class IPControllerNode(ControllerNode):
             self._apply_payload()
             return SetParametersResult(successful=False, reason=str(exc))
         pm = self.law.pm
+        st = self.loop.state
+        at = f' at the state of t = {st.stamp:.9f} s' if pm.locked and st is not None else ''
         self.get_logger().info(f'reconfigured: bodies {pm.body_names()}, coordinates {pm.coords}, '
-                               f'locked {pm.locked}')
+                               f'locked {pm.locked}{at}')
         return SetParametersResult(successful=True)
 
     def on_clear(self, request, response):

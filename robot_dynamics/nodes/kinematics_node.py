@@ -6,7 +6,9 @@ each frame in the ``frames`` parameter, ``~/<frame>/pose`` (geometry_msgs/PoseSt
 world axes), the closure error of every loop on ``~/loop_residual`` (std_msgs/Float64MultiArray,
 [position error m, orientation error] per loop, layout labels = loop names) and
 ``~/markers`` (visualization_msgs/MarkerArray: both cut frames of each loop as spheres and
-the residual as a line, green when closed, red when the error exceeds ``residual_warn``).
+the residual as a line, green when closed, red when the error exceeds ``residual_warn``; at
+most ``marker_rate`` times per second of state stamps, 30 Hz by default: RViz needs no more,
+and a MarkerArray per 1 kHz state costs more CPU than the kinematics).
 """
 import numpy as np
 import rclpy  # noqa: F401 - imported for the node runtime
@@ -33,11 +35,15 @@ class KinematicsNode(Node):
             or [m.frame_names[-1]]
         P = declare_params(self, {
             'frames': (default, 'frames whose pose and twist are published', None),
-            'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, None))})
+            'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, None)),
+            'marker_rate': (30.0, 'cut-frame markers for RViz at most this often, by state stamp '
+                                  '[Hz] (0: every state)', (0.0, None))})
         self.frames = list(P['frames'])
         for f in self.frames:
             m.frame_index(f)                                 # raises KeyError if unknown
         self.residual_warn = P['residual_warn']
+        self.marker_period = 1.0 / P['marker_rate'] if P['marker_rate'] > 0 else 0.0
+        self._last_marker = None
         self.world = m.root_link
         self.parser = JointStateParser(m)
         self.pub_pose = {f: self.create_publisher(PoseStamped, f'~/{f}/pose', QOS_STATE)
@@ -79,7 +85,11 @@ class KinematicsNode(Node):
                               MultiArrayDimension(label='position_m,orientation', size=2, stride=2)]
             arr.data = [float(v) for e in errs.values() for v in e]
             self.pub_res.publish(arr)
-            self.pub_mk.publish(self._markers(q, errs, stamp))
+            t = stamp.sec + 1e-9 * stamp.nanosec
+            if (self._last_marker is None or t - self._last_marker >= self.marker_period - 1e-9
+                    or t < self._last_marker):               # (a clock reset: publish)
+                self._last_marker = t
+                self.pub_mk.publish(self._markers(q, errs, stamp))
 
     def _markers(self, q, errs, stamp):
         m = self.model
