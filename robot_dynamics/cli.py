@@ -9,6 +9,7 @@ Sub-commands::
     robot-dynamics demo [ROBOT]          closed-loop ROS 2 graph of the five-bar PKM: run,
                                          record, report tracking error (``demo --help``)
     robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
+    robot-dynamics record [--bag F]      record the running graph's topics into an MCAP file
 
 ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
 or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
@@ -201,9 +202,23 @@ def cmd_demo(args):
     os.environ.update(discovery_env())   # DDS on loopback unless the user set the range
     try:
         return run_demo(args.robot or 'five_bar', duration=args.duration, outdir=args.outdir,
-                        plot=args.plot, startup_timeout=args.startup_timeout, timing=args.timing)
+                        plot=args.plot, startup_timeout=args.startup_timeout, timing=args.timing,
+                        bag=args.bag)
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics demo: {exc}') from None
+
+
+def cmd_record(args):
+    """Record the graph running on this ROS domain into an MCAP file (rosbag2 layout)."""
+    from .bringup import discovery_env
+    from .nodes.bag_recorder import record
+    os.environ.update(discovery_env())
+    from .mcap_bag import BagError
+    try:
+        record(args.bag, args.duration, args.topics)
+    except BagError as exc:
+        raise SystemExit(f'robot-dynamics record: {exc}') from None
+    return 0
 
 
 def cmd_warmup(args):
@@ -336,7 +351,21 @@ def build_parser():
     pd.add_argument('--startup-timeout', type=float, default=300.0,
                     help='max wait for the first joint state [s] (default 300)')
     pd.add_argument('--plot', default=None, help='PNG plot path (default OUTDIR/demo_ROBOT.png)')
+    pd.add_argument('--bag', default=None, metavar='FILE.mcap',
+                    help="also record every topic of the graph into this MCAP file (rosbag2 "
+                         "layout: ros2 bag, Foxglove)")
     pd.set_defaults(func=cmd_demo)
+    pr = sub.add_parser('record', help="record a running graph's topics into an MCAP file",
+                        description='Record the topics of the graph running on this ROS domain '
+                                    '(ROS_DOMAIN_ID) into an MCAP file in the rosbag2 layout '
+                                    '(ros2 bag info/play and Foxglove open it). Stops after '
+                                    '--duration or on Ctrl-C.')
+    pr.add_argument('--bag', default='out/run.mcap', help='MCAP file to write (default out/run.mcap)')
+    pr.add_argument('--duration', type=_seconds('--duration', positive=True), default=None,
+                    help='stop after this many seconds (default: Ctrl-C)')
+    pr.add_argument('--topics', nargs='*', default=None, metavar='TOPIC',
+                    help='only these topics (default: all but /rosout and /parameter_events)')
+    pr.set_defaults(func=cmd_record)
     from .warmup import robot_names
     pw = sub.add_parser(
         'warmup', help='compile and cache the numerical kernels (done by setup)',

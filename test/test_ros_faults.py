@@ -97,8 +97,10 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         pub_ref.publish(msg)
 
     def run(seconds, bad=None):
+        """Publish states (every third one ``bad`` if given) for ``seconds``; returns the
+        number of valid states sent (this loop itself slows down on a loaded machine)."""
         t_end = time.monotonic() + seconds
-        k = 0
+        k = n_valid = 0
         while time.monotonic() < t_end:
             t = now()
             ref(t)
@@ -106,8 +108,10 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
                 bad(t, k)
             else:
                 state(t)
+                n_valid += 1
             k += 1
             time.sleep(1.0 / rate)
+        return n_valid
 
     faults = [
         lambda t, k: state(t, q=[np.nan] + list(q0[1:])),
@@ -129,11 +133,13 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         assert cmds, f'no command from {node_name}:\n{out.getvalue()[-2000:]}'
         run(1.0)
         n_good = len(cmds)
-        run(3.0, bad=lambda t, k: faults[(k // 3) % len(faults)](t, k))
+        n_valid = run(3.0, bad=lambda t, k: faults[(k // 3) % len(faults)](t, k))
         assert launcher.poll() is None, out.getvalue()[-3000:]
         with lock:
             during = [c for _, c in cmds[n_good:]]
-        assert len(during) > 0.5 * 3.0 * rate * 2 / 3, len(during)   # valid states still answered
+        # valid states still answered (a state that arrives late is left to the timer: under
+        # load not every one is answered; measured next to a CPU hog: 970 of ~1300)
+        assert len(during) > 0.5 * n_valid, (len(during), n_valid)
         arr = np.array([c for _, c in cmds])
         assert arr.shape[1] == len(cmd_joints)
         assert np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= limit + 1e-9)

@@ -21,8 +21,10 @@ def _say(*a):
     print(*a, flush=True)
 
 
-def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.0, timing=None):
-    """Run the demo of ``robot``; returns the exit status (0 = every bound met)."""
+def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.0, timing=None,
+             bag=None):
+    """Run the demo of ``robot``; returns the exit status (0 = every bound met). ``bag``: also
+    record every topic of the graph into this MCAP file."""
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     if 'ROS_DOMAIN_ID' not in os.environ:
         import random
@@ -48,7 +50,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     logpath = os.path.join(outdir, f'demo_{name}.log')
     _say(f'demo: {name} ({b.timing}) graph ({", ".join(s.name for s in b.nodes)}) for {duration:g} s; '
          f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, node logs -> {logpath}')
-    with open(logpath, 'w') as logf, recording(spec.frame) as rec:
+    with open(logpath, 'w') as logf, recording(spec.frame, bag=bag) as rec:
         from std_msgs.msg import Float64MultiArray
         cmds = rec.subscribe('cmd', Float64MultiArray, cmd_topic)
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')

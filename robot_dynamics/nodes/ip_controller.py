@@ -145,6 +145,9 @@ class IPControllerNode(ControllerNode):
         self._apply_payload()
         self._apply_locks([])
         response.success, response.message = True, 'payload removed, all DoFs unlocked'
+        st = self.loop.state
+        self.get_logger().info(response.message + (f' at the state of t = {st.stamp:.9f} s'
+                                                    if st is not None else ''))
         return response
 
 

@@ -90,11 +90,13 @@ class Recorder(Node):
 
 
 @contextmanager
-def recording(frame='tool'):
+def recording(frame='tool', bag=None):
     """A :class:`Recorder` spun in a background thread in its own rclpy context.
 
     ``with recording('tool') as rec: ...`` (used by ``robot-dynamics demo``); the node, its
-    executor thread and the context are shut down on exit.
+    executor thread and the context are shut down on exit. ``bag``: an MCAP file path; a
+    :class:`~robot_dynamics.nodes.bag_recorder.BagRecorder` in the same executor records every
+    topic of the graph into it (``rec.bag``), finished on exit.
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -103,6 +105,11 @@ def recording(frame='tool'):
     rec = Recorder(frame, context=ctx)
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(rec)
+    rec.bag = None
+    if bag:
+        from .bag_recorder import BagRecorder
+        rec.bag = BagRecorder(bag, context=ctx)
+        ex.add_node(rec.bag)
     stop = threading.Event()
 
     def spin():
@@ -115,5 +122,10 @@ def recording(frame='tool'):
     finally:
         stop.set()
         th.join(timeout=2)
+        if rec.bag is not None:
+            counts = rec.bag.close()
+            print(f'demo: recorded {sum(counts.values())} messages on {len(counts)} topic(s) '
+                  f'into {rec.bag.path}', flush=True)
+            rec.bag.destroy_node()
         rec.destroy_node()
         rclpy.shutdown(context=ctx)
