@@ -23,12 +23,14 @@ or '') unless its parameters set them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from .errors import RobotDynamicsError
 
 EXECUTABLES = ('sim_node', 'kinematics_node', 'controller_node', 'dynamics_node', 'trajectory_node', 'ik_node',
                'vdc_controller', 'sea_controller', 'ip_controller')
+_NAMESPACE = re.compile(r'^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*/?$')
 _TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description', 'timing'}
 TIMINGS = ('realtime', 'lockstep')
 # Parameters that make a graph run in wall-clock real time or in lock-step on simulated time,
@@ -106,7 +108,7 @@ class NodeSpec:
         """``--ros-args`` list: node name, namespace, remaps and parameters."""
         args = ['--ros-args', '-r', f'__node:={self.name}']
         if self.namespace:
-            args += ['-r', f'__ns:={self.namespace}']
+            args += ['-r', f'__ns:=/{self.namespace.strip("/")}']   # (rcl: absolute)
         for a, b in self.remappings.items():
             args += ['-r', f'{a}:={b}']
         if params_file:
@@ -175,13 +177,16 @@ def _abs(base, p):
     return p if os.path.isabs(p) else os.path.join(base, p)
 
 
-def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str | None = None) -> Bringup:
+def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str | None = None,
+                 namespace: str | None = None) -> Bringup:
     """Read and validate a bringup config; returns the node specs with model paths filled.
 
     ``overrides``: {node_name: {param: value}} applied on top of the file (e.g. from the
     command line). ``timing``: 'realtime' (wall clock) or 'lockstep' (the plant advances one
     period per command, every node on simulated time: deterministic, for tests); default the
-    config's ``timing`` key, else 'realtime'. See ``TIMING_PARAMS``.
+    config's ``timing`` key, else 'realtime'. See ``TIMING_PARAMS``. ``namespace``: put every
+    node in this ROS namespace (default the config's ``namespace``, else none); the nodes' topics
+    are relative, so two robots in two namespaces share a domain without cross-talk.
     """
     import yaml
     path = config_path(robot_or_path)
@@ -210,7 +215,11 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
     elif not os.path.isfile(loops):
         raise BringupError(path, 'loops', f'file not found: {loops}')
     rviz = _abs(base, data.get('rviz') or '')
-    ns = data.get('namespace') or ''
+    ns = (data.get('namespace') or '') if namespace is None else namespace
+    if not isinstance(ns, str) or (ns and not _NAMESPACE.match(ns)):
+        raise BringupError(path, 'namespace', f'not a ROS namespace: {ns!r} (letters, digits, _ and '
+                                              "'/', each token starting with a letter or _)")
+    ns = ns.strip('/')
     nodes_raw = data.get('nodes')
     if not isinstance(nodes_raw, dict) or not nodes_raw:
         raise BringupError(path, 'nodes', 'must be a non-empty mapping name: {executable: ...}')
@@ -269,7 +278,8 @@ def launch_description(robot: str, rviz_default: str = 'false'):
 
     Used by ``launch/<robot>.launch.py`` (needs the ``launch`` and ``launch_ros`` packages of a
     ROS 2 installation). Arguments: ``rviz`` (true | false: start rviz2 with
-    ``config/rviz/<robot>.rviz``), ``timing`` (realtime | lockstep, default the config's). Starts
+    ``config/rviz/<robot>.rviz``), ``timing`` (realtime | lockstep, default the config's),
+    ``namespace`` (default the config's; validated before any node starts). Starts
     the config's nodes, ``robot_state_publisher`` with the URDF text and optionally rviz2; the
     nodes are built when the arguments are known (OpaqueFunction), from the same
     :func:`load_bringup` as ``robot-dynamics launch``.
@@ -285,24 +295,29 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         environ = getattr(context, 'environment', None)
         return node_actions(robot, LaunchConfiguration('timing').perform(context),
                             LaunchConfiguration('rviz').perform(context) == 'true',
-                            environ=environ if environ is not None else os.environ)
+                            environ=environ if environ is not None else os.environ,
+                            namespace=LaunchConfiguration('namespace').perform(context))
     return LaunchDescription([
         DeclareLaunchArgument('rviz', default_value=rviz_default, choices=['true', 'false'],
                               description='start rviz2 with config/rviz/<robot>.rviz'),
         DeclareLaunchArgument('timing', default_value=b.timing, choices=list(TIMINGS),
                               description='realtime (wall clock) or lockstep (simulated time, '
                                           'deterministic)'),
+        DeclareLaunchArgument('namespace', default_value=b.nodes[0].namespace if b.nodes else '',
+                              description='ROS namespace of every node (topics are relative: two '
+                                          'robots in two namespaces share a domain)'),
         OpaqueFunction(function=nodes)])
 
 
-def node_actions(robot: str, timing: str, rviz: bool, environ=None):
+def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=None):
     """launch_ros ``Node`` actions of a robot's bringup (its nodes, robot_state_publisher, rviz2).
 
     ``environ``: the environment the launch runs in (default ``os.environ``; the launch
     context's environment in :func:`launch_description`): unless it sets
     ``ROS_AUTOMATIC_DISCOVERY_RANGE``, every node gets ``LOCALHOST`` (``additional_env``)."""
     from launch_ros.actions import Node
-    b = load_bringup(robot, timing=timing)
+    b = load_bringup(robot, timing=timing, namespace=namespace)
+    ns = b.nodes[0].namespace if b.nodes else ''
     with open(b.urdf, encoding='utf-8') as fh:
         urdf_xml = fh.read()
     # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
@@ -315,7 +330,7 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None):
                     remappings=list(s.remappings.items()), output='screen',
                     **({'prefix': f'nice -n {s.nice}'} if s.nice else {}), **dds) for s in b.nodes]
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
-                        name='robot_state_publisher',
+                        name='robot_state_publisher', namespace=ns or None,
                         parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
                         output='screen', **dds))
     if b.rviz and rviz:

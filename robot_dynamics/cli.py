@@ -288,7 +288,7 @@ def cmd_launch(args):
     from .launcher import Launcher
     overrides = _launch_overrides(args.param)
     try:
-        b = load_bringup(args.robot, overrides, timing=args.timing)
+        b = load_bringup(args.robot, overrides, timing=args.timing, namespace=args.namespace)
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
     deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
@@ -390,6 +390,9 @@ def build_parser():
                     help='override a node parameter (YAML value), repeatable')
     pl.add_argument('--timing', choices=['realtime', 'lockstep'], default=None,
                     help="realtime (wall clock, default) or lockstep (simulated time, deterministic)")
+    pl.add_argument('--namespace', default=None, metavar='NS',
+                    help="ROS namespace of every node (default the config's); topics are "
+                         'relative, so robots in two namespaces share a ROS domain')
     pl.add_argument('--sigterm-timeout', type=_seconds('--sigterm-timeout'), default=5.0,
                     metavar='S', help='stopping: seconds from SIGINT to SIGTERM for a node that '
                                       'does not stop (default 5)')

@@ -300,7 +300,7 @@ def sim_params(model):
         'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
         'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, None)),
         'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
-        'extra_states_topic': ('/hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
+        'extra_states_topic': ('hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
         'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),
     }

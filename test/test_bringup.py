@@ -42,7 +42,7 @@ def test_overrides_and_remaps(tmp_path):
     assert s.parameters['frames'] == ['rocker']
     assert b.loops.endswith('four_bar.loops.yaml')   # sidecar picked up beside the URDF
     assert '-r' in s.ros_args() and 'joint_states:=/robot/joint_states' in s.ros_args()
-    assert '__ns:=arm' in s.ros_args()
+    assert '__ns:=/arm' in s.ros_args()            # rcl wants an absolute namespace
     assert list(s.params_yaml()) == ['/arm/k']
 
 
@@ -116,8 +116,9 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     assert args['rviz']['choices'] == ['true', 'false']
     assert args['timing']['choices'] == ['realtime', 'lockstep']
     assert args['timing']['default_value'] == load_bringup(robot).timing
+    assert args['namespace']['default_value'] == ''
     opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
-    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'true'})
+    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'true', 'namespace': ''})
     nodes = [a for a in actions if type(a).__name__ == 'Node']
     ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
     b = load_bringup(robot, timing=timing)
@@ -130,6 +131,27 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     sim_time = any(s.parameters.get('use_sim_time') for s in b.nodes)
     assert rsp[0].kwargs['parameters'][0]['use_sim_time'] == sim_time
     assert any(n.kwargs['package'] == 'rviz2' for n in nodes)
+    # namespace:=r1 puts every node of ours and robot_state_publisher in it; a bad one is refused
+    # before any node is built
+    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'false', 'namespace': 'r1'})
+    nodes = [a for a in actions if type(a).__name__ == 'Node']
+    assert all(n.kwargs['namespace'] == 'r1' for n in nodes
+               if n.kwargs['package'] in ('robot_dynamics', 'robot_state_publisher'))
+    with pytest.raises(BringupError, match='namespace'):
+        opaque[0].kwargs['function']({'timing': timing, 'rviz': 'false', 'namespace': 'r 1'})
+
+
+@pytest.mark.parametrize('ns, ok', [('r1', 'r1'), ('/r1', 'r1'), ('fleet/arm_2', 'fleet/arm_2'),
+                                    ('', ''), ('1r', None), ('r-1', None), ('a//b', None), ('~x', None)])
+def test_namespace_override(ns, ok):
+    if ok is None:
+        with pytest.raises(BringupError, match='namespace'):
+            load_bringup('five_bar', namespace=ns)
+        return
+    b = load_bringup('five_bar', namespace=ns)
+    assert {s.namespace for s in b.nodes} == {ok}
+    if ok:
+        assert f'__ns:=/{ok}' in b.nodes[0].ros_args()
 
 
 def test_nodespec_module():

@@ -63,7 +63,7 @@ class ControllerNode(Node):
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
         self.get_logger().info(f'law prepared in {time.monotonic() - t0:.2f} s')
-        self.pub_cmd = self.create_publisher(Float64MultiArray, f'/{p["controller"]}/commands', QOS_COMMAND)
+        self.pub_cmd = self.create_publisher(Float64MultiArray, f'{p["controller"]}/commands', QOS_COMMAND)
         self.pub_err = self.create_publisher(Float64MultiArray, '~/tracking_error', QOS_STATE)
         self.pub_ff = (self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
                        if self.law.needs_feedforward else None)
@@ -95,7 +95,7 @@ class ControllerNode(Node):
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
-                               f'/{p["controller"]}/commands {self.law.joints}, limits '
+                               f'{self.pub_cmd.topic_name} {self.law.joints}, limits '
                                f'{np.round(self.loop.effort_limit, 3).tolist()}, safe {p["safe"]}')
 
     def _build_law(self, p):

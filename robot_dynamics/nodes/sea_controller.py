@@ -14,7 +14,7 @@ messages): ``reference/pose`` (PoseStamped: the stamp) and ``reference/derivativ
 row; matched to the state stamp (``reference_sync``, lock-step) or extrapolated to it by the
 4th-order Taylor series of the sample (at most ``max_extrapolation``). The motion itself
 (goals -> sin^2-jerk moves) is trajectory_node's: publish a geometry_msgs/PointStamped on
-``/goal`` (config/planar_3rrr_sea.yaml).
+``goal`` (config/planar_3rrr_sea.yaml).
 
 A state is answered on arrival unless its stamp is more than ``max_state_age`` (50 ms here) old:
 then the timer answers the newest. (With the generic one period, the sim's wall-mapped stamps,

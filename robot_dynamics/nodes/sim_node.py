@@ -6,7 +6,7 @@ timeout, external loads, real-time stepping, refused steps: see there) and the p
 :mod:`robot_dynamics.plants`). Topics, parameters and time bases: docs/ros_interfaces.md
 (sim_node).
 
-In: ``/<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/external_wrench``
+In: ``<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/external_wrench``
 (WrenchStamped, exerted by the environment on the robot at ``header.frame_id``).
 Out: ``joint_states`` (every joint, passive ones included; effort = applied generalized force;
 stamp = plant time on the wall clock, or the plant time itself with ``publish_clock``),
@@ -72,7 +72,7 @@ class SimNode(Node):
                           if hasattr(self.plant, 'extra_states') else None)
         self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
         self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(String(data=m.urdf_xml))
-        self.create_subscription(Float64MultiArray, f'/{controller}/commands',
+        self.sub_cmd = self.create_subscription(Float64MultiArray, f'{controller}/commands',
                                  guarded(self, self.on_command, 'command'), QOS_COMMAND)
         self.create_subscription(WrenchStamped, '~/external_wrench',
                                  guarded(self, self.on_external_wrench, 'external_wrench'), QOS_COMMAND)
@@ -95,8 +95,8 @@ class SimNode(Node):
             self.create_timer(self.republish, self.on_idle)
         self.publish()
         self.get_logger().info(
-            f'{m.name}: {rate:g} Hz integration, /joint_states at {self.sim.publish_rate:g} Hz, commands '
-            f'on /{controller}/commands for {self.sim.joints}, hold={hold} after {self.sim.timeout:g} s'
+            f'{m.name}: {rate:g} Hz integration, {self.pub_js.topic_name} at {self.sim.publish_rate:g} Hz, commands '
+            f'on {self.sub_cmd.topic_name} for {self.sim.joints}, hold={hold} after {self.sim.timeout:g} s'
             + (', lock-step' if self.lockstep else ''))
 
     def _now(self):

@@ -29,7 +29,7 @@ controller's commands): the profile's t = 0 is the first tick after the first me
 (until then the t = 0 sample is published), so the motion starts when the controller is live,
 not when this node is.
 ``profile: goals`` (task mode; seed 004's SEA moves): rest at ``start`` [m] until a goal
-(geometry_msgs/PointStamped, world frame) arrives on ``goal_topic`` (default ``/goal``); each
+(geometry_msgs/PointStamped, world frame) arrives on ``goal_topic`` (default ``goal``); each
 goal starts a rest-to-rest sin^2-jerk move (derivatives up to snap) of duration
 ``max(min_duration, 2 |d| / max_speed)`` at the time of the last published sample; a goal whose
 path leaves the workspace is rejected with a warning.
@@ -167,7 +167,7 @@ class TrajectoryNode(Node):
         prof = GoalMoves(dp('start', [0.0, 0.0, 0.0]).value, float(dp('max_speed', 0.4).value),
                          float(dp('min_duration', 0.3).value), reachable)
         self.t_last = 0.0
-        topic = dp('goal_topic', '/goal').value
+        topic = dp('goal_topic', 'goal').value
         self.create_subscription(PointStamped, topic, self.on_goal, QOS_COMMAND)
         self.get_logger().info(f'goals on {topic} (geometry_msgs/PointStamped)')
         return prof

@@ -6,7 +6,7 @@ in the core :class:`~robot_dynamics.control.loop.ControlLoop` (state parsing and
 staleness, reference matching/extrapolation, lock-step, the valve limits, the safe command
 0 V = valves closed, timing and ``/diagnostics``). This node only translates messages:
 
-* state: ONE message per plant step, ``state_topic`` (default ``/hydraulics/cylinder_states``,
+* state: ONE message per plant step, ``state_topic`` (default ``hydraulics/cylinder_states``,
   sensor_msgs/JointState): every joint (as on ``/joint_states``) plus per cylinder the entries
   ``<cyl>/p_a``, ``<cyl>/p_b`` (chamber pressures [Pa] in ``position``), so joints and pressures
   always share a stamp (``sim_node`` publishes it; ``/joint_states`` stays the standard message
@@ -53,7 +53,7 @@ class VDCControllerNode(ControllerNode):
     def _params(self, extra=None):
         return super()._params(dict(
             law='vdc', controller='valve_controller', rate=1000.0, safe='zero', max_effort=0.0,
-            state_topic='/hydraulics/cylinder_states', task_axes=[0, 2], lam=5.0, k_scale=10.0,
+            state_topic='hydraulics/cylinder_states', task_axes=[0, 2], lam=5.0, k_scale=10.0,
             kf_pole=50.0, kx_ratio=1e4, dp_min=1e5, wrench_timeout=0.1, diagnostics_rate=100.0,
             **(extra or {})))
 
