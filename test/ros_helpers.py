@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import PoseStamped
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray
@@ -26,7 +25,7 @@ from visualization_msgs.msg import MarkerArray
 import robot_dynamics as rd
 from robot_dynamics.bringup import load_bringup
 from robot_dynamics.launcher import Launcher
-from robot_dynamics.nodes._common import QOS_COMMAND
+from robot_dynamics.nodes._common import QOS_COMMAND, make_executor
 
 DEEP = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -38,7 +37,7 @@ class Probe:
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
         self.node = rclpy.create_node('probe', context=self.ctx)
-        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex = make_executor('single', context=self.ctx)   # see recorder.py
         self.ex.add_node(self.node)
         self.model = model
         self.lock = threading.Lock()
@@ -114,7 +113,7 @@ class SpunNode:
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
         self.node = rclpy.create_node(name, context=self.ctx)
-        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex = make_executor('single', context=self.ctx)   # see recorder.py
         self.ex.add_node(self.node)
         self._stop = False
         self.thread = threading.Thread(target=self._spin, daemon=True)

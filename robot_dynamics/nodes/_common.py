@@ -147,7 +147,10 @@ def spin_node(node_cls, args=None):
     code = 0
     try:
         node = node_cls()
-        rclpy.spin(node)
+        executor = make_executor()
+        executor.add_node(node)
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.5)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: BLE001 - report and exit non-zero, never hang
@@ -162,6 +165,35 @@ def spin_node(node_cls, args=None):
     return code
 
 
+def make_executor(kind=None, context=None):
+    """The executor every node spins in: rclpy's ``EventsExecutor`` (default; measured on this
+    2-core machine: 223 us of CPU per 1 kHz JointState -> command round trip in the answering
+    process instead of 674 us with the ``SingleThreadedExecutor``, bench/bench_executor.py), or
+    the ``SingleThreadedExecutor`` with ``kind='single'`` or the environment variable
+    ``ROBOT_DYNAMICS_EXECUTOR=single``. Spun by ``spin_once`` in a loop while ``rclpy.ok()``, so
+    SIGINT/SIGTERM (rclpy's handlers shut the context down) end it within the timeout.
+    ``context``: the rclpy context (default: the global one)."""
+    import os
+    kind = kind or os.environ.get('ROBOT_DYNAMICS_EXECUTOR', 'events')
+    if kind not in ('events', 'single'):
+        raise ValueError(f"ROBOT_DYNAMICS_EXECUTOR must be 'events' or 'single', got {kind!r}")
+    if kind == 'events':
+        import sys
+        from rclpy.experimental import EventsExecutor
+        err = sys.stderr
+        try:                             # it calls faulthandler.enable(), which needs a real
+            err.fileno()                 # file: not a redirected stderr (pytest, a StringIO)
+        except (AttributeError, ValueError, OSError):
+            sys.stderr = sys.__stderr__
+        try:
+            if sys.stderr is not None:
+                return EventsExecutor(context=context)
+        finally:
+            sys.stderr = err
+    from rclpy.executors import SingleThreadedExecutor
+    return SingleThreadedExecutor(context=context)
+
+
 def guarded(node, callback, what='callback'):
     """Wrap a subscription/timer/service callback so that an exception never kills the node:
     the message is dropped, a warning is logged (at most one per 2 s per ``what``) and
@@ -170,9 +202,13 @@ def guarded(node, callback, what='callback'):
     import time as _time
 
     def run(*args):
+        if args and type(args[0]).__name__ == 'TimerInfo':
+            args = args[1:]          # the EventsExecutor passes a TimerInfo to *args callbacks
         try:
             return callback(*args)
         except Exception as exc:  # noqa: BLE001 - the point of the guard
+            if not node.context.ok():
+                return None          # shutting down (a timer after SIGINT): nothing to report
             node.callback_errors = getattr(node, 'callback_errors', 0) + 1
             last = getattr(node, '_guard_warned', {})
             now = _time.monotonic()

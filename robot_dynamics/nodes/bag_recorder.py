@@ -81,11 +81,13 @@ class BagRecorder(Node):
 def record(path, duration=None, topics=None, out=sys.stdout):
     """Record the graph on this ROS domain into ``path`` until ``duration`` s or Ctrl-C."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from robot_dynamics.nodes._common import make_executor
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = BagRecorder(path, topics=topics, context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
+    # the SingleThreadedExecutor: a recorder in a thread of the caller's process (next to
+    # other contexts) lost messages with the EventsExecutor (graph tests, 2026-11-24)
+    ex = make_executor('single', context=ctx)
     ex.add_node(node)
     t0, last = time.monotonic(), 0.0
     print(f'record: {node.path} (ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID", "0")}); '

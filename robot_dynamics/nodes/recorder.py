@@ -99,11 +99,13 @@ def recording(frame='tool', bag=None):
     topic of the graph into it (``rec.bag``), finished on exit.
     """
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from robot_dynamics.nodes._common import make_executor
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     rec = Recorder(frame, context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
+    # the SingleThreadedExecutor: a recorder in a thread of the caller's process (next to
+    # other contexts) lost messages with the EventsExecutor (graph tests, 2026-11-24)
+    ex = make_executor('single', context=ctx)
     ex.add_node(rec)
     rec.bag = None
     if bag:
