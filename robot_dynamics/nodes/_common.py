@@ -201,8 +201,10 @@ def guarded(node, callback, what='callback'):
     command, the safe command) stands; the loop's staleness takes over if nothing follows."""
     import time as _time
 
+    from rclpy.timer import TimerInfo
+
     def run(*args):
-        if args and type(args[0]).__name__ == 'TimerInfo':
+        if args and isinstance(args[0], TimerInfo):
             args = args[1:]          # the EventsExecutor passes a TimerInfo to *args callbacks
         try:
             return callback(*args)
