@@ -10,7 +10,9 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = 'robot_dynamics'
-HERE = os.path.dirname(os.path.abspath(__file__))
+# realpath: under `colcon build --symlink-install` setup.py is a symlink in build/ (abspath would
+# look for requirements/ and data files there)
+HERE = os.path.dirname(os.path.realpath(__file__))
 
 
 def _files(pattern):

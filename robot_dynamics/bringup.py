@@ -29,10 +29,18 @@ from dataclasses import dataclass, field
 from .errors import RobotDynamicsError
 
 EXECUTABLES = ('sim_node', 'kinematics_node', 'controller_node', 'dynamics_node', 'trajectory_node', 'ik_node',
-               'vdc_controller', 'sea_controller', 'ip_controller')
+               'vdc_controller', 'sea_controller', 'ip_controller', 'closure_node')
 _NAMESPACE = re.compile(r'^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*/?$')
 _TOP_KEYS = {'robot', 'urdf', 'loops', 'rviz', 'namespace', 'nodes', 'description', 'timing'}
 TIMINGS = ('realtime', 'lockstep')
+# What drives the joints: 'sim' (sim_node, the package's plant), 'mock' (ros2_control's
+# mock_components/GenericSystem) or 'ros2_control' (the user's hardware plugin). With the two
+# ros2_control kinds, controller_manager + spawners (from a ROS 2 installation) replace sim_node
+# and closure_node completes the passive joints from joint_state_broadcaster's states.
+HARDWARE = ('sim', 'mock', 'ros2_control')
+# executables that need a topic only sim_node publishes (no ros2_control route yet)
+SIM_ONLY = {'vdc_controller': 'the chamber pressures (cylinder_states), which joint_state_broadcaster '
+                              'publishes only on dynamic_joint_states (no bridge yet)'}
 # Parameters that make a graph run in wall-clock real time or in lock-step on simulated time,
 # per executable ('*' = every node but sim_node). Applied before the config's own parameters
 # (which win) and the overrides (which win over both).
@@ -132,6 +140,35 @@ class Bringup:
     nodes: list
     source: str
     timing: str = 'realtime'
+    hardware: str = 'sim'
+    # processes from a ROS 2 installation (controller_manager, spawners): started by the ROS
+    # launch file, never by the built-in launcher (which says so)
+    ros_processes: list = field(default_factory=list)
+    xacro: str = ''     # the URDF + ros2_control block (robot_description with ros2_control)
+
+
+@dataclass
+class RosProcess:
+    """A process of another ROS 2 package (``ros2 run <package> <executable>``)."""
+
+    package: str
+    executable: str
+    name: str
+    parameters: list = field(default_factory=list)     # params files and/or dicts
+    arguments: list = field(default_factory=list)
+    remappings: dict = field(default_factory=dict)
+    namespace: str = ''
+
+    def command(self) -> str:
+        """The equivalent ``ros2 run`` command line (for messages and docs)."""
+        args = ' '.join(self.arguments)
+        ros = ['-r', f'__node:={self.name}'] if not self.arguments else []
+        if self.namespace:
+            ros += ['-r', f'__ns:=/{self.namespace}']
+        ros += [x for a, b in self.remappings.items() for x in ('-r', f'{a}:={b}')]
+        ros += [x for f in self.parameters if isinstance(f, str) for x in ('--params-file', f)]
+        tail = (' --ros-args ' + ' '.join(ros)) if ros else ''
+        return f'ros2 run {self.package} {self.executable}' + (f' {args}' if args else '') + tail
 
 
 def param_value_problem(value):
@@ -178,7 +215,8 @@ def _abs(base, p):
 
 
 def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str | None = None,
-                 namespace: str | None = None) -> Bringup:
+                 namespace: str | None = None, hardware: str = 'sim',
+                 use_sim_time: bool | None = None) -> Bringup:
     """Read and validate a bringup config; returns the node specs with model paths filled.
 
     ``overrides``: {node_name: {param: value}} applied on top of the file (e.g. from the
@@ -187,6 +225,15 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
     config's ``timing`` key, else 'realtime'. See ``TIMING_PARAMS``. ``namespace``: put every
     node in this ROS namespace (default the config's ``namespace``, else none); the nodes' topics
     are relative, so two robots in two namespaces share a domain without cross-talk.
+    ``hardware``: 'sim' (default: sim_node is the plant), 'mock' or 'ros2_control' (see
+    ``HARDWARE``): sim_node is replaced by ``closure_node`` (completes the passive joints from
+    ``measured_joint_states``) and :attr:`Bringup.ros_processes` lists controller_manager
+    (``config/ros2_control/<robot>_controllers.yaml``, its ``joint_states`` remapped to
+    ``measured_joint_states``) and the spawners of ``joint_state_broadcaster`` and the config's
+    forward command controller; the timing is real time (hardware does not wait).
+    ``use_sim_time``: None (default: the timing's: lock-step on simulated time, real time on the
+    wall clock), True (every node on sim_node's ``/clock``, also in real time: the plant clock;
+    needs hardware 'sim') or False (wall clock; not with lock-step).
     """
     import yaml
     path = config_path(robot_or_path)
@@ -231,9 +278,24 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
             raise BringupError(path, f'override {name}', f"node '{name}' {why} (nodes: {', '.join(map(str, started))})")
         if not isinstance(ov, dict):
             raise BringupError(path, f'override {name}', 'must be a mapping {parameter: value}')
+    if hardware not in HARDWARE:
+        raise BringupError(path, 'hardware', f'must be one of {HARDWARE}, got {hardware!r}')
+    if timing is not None and timing not in TIMINGS:
+        raise BringupError(path, 'timing', f'must be one of {TIMINGS}, got {timing!r}')
+    if hardware != 'sim':
+        if timing == 'lockstep':
+            raise BringupError(path, 'timing', f"lockstep needs the simulator (hardware 'sim'); "
+                                               f"hardware '{hardware}' runs in real time")
+        if use_sim_time:
+            raise BringupError(path, 'use_sim_time', f"simulated time comes from sim_node's /clock: "
+                                                     f"not with hardware '{hardware}'")
+        timing = 'realtime'
     timing = timing or data.get('timing') or 'realtime'
     if timing not in TIMINGS:
         raise BringupError(path, 'timing', f'must be one of {TIMINGS}, got {timing!r}')
+    if use_sim_time is False and timing == 'lockstep':
+        raise BringupError(path, 'use_sim_time', 'lock-step runs every node on simulated time: '
+                                                 'use_sim_time false needs timing realtime')
     tp = TIMING_PARAMS[timing]
     specs = []
     for name, nd in nodes_raw.items():
@@ -262,27 +324,108 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         timing_p = dict(tp.get(exe, {}))
         if exe != 'sim_node':
             timing_p.update(tp['*'])
-        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **overrides.get(name, {})}
+        # the use_sim_time argument wins over the config (the command line's overrides over both)
+        flag = {} if use_sim_time is None else (
+            {'use_sim_time': bool(use_sim_time)} if exe != 'sim_node'
+            else {'publish_clock': bool(use_sim_time)})   # sim_node: /clock = the plant clock
+        if hardware != 'sim' and exe != 'sim_node':
+            flag = {'use_sim_time': False}             # no /clock without sim_node
+        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **flag,
+                  **overrides.get(name, {})}
         nice = nd.get('nice', REALTIME_NICE if (timing == 'realtime' and exe in CONTROL_PATH) else 0)
         if not isinstance(nice, int) or isinstance(nice, bool) or not -20 <= nice <= 19:
             raise BringupError(path, f'{key}.nice', f'must be an integer in -20..19, got {nice!r}')
         specs.append(NodeSpec(name=name, executable=exe, parameters=params,
                               remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns,
                               nice=nice))
-    return Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path,
-                   timing=timing)
+    if ns:
+        # /clock is absolute in ROS (rclpy's time source subscribes /clock): a namespaced graph on
+        # simulated time gets its own, so two lock-step robots on one domain do not share a clock
+        for s in specs:
+            s.remappings.setdefault('/clock', f'/{ns}/clock')
+    b = Bringup(robot=data['robot'], urdf=urdf, loops=loops, rviz=rviz, nodes=specs, source=path,
+                timing=timing)
+    return b if hardware == 'sim' else _on_hardware(b, hardware, path)
+
+
+def _on_hardware(b: Bringup, hardware: str, path: str) -> Bringup:
+    """``b`` with sim_node replaced by closure_node + controller_manager and its spawners."""
+    for s in b.nodes:
+        if s.executable in SIM_ONLY:
+            raise BringupError(path, f'nodes.{s.name}', f"hardware '{hardware}' is not supported for "
+                                                        f'{s.executable}: it needs {SIM_ONLY[s.executable]}')
+    sim = next((s for s in b.nodes if s.executable == 'sim_node'), None)
+    ctl = next((s for s in b.nodes if s.executable != 'sim_node' and 'controller' in s.parameters), None)
+    controller = str((ctl or sim).parameters.get('controller', 'effort_controller')) if (ctl or sim) \
+        else 'effort_controller'
+    stem = os.path.basename(path)[:-5] if path.endswith('.yaml') else b.robot
+    share = share_dir()
+    ctl_yaml = os.path.join(share, 'config', 'ros2_control', f'{stem}_controllers.yaml')
+    xacro = os.path.join(share, 'urdf', f'{stem}.urdf.xacro')
+    for f, what in ((ctl_yaml, 'controllers YAML'), (xacro, 'URDF xacro with the ros2_control block')):
+        if not os.path.isfile(f):
+            raise BringupError(path, 'hardware', f"hardware '{hardware}' needs the {what} {f} "
+                                                 f'(python -m robot_dynamics.ros2_control <root> writes it)')
+    ns = b.nodes[0].namespace if b.nodes else ''
+    closure = NodeSpec('closure_node', 'closure_node',
+                       {'robot_description': b.urdf, 'loops': b.loops, 'use_sim_time': False},
+                       namespace=ns, nice=REALTIME_NICE)
+    nodes = [closure] + [s for s in b.nodes if s.executable != 'sim_node']
+    cm = f'/{ns}/controller_manager' if ns else '/controller_manager'
+    procs = [RosProcess('controller_manager', 'ros2_control_node', 'controller_manager',
+                        parameters=[ctl_yaml],
+                        # Jazzy+: the URDF comes from robot_state_publisher's topic; the
+                        # broadcaster's sensed joints go to closure_node
+                        remappings={'~/robot_description': 'robot_description',
+                                    'joint_states': 'measured_joint_states'}, namespace=ns)]
+    procs += [RosProcess('controller_manager', 'spawner', f'spawner_{c}',
+                         arguments=[c, '--controller-manager', cm], namespace=ns)
+              for c in ('joint_state_broadcaster', controller)]
+    return Bringup(robot=b.robot, urdf=b.urdf, loops=b.loops, rviz=b.rviz, nodes=nodes,
+                   source=b.source, timing=b.timing, hardware=hardware, ros_processes=procs,
+                   xacro=xacro)
+
+
+def robot_description_xml(b: Bringup, plugin: str = '') -> str:
+    """The ``robot_description`` text for robot_state_publisher (and controller_manager): the
+    URDF with hardware 'sim'; with 'mock' / 'ros2_control' the xacro with the ros2_control block
+    (``hardware:=mock`` or ``plugin:=<plugin>``, which 'ros2_control' requires), expanded with
+    the ``xacro`` package (``$(find robot_dynamics)`` = this package's share directory); links
+    without a visual get stick figures (:mod:`robot_dynamics.visuals`)."""
+    from .visuals import with_stick_visuals      # RViz draws the links that have no visual
+    if b.hardware == 'sim':
+        with open(b.urdf, encoding='utf-8') as fh:
+            return with_stick_visuals(fh.read())
+    if b.hardware == 'ros2_control' and not plugin:
+        raise BringupError(b.source, 'hardware_plugin', "hardware 'ros2_control' needs your hardware "
+                                                         'plugin: hardware_plugin:=<package>/<Class>')
+    import xacro
+    with open(b.xacro, encoding='utf-8') as fh:   # $(find robot_dynamics): this package's share
+        text = fh.read().replace('$(find robot_dynamics)', share_dir())
+    doc = xacro.parse(text, b.xacro)
+    xacro.process_doc(doc, mappings={'hardware': b.hardware, 'plugin': plugin or "''"})
+    return with_stick_visuals(doc.toxml())
+
+
+def _flag(value: str):
+    """'true' / 'false' / 'auto' (None) of a launch argument."""
+    return None if value == 'auto' else value == 'true'
 
 
 def launch_description(robot: str, rviz_default: str = 'false'):
     """ROS 2 ``LaunchDescription`` for a robot, built from its bringup config.
 
     Used by ``launch/<robot>.launch.py`` (needs the ``launch`` and ``launch_ros`` packages of a
-    ROS 2 installation). Arguments: ``rviz`` (true | false: start rviz2 with
-    ``config/rviz/<robot>.rviz``), ``timing`` (realtime | lockstep, default the config's),
-    ``namespace`` (default the config's; validated before any node starts). Starts
-    the config's nodes, ``robot_state_publisher`` with the URDF text and optionally rviz2; the
-    nodes are built when the arguments are known (OpaqueFunction), from the same
-    :func:`load_bringup` as ``robot-dynamics launch``.
+    ROS 2 installation). Arguments (each with ``choices`` where it has a fixed set, all checked
+    before any process starts): ``hardware`` (sim | mock | ros2_control, default sim; see
+    :func:`load_bringup`), ``hardware_plugin`` (the plugin of hardware:=ros2_control),
+    ``timing`` (realtime | lockstep, default the config's), ``use_sim_time`` (auto | true |
+    false, default auto: the timing's), ``namespace`` (default the config's), ``rviz`` (true |
+    false: rviz2 with ``config/rviz/<robot>.rviz``). Starts the config's nodes (with hardware
+    mock / ros2_control: closure_node instead of sim_node, plus controller_manager and the
+    spawners), ``robot_state_publisher`` and optionally rviz2; the nodes are built when the
+    arguments are known (OpaqueFunction), from the same :func:`load_bringup` as
+    ``robot-dynamics launch``.
     """
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -293,33 +436,46 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     def nodes(context, *args, **kwargs):
         # the launch's environment (os.environ plus any SetEnvironmentVariable before this)
         environ = getattr(context, 'environment', None)
-        return node_actions(robot, LaunchConfiguration('timing').perform(context),
-                            LaunchConfiguration('rviz').perform(context) == 'true',
+        arg = lambda k: LaunchConfiguration(k).perform(context)   # noqa: E731
+        return node_actions(robot, arg('timing'), arg('rviz') == 'true',
                             environ=environ if environ is not None else os.environ,
-                            namespace=LaunchConfiguration('namespace').perform(context))
+                            namespace=arg('namespace'), hardware=arg('hardware'),
+                            plugin=arg('hardware_plugin'), use_sim_time=_flag(arg('use_sim_time')))
     return LaunchDescription([
+        DeclareLaunchArgument('hardware', default_value='sim', choices=list(HARDWARE),
+                              description='sim: sim_node is the plant; mock: ros2_control mock '
+                                          'hardware; ros2_control: your plugin (hardware_plugin)'),
+        DeclareLaunchArgument('hardware_plugin', default_value='',
+                              description='hardware plugin of hardware:=ros2_control '
+                                          '(<package>/<Class>)'),
         DeclareLaunchArgument('rviz', default_value=rviz_default, choices=['true', 'false'],
                               description='start rviz2 with config/rviz/<robot>.rviz'),
         DeclareLaunchArgument('timing', default_value=b.timing, choices=list(TIMINGS),
                               description='realtime (wall clock) or lockstep (simulated time, '
-                                          'deterministic)'),
+                                          'deterministic; hardware:=sim only)'),
+        DeclareLaunchArgument('use_sim_time', default_value='auto', choices=['auto', 'true', 'false'],
+                              description="auto: the timing's (lockstep: true); true: every node on "
+                                          "sim_node's /clock, also in real time"),
         DeclareLaunchArgument('namespace', default_value=b.nodes[0].namespace if b.nodes else '',
                               description='ROS namespace of every node (topics are relative: two '
                                           'robots in two namespaces share a domain)'),
         OpaqueFunction(function=nodes)])
 
 
-def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=None):
-    """launch_ros ``Node`` actions of a robot's bringup (its nodes, robot_state_publisher, rviz2).
+def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=None,
+                 hardware: str = 'sim', plugin: str = '', use_sim_time=None):
+    """launch_ros ``Node`` actions of a robot's bringup (its nodes, controller_manager and
+    spawners with a ros2_control ``hardware``, robot_state_publisher, rviz2).
 
     ``environ``: the environment the launch runs in (default ``os.environ``; the launch
     context's environment in :func:`launch_description`): unless it sets
-    ``ROS_AUTOMATIC_DISCOVERY_RANGE``, every node gets ``LOCALHOST`` (``additional_env``)."""
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE``, every node gets ``LOCALHOST`` (``additional_env``).
+    Every argument is checked (:class:`BringupError`) before an action is made."""
     from launch_ros.actions import Node
-    b = load_bringup(robot, timing=timing, namespace=namespace)
+    b = load_bringup(robot, timing=timing or None, namespace=namespace, hardware=hardware,
+                     use_sim_time=use_sim_time)
     ns = b.nodes[0].namespace if b.nodes else ''
-    with open(b.urdf, encoding='utf-8') as fh:
-        urdf_xml = fh.read()
+    urdf_xml = robot_description_xml(b, plugin)
     # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
     # the plant clock): so do rsp and rviz2
     sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
@@ -329,12 +485,21 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=No
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],
                     remappings=list(s.remappings.items()), output='screen',
                     **({'prefix': f'nice -n {s.nice}'} if s.nice else {}), **dds) for s in b.nodes]
+    # a namespaced robot keeps its clock (load_bringup) and its TF tree to itself: two robots
+    # with the same link names would otherwise mix on /tf (the usual multi-robot remaps)
+    clock = [(t, f'/{ns}{t}') for t in ('/clock', '/tf', '/tf_static')] if ns else []
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
                         name='robot_state_publisher', namespace=ns or None,
                         parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
-                        output='screen', **dds))
+                        remappings=clock, output='screen', **dds))
+    for p in b.ros_processes:
+        actions.append(Node(package=p.package, executable=p.executable,
+                            **({} if p.arguments else {'name': p.name}),
+                            namespace=p.namespace or None, parameters=list(p.parameters),
+                            arguments=list(p.arguments), remappings=list(p.remappings.items()),
+                            output='screen', **dds))
     if b.rviz and rviz:
         actions.append(Node(package='rviz2', executable='rviz2', name='rviz2',
-                            arguments=['-d', b.rviz], parameters=[{'use_sim_time': sim_time}],
-                            **dds))
+                            namespace=ns or None, arguments=['-d', b.rviz],
+                            parameters=[{'use_sim_time': sim_time}], remappings=clock, **dds))
     return actions

@@ -288,7 +288,9 @@ def cmd_launch(args):
     from .launcher import Launcher
     overrides = _launch_overrides(args.param)
     try:
-        b = load_bringup(args.robot, overrides, timing=args.timing, namespace=args.namespace)
+        b = load_bringup(args.robot, overrides, timing=args.timing, namespace=args.namespace,
+                         hardware=args.hardware,
+                         use_sim_time={'auto': None, 'true': True, 'false': False}[args.use_sim_time])
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
     deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
@@ -300,6 +302,8 @@ def cmd_launch(args):
                 cmd = launcher.command(s)
                 cmd[-1] = f'<{s.name}.yaml>'          # the temporary params file (parameters below)
                 print(' '.join(cmd), s.parameters)
+            for p in b.ros_processes:                 # ros2_control: from a ROS 2 installation
+                print(f'# not started by this launcher: {p.command()}')
         finally:
             launcher.shutdown()
         return 0
@@ -390,6 +394,13 @@ def build_parser():
                     help='override a node parameter (YAML value), repeatable')
     pl.add_argument('--timing', choices=['realtime', 'lockstep'], default=None,
                     help="realtime (wall clock, default) or lockstep (simulated time, deterministic)")
+    pl.add_argument('--hardware', choices=['sim', 'mock', 'ros2_control'], default='sim',
+                    help='sim (default): sim_node is the plant; mock | ros2_control: '
+                         'closure_node + the controllers here, controller_manager from a ROS 2 '
+                         'installation (printed: this launcher cannot start it)')
+    pl.add_argument('--use-sim-time', choices=['auto', 'true', 'false'], default='auto',
+                    help="auto (default): the timing's (lockstep: simulated time); true: every "
+                         "node on sim_node's /clock, also in real time")
     pl.add_argument('--namespace', default=None, metavar='NS',
                     help="ROS namespace of every node (default the config's); topics are "
                          'relative, so robots in two namespaces share a ROS domain')

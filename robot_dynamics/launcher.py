@@ -271,6 +271,18 @@ class Launcher:
             self._say('launch', f'watchdog (pid {self.watchdog.pid}); {self.discovery}')
         else:
             self._say('launch', self.discovery)
+        b = self.bringup
+        if b.ros_processes:                 # ros2_control hardware: not ours to start
+            self._say('launch', f"hardware '{b.hardware}': controller_manager, its spawners and "
+                                f'robot_state_publisher (robot_description: {b.xacro} with '
+                                f"hardware:={'mock' if b.hardware == 'mock' else '<ros2_control>'}) "
+                                f'need a ROS 2 installation and are not started by this launcher; '
+                                f'`ros2 launch robot_dynamics {b.robot}.launch.py '
+                                f'hardware:={b.hardware}` starts everything. Started here: '
+                                f"{', '.join(s.name for s in b.nodes)} (closure_node completes "
+                                f'measured_joint_states). The ROS 2 side:')
+            for p in b.ros_processes:
+                self._say('launch', f'  {p.command()}')
         for spec in self.bringup.nodes:
             if self._stop.is_set():
                 break                       # a stop signal arrived while starting

@@ -5,8 +5,15 @@ import random
 import sys
 import tempfile
 
+import pytest
+
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
+if os.environ.get('PYTEST_XDIST_WORKER', '').startswith('gw'):
+    # a pytest-xdist worker (scripts/test.sh): its own domain, so that two lock-step graphs of the
+    # same robot on two workers never see each other (0..232 are valid domain ids)
+    _base = int(os.environ['ROS_DOMAIN_ID'])
+    os.environ['ROS_DOMAIN_ID'] = str((_base + 101 + int(os.environ['PYTEST_XDIST_WORKER'][2:])) % 233)
 os.environ.setdefault('ROS_LOG_DIR', tempfile.mkdtemp(prefix='robot_dynamics_ros_logs_'))
 if os.environ.get('VIRTUAL_ENV') or sys.prefix != sys.base_prefix:
     os.environ.setdefault('AMENT_PREFIX_PATH', os.environ.get('VIRTUAL_ENV', sys.prefix))
@@ -25,3 +32,23 @@ def pytest_report_header(config):
     return (f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} "
             f"ROS_AUTOMATIC_DISCOVERY_RANGE={os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} "
             f"ROS_LOG_DIR={os.environ['ROS_LOG_DIR']}")
+
+
+# Tests that start processes, use ROS or measure wall time run one at a time (scripts/test.sh:
+# ``-m serial`` alone, after the others ran on both cores with pytest-xdist). Lock-step graphs
+# (simulated time: deterministic whatever the load; each worker has its own ROS domain) may
+# run next to other tests; real-time graphs, launcher/executor signal deadlines and start-up
+# timings may not.
+SERIAL_MODULES = ('test_ros_', 'test_launcher', 'test_executor', 'test_startup', 'test_mcap_bag',
+                  'test_environment', 'test_cli')
+LOCKSTEP_GRAPH_MODULES = {'test_ros_gough_stewart', 'test_ros_hydraulic', 'test_ros_hydraulic_load',
+                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip'}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = getattr(item.module, '__name__', '')
+        if name in LOCKSTEP_GRAPH_MODULES:
+            continue
+        if name.startswith(SERIAL_MODULES) or item.get_closest_marker('ros') is not None:
+            item.add_marker(pytest.mark.serial)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from robot_dynamics.bringup import BringupError, NodeSpec, launch_description, load_bringup
+from robot_dynamics.urdf import load_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'config', '*.yaml')))
@@ -118,7 +119,7 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     assert args['timing']['default_value'] == load_bringup(robot).timing
     assert args['namespace']['default_value'] == ''
     opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
-    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'true', 'namespace': ''})
+    actions = opaque[0].kwargs['function'](_ctx(timing=timing, rviz='true'))
     nodes = [a for a in actions if type(a).__name__ == 'Node']
     ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
     b = load_bringup(robot, timing=timing)
@@ -133,12 +134,97 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     assert any(n.kwargs['package'] == 'rviz2' for n in nodes)
     # namespace:=r1 puts every node of ours and robot_state_publisher in it; a bad one is refused
     # before any node is built
-    actions = opaque[0].kwargs['function']({'timing': timing, 'rviz': 'false', 'namespace': 'r1'})
+    actions = opaque[0].kwargs['function'](_ctx(timing=timing, namespace='r1'))
     nodes = [a for a in actions if type(a).__name__ == 'Node']
     assert all(n.kwargs['namespace'] == 'r1' for n in nodes
                if n.kwargs['package'] in ('robot_dynamics', 'robot_state_publisher'))
+    # ... with its own /clock (every node) and TF tree (robot_state_publisher, rviz2)
+    assert all(('/clock', '/r1/clock') in n.kwargs['remappings'] for n in nodes)
+    assert all({('/tf', '/r1/tf'), ('/tf_static', '/r1/tf_static')} <= set(n.kwargs['remappings'])
+               for n in nodes if n.kwargs['package'] in ('robot_state_publisher', 'rviz2'))
     with pytest.raises(BringupError, match='namespace'):
-        opaque[0].kwargs['function']({'timing': timing, 'rviz': 'false', 'namespace': 'r 1'})
+        opaque[0].kwargs['function'](_ctx(timing=timing, namespace='r 1'))
+
+
+def _ctx(**kw):
+    """The launch arguments' values (the launch file's defaults but for ``kw``)."""
+    return {'timing': '', 'rviz': 'false', 'namespace': '', 'hardware': 'sim', 'hardware_plugin': '',
+            'use_sim_time': 'auto', **kw}
+
+
+def _launch(path):
+    ns = {}
+    exec(compile(open(path).read(), path, 'exec'), ns)
+    ld = ns['generate_launch_description']()
+    args = {a.args[0]: a.kwargs for a in ld.args[0] if type(a).__name__ == 'DeclareLaunchArgument'}
+    opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
+    return args, opaque[0].kwargs['function']
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_launch_files_hardware_and_sim_time_switches(fake_launch, path):
+    """Every launch file, every hardware x use_sim_time x timing combination: a valid one
+    builds the nodes of load_bringup with those arguments (hardware mock / ros2_control:
+    closure_node instead of sim_node, controller_manager with the controllers YAML and the
+    broadcaster's joint_states remapped to measured_joint_states, the two spawners, and
+    robot_state_publisher with the ros2_control xacro expanded); an invalid one raises
+    BringupError naming the argument before any action is made."""
+    robot = os.path.basename(path)[:-len('.launch.py')]
+    args, fn = _launch(path)
+    assert args['hardware']['choices'] == ['sim', 'mock', 'ros2_control']
+    assert args['hardware']['default_value'] == 'sim'
+    assert args['use_sim_time']['choices'] == ['auto', 'true', 'false']
+    built = 0
+    for hw in ('sim', 'mock', 'ros2_control'):
+        for st in ('auto', 'true', 'false'):
+            for timing in ('realtime', 'lockstep'):
+                ctx = _ctx(timing=timing, hardware=hw, use_sim_time=st,
+                           hardware_plugin='my_hw/MySystem' if hw == 'ros2_control' else '')
+                flag = {'auto': None, 'true': True, 'false': False}[st]
+                try:
+                    b = load_bringup(robot, timing=timing, hardware=hw, use_sim_time=flag)
+                except BringupError as exc:
+                    with pytest.raises(BringupError) as ei:
+                        fn(ctx)
+                    assert str(ei.value) == str(exc)
+                    assert any(k in str(exc) for k in ('timing', 'use_sim_time', 'nodes.')), exc
+                    continue
+                built += 1
+                nodes = [a for a in fn(ctx) if type(a).__name__ == 'Node']
+                ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
+                assert [(n.kwargs['name'], n.kwargs['parameters']) for n in ours] == \
+                    [(s.name, [s.parameters]) for s in b.nodes]
+                rsp = [n for n in nodes if n.kwargs['package'] == 'robot_state_publisher'][0]
+                desc = rsp.kwargs['parameters'][0]['robot_description']
+                sim_time = any(s.parameters.get('use_sim_time') for s in b.nodes)
+                assert rsp.kwargs['parameters'][0]['use_sim_time'] == sim_time
+                if flag is not None:
+                    assert all(s.parameters['use_sim_time'] == flag for s in b.nodes
+                               if s.executable != 'sim_node')
+                cm = [n for n in nodes if n.kwargs['package'] == 'controller_manager']
+                if hw == 'sim':
+                    assert not cm and '<ros2_control' not in desc
+                    assert [s.executable for s in b.nodes].count('sim_node') == 1
+                    continue
+                assert 'sim_node' not in [s.executable for s in b.nodes]
+                assert b.nodes[0].executable == 'closure_node' and not sim_time
+                plugin = 'mock_components/GenericSystem' if hw == 'mock' else 'my_hw/MySystem'
+                assert f'<plugin>{plugin}</plugin>' in desc
+                assert load_model(desc).joint_names == load_model(b.urdf).joint_names
+                node = [n for n in cm if n.kwargs['executable'] == 'ros2_control_node']
+                assert len(node) == 1
+                yml = node[0].kwargs['parameters'][0]
+                with open(yml) as fh:
+                    controllers = yaml.safe_load(fh)['controller_manager']['ros__parameters']
+                assert dict(node[0].kwargs['remappings'])['joint_states'] == 'measured_joint_states'
+                spawned = [n.kwargs['arguments'][0] for n in cm if n.kwargs['executable'] == 'spawner']
+                assert spawned[0] == 'joint_state_broadcaster' and len(spawned) == 2
+                assert spawned[1] in controllers and spawned[1] in {
+                    s.parameters.get('controller') for s in b.nodes}
+    assert built >= 5, built
+    # hardware ros2_control without a plugin: refused before any action
+    with pytest.raises(BringupError, match='hardware_plugin' if robot != 'hydraulic_boom' else 'vdc'):
+        fn(_ctx(hardware='ros2_control'))
 
 
 @pytest.mark.parametrize('ns, ok', [('r1', 'r1'), ('/r1', 'r1'), ('fleet/arm_2', 'fleet/arm_2'),

@@ -40,3 +40,26 @@ def test_id_writes_csv_consistent_with_rnea(tmp_path, capsys):
 def test_unknown_robot_is_a_clear_error():
     with pytest.raises(SystemExit, match='neither a file nor a packaged robot'):
         cli.main(['info', 'no_such_robot'])
+
+
+def test_launch_hardware_switch_prints_what_it_starts_and_what_needs_ros(capsys):
+    """--hardware mock: closure_node and the controllers are ours to start (nice -10, wall
+    clock), controller_manager and its spawners are printed as `ros2 run` lines; the boom and
+    --timing lockstep are refused with the reason, before anything starts."""
+    assert cli.main(['launch', 'five_bar', '--hardware', 'mock', '--print']) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if ' -m robot_dynamics.nodes.' in ln]
+    assert [ln.split(' -m robot_dynamics.nodes.')[1].split()[0] for ln in lines] == \
+        ['closure_node', 'kinematics_node', 'trajectory_node', 'controller_node']
+    assert all("'use_sim_time': False" in ln for ln in lines)
+    assert '# not started by this launcher: ros2 run controller_manager ros2_control_node' in out
+    assert 'joint_states:=measured_joint_states' in out and 'five_bar_controllers.yaml' in out
+    assert 'spawner joint_state_broadcaster' in out and 'spawner effort_controller' in out
+    with pytest.raises(SystemExit, match='vdc_controller: it needs the chamber pressures'):
+        cli.main(['launch', 'hydraulic_boom', '--hardware', 'ros2_control', '--print'])
+    with pytest.raises(SystemExit, match="lockstep needs the simulator"):
+        cli.main(['launch', 'five_bar', '--hardware', 'mock', '--timing', 'lockstep', '--print'])
+    assert cli.main(['launch', 'gough_stewart', '--timing', 'realtime', '--use-sim-time', 'false',
+                     '--print']) == 0
+    out = capsys.readouterr().out
+    assert "'use_sim_time': True" not in out and "'publish_clock': False" in out

@@ -163,6 +163,11 @@ def test_five_bar_graph_tracks_task_space_circle():
         # the circle is really being followed (not a static point): the tool moved > 3 cm
         xs = np.array([p.x for _, p in poses])
         assert xs.max() - xs.min() > 0.03
+        # every topic of the robot's RViz config has a publisher in the running graph
+        from robot_dynamics.rviz import rviz_topics
+        b = load_bringup('five_bar')
+        for _, _, topic, _ in rviz_topics(b, rd.load_model(b.urdf, loops=b.loops)):
+            assert probe.node.count_publishers('/' + topic) > 0, topic
         _hold_and_rejection_checks(launcher, probe, model, out)
     run_graph('five_bar', body)
 

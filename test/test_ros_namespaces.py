@@ -105,3 +105,37 @@ def test_two_robots_in_two_namespaces_do_not_talk_to_each_other():
             la.shutdown()
     for la in launchers.values():
         assert_no_process_left(la)
+
+
+def test_namespaced_lockstep_graphs_each_have_their_own_clock():
+    """/clock is absolute in ROS: a namespaced graph on simulated time remaps it to /<ns>/clock
+    (load_bringup), so two lock-step robots on one domain never share a clock. sim_node of two
+    lock-step five_bar graphs (r1, r2; it publishes its clock with every state, also while it
+    waits for the first command) -> /r1/clock and /r2/clock both flow with plant time, nothing on
+    /clock."""
+    from rosgraph_msgs.msg import Clock
+    specs = {ns: load_bringup('five_bar', namespace=ns, timing='lockstep') for ns in ('r1', 'r2')}
+    for ns, b in specs.items():
+        assert all(s.remappings['/clock'] == f'/{ns}/clock' for s in b.nodes)
+    import dataclasses
+    launchers = {ns: Launcher(dataclasses.replace(b, nodes=[s for s in b.nodes if s.executable == 'sim_node']),
+                              out=io.StringIO()) for ns, b in specs.items()}
+    probe = SpunNode('clock_probe')
+    got = {k: [] for k in ('/r1/clock', '/r2/clock', '/clock')}
+    for topic in got:
+        probe.node.create_subscription(Clock, topic, lambda m, t=topic: got[t].append(m), DEEP)
+    try:
+        for la in launchers.values():
+            la.start()
+        t_end = time.monotonic() + 30.0
+        while time.monotonic() < t_end and not (len(got['/r1/clock']) > 2 and len(got['/r2/clock']) > 2):
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        probe.close()
+        for la in launchers.values():
+            la.shutdown()
+    for la in launchers.values():
+        assert_no_process_left(la)
+    assert len(got['/r1/clock']) > 2 and len(got['/r2/clock']) > 2, {k: len(v) for k, v in got.items()}
+    assert not got['/clock'], len(got['/clock'])

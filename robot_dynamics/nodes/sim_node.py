@@ -38,6 +38,7 @@ from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, D
                                           declare_params, guarded, load_model_param, spin_node)
 from robot_dynamics.plants import make_plant
 from robot_dynamics.sim_runner import SimRunner, sim_params
+from robot_dynamics.visuals import with_stick_visuals
 
 
 class SimNode(Node):
@@ -71,7 +72,8 @@ class SimNode(Node):
         self.pub_extra = (self.create_publisher(JointState, P['extra_states_topic'], QOS_STATE)
                           if hasattr(self.plant, 'extra_states') else None)
         self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
-        self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(String(data=m.urdf_xml))
+        self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(
+            String(data=with_stick_visuals(m.urdf_xml)))     # RViz draws links without visuals
         self.sub_cmd = self.create_subscription(Float64MultiArray, f'{controller}/commands',
                                  guarded(self, self.on_command, 'command'), QOS_COMMAND)
         self.create_subscription(WrenchStamped, '~/external_wrench',
