@@ -53,6 +53,9 @@ def _set_params(node, target, values):
     # the VDC law also reads the chamber pressures from the same message (safe command: 0 V)
     ('hydraulic_boom', 'vdc_controller', ['lift_joint', 'tilt_joint'],
      {f'{c}/{k}': 60e5 for c in ('lift_cyl', 'tilt_cyl') for k in ('p_a', 'p_b')}),
+    # task reference with derivatives up to snap (reference/pose + reference/derivatives); safe
+    # command: the motors brake (-hold_damping * motor velocity: 0 at rest)
+    ('planar_3rrr_sea', 'sea_controller', None, {}),
 ])
 def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_name, ref_joints, extra):
     b = load_bringup(robot, timing='realtime')
@@ -63,7 +66,8 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
     m = rd.load_model(b.urdf)
     cmd_joints = [j for j in (p.get('joints') or m.actuated) if j]
     ci = [m.joint_index(j) for j in cmd_joints]
-    ri = [m.joint_index(j) for j in ref_joints]
+    task = ref_joints is None                 # the SEA law: an EE reference (x, y, z) + derivatives
+    ri = [] if task else [m.joint_index(j) for j in ref_joints]
     limit = np.asarray(m.effort_limit, float)[ci]
     limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
     import io
@@ -76,6 +80,12 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
                              lambda msg: cmds.append((time.monotonic(), list(msg.data))), DEEP)
     pub_js = node.create_publisher(JointState, 'joint_states', QOS_STATE)
     pub_ref = node.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+    if task:
+        from geometry_msgs.msg import PoseStamped
+        from std_msgs.msg import MultiArrayDimension
+        pub_pose = node.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
+        pub_der = node.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
+        x_ref = [-0.05 + 0.005, 0.0, 0.0]     # 5 mm from the start configuration's EE (config)
     q0 = m.reference_q()
     names = list(m.joint_names)
 
@@ -89,6 +99,17 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         pub_js.publish(js)
 
     def ref(t):
+        if task:
+            pm = PoseStamped()
+            pm.header.stamp = _stamp(t)
+            pm.pose.position.x, pm.pose.position.y, pm.pose.position.z = x_ref
+            pm.pose.orientation.w = 1.0
+            dm = Float64MultiArray(data=list(x_ref) + [0.0] * 12)
+            dm.layout.dim = [MultiArrayDimension(label='order', size=5, stride=15),
+                             MultiArrayDimension(label='xyz', size=3, stride=3)]
+            pub_pose.publish(pm)
+            pub_der.publish(dm)
+            return
         msg = JointTrajectory(joint_names=list(ref_joints))
         msg.header.stamp = _stamp(t)
         k = len(ref_joints)
@@ -145,7 +166,7 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         assert np.all(np.isfinite(arr)) and np.all(np.abs(arr) <= limit + 1e-9)
         # one forged state 0.8 s in the future, then valid states: they are still answered by
         # the law (before: rejected as 'older than the last state' -> safe command after 0.1 s)
-        hold = np.zeros(len(ci)) if extra else \
+        hold = np.zeros(len(ci)) if extra or task else \
             hold_command(m, q0, np.zeros(m.nq), float(p.get('hold_damping', 0.0)))[ci]
         state(now() + 0.8)
         t_forged = time.monotonic()
@@ -173,3 +194,46 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         launcher.shutdown()
     assert_no_process_left(launcher)
     assert 'rejected joint_states' in out.getvalue()
+
+
+def test_trajectory_node_parameters_have_descriptors():
+    """trajectory_node declares every parameter with a description and constraint, read-only
+    (the profile is built once): a run-time set is refused with the reason, a bad start value
+    stops the node with the parameter's name (the launcher reports it)."""
+    import io
+    from rcl_interfaces.srv import DescribeParameters
+    b = load_bringup('five_bar', timing='realtime')
+    b.nodes = [n for n in b.nodes if n.name == 'trajectory_node']
+    out = io.StringIO()
+    launcher = Launcher(b, out=out)
+    probe = SpunNode('traj_param_probe')
+    node = probe.node
+    try:
+        launcher.start()
+        res = _set_params(node, '/trajectory_node', {'rate': 50.0, 'radius': 0.1})
+        assert all(not r.successful and 'read-only' in r.reason.lower() for r in res.values()), res
+        cli = node.create_client(DescribeParameters, '/trajectory_node/describe_parameters')
+        assert cli.wait_for_service(timeout_sec=10.0)
+        names = ['mode', 'profile', 'rate', 'radius', 'center', 'start_topic']
+        fut = cli.call_async(DescribeParameters.Request(names=names))
+        t_end = time.monotonic() + 10.0
+        while not fut.done() and time.monotonic() < t_end:
+            time.sleep(0.02)
+        desc = {d.name: d for d in fut.result().descriptors}
+        assert all(desc[n].description and desc[n].read_only for n in names), desc
+        assert 'one of joint, task' in desc['mode'].additional_constraints
+        assert desc['rate'].floating_point_range[0].from_value > 0.0
+        assert launcher.poll() is None
+    finally:
+        probe.close()
+        launcher.shutdown()
+    assert_no_process_left(launcher)
+    # a bad start value: the node stops, naming the parameter
+    for bad, what in (({'mode': 'banana'}, 'parameter mode'), ({'rate': -5.0}, 'parameter rate'),
+                      ({'profile': 'zigzag'}, 'parameter profile')):
+        b2 = load_bringup('five_bar', timing='realtime', overrides={'trajectory_node': bad})
+        b2.nodes = [n for n in b2.nodes if n.name == 'trajectory_node']
+        out = io.StringIO()
+        la = Launcher(b2, out=out)
+        assert la.run(duration=30.0) == 1, out.getvalue()[-2000:]
+        assert what in out.getvalue(), out.getvalue()[-2000:]

@@ -48,7 +48,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, load_model_param, spin_node
+from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, declare_params, load_model_param, spin_node
 from robot_dynamics.trajectories import make_profile
 
 ORDER = 4
@@ -60,7 +60,7 @@ class TrajectoryNode(Node):
     def __init__(self):
         super().__init__('trajectory_node')
         self.model = m = load_model_param(self)
-        dp = self.declare_parameter
+        dp = self._declare
         self.mode = dp('mode', 'joint').value
         kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
         rate = float(dp('rate', 100.0).value)
@@ -148,6 +148,50 @@ class TrajectoryNode(Node):
         if self.get_parameter('use_sim_time').value:
             self.prime = self.create_timer(0.2, self.prime_tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
+
+    #: name -> (description, constraint) of every parameter (declared read-only with these
+    #: descriptors when first read, so a bad start value stops the node with the parameter's name
+    #: and a run-time `ros2 param set` is refused: the profile is built once at start)
+    PARAMS = {
+        'mode': ('reference kind: joint trajectory, task-space pose, PKM roll with 2nd-order ID '
+                 'feed-forward, hydraulic boom A-B-C-D', ('joint', 'task', 'pkm_d2', 'boom_task')),
+        'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | goals '
+                    '(task), roll (pkm_d2)',
+                    ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'goals', 'roll')),
+        'rate': ('samples per second [Hz] (real time)', (1e-3, 1e5)),
+        'joints': ('joint names of a joint reference (default: the independent joints)', None),
+        'amplitude': ('sinusoid amplitude per joint [rad | m]', None),
+        'frequency': ('sinusoid / circle frequency [Hz]', None),
+        'phase': ('sinusoid / circle phase [rad]', None),
+        'offset': ('sinusoid offset per joint [rad | m] (default: the reference configuration)', None),
+        'waypoints': ('joint waypoints (flattened rows) | boom A-B-C-D tool points (x, z pairs) [m]', None),
+        'durations': ('duration of each waypoint segment [s]', None),
+        'repeat': ('repeat the profile after its duration', None),
+        'center': ('circle centre, world frame [m]', None),
+        'radius': ('circle radius [m]', (0.0, None)),
+        'e1': ('first in-plane unit vector of the circle (world)', None),
+        'e2': ('second in-plane unit vector of the circle (world)', None),
+        'roll_min': ('pkm_d2 roll: smallest platform roll angle [rad]', None),
+        'roll_max': ('pkm_d2 roll: largest platform roll angle [rad]', None),
+        'roll_period': ('pkm_d2 roll: period [s]', (1e-6, None)),
+        'roll_center': ('pkm_d2 roll: platform centre (world) [m]', None),
+        'task_axes': ('boom_task: world components of the tool point', None),
+        'task_loops': ('boom_task: number of A-B-C-D loops', (1, 1000000)),
+        'leg_duration': ('boom_task: duration of one leg [s]', (1e-6, None)),
+        'start_delay': ('boom_task: rest before the first leg [s]', (0.0, None)),
+        'start': ('goals: EE position at rest before the first goal (world) [m]', None),
+        'max_speed': ('goals: peak EE speed of a move [m/s]', (1e-9, None)),
+        'min_duration': ('goals: shortest move [s]', (0.0, None)),
+        'goal_topic': ('goals: geometry_msgs/PointStamped goals (relative name)', None),
+        'sync_topic': ('lock-step: one sample per JointState stamp on this topic (empty: timer)', None),
+        'start_topic': ('real time: the profile starts with the first message here (empty: at once)', None),
+    }
+
+    def _declare(self, name, default):
+        """Declare ``name`` (read-only, described, constrained: :attr:`PARAMS`); its Parameter."""
+        text, cons = self.PARAMS.get(name, ('', None))
+        declare_params(self, {name: (default, text, cons)})
+        return self.get_parameter(name)
 
     def _goal_profile(self, m, dp):
         """``mode: task``, ``profile: goals`` (seed 004's SEA moves): rest at ``start`` until a
