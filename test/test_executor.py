@@ -93,3 +93,25 @@ def test_spin_node_ends_on_signal(tmp_path, sig):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_keyboard_interrupt_inside_a_callback_shuts_the_context_down():
+    """Ctrl-C raising KeyboardInterrupt while a guarded callback runs (e.g. inside a publish,
+    as seen at the end of a demo) must not escape to the executor (which logs it as a FATAL
+    exception in a callback): the guard shuts the node's context down, so spin_node's loop ends
+    and the node exits 0."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('kbd_test', context=ctx)
+
+    def cb(msg):
+        raise KeyboardInterrupt
+
+    try:
+        assert guarded(node, cb, 'cb')(object()) is None
+        assert not ctx.ok()
+        assert getattr(node, 'callback_errors', 0) == 0       # not counted as a callback error
+    finally:
+        node.destroy_node()
+        if ctx.ok():
+            rclpy.shutdown(context=ctx)

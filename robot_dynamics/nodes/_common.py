@@ -208,6 +208,15 @@ def guarded(node, callback, what='callback'):
             args = args[1:]          # the EventsExecutor passes a TimerInfo to *args callbacks
         try:
             return callback(*args)
+        except KeyboardInterrupt:
+            # Ctrl-C / SIGINT arrived while this callback ran: end the node cleanly (spin_node's
+            # loop stops when the context is shut down; exit code 0) instead of the executor's
+            # FATAL log of an exception escaping a callback
+            try:
+                node.context.try_shutdown()
+            except Exception:  # noqa: BLE001 - already shut down
+                pass
+            return None
         except Exception as exc:  # noqa: BLE001 - the point of the guard
             if not node.context.ok():
                 return None          # shutting down (a timer after SIGINT): nothing to report
