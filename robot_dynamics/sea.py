@@ -23,12 +23,45 @@ from .pkm.planar_sea import Planar3RRR, Planar3RRRParams, _planar_batch, _solve2
 from .plants import register_plant
 from .sim import Plant, StepInfo
 
-__all__ = ['SEAPlant', 'sea_params_from_model', 'warmup']
+__all__ = ['SEAPlant', 'sea_params_from_model', 'sea_limbs', 'warmup']
+
+
+def sea_limbs(model):
+    """[(arm joint, elbow joint, motor joint)] of the three SEA limbs, in the order of the
+    sidecar's ``actuators`` of type ``sea`` (``joint``, its link's child joint, ``motor_joint``)."""
+    import xml.etree.ElementTree as ET
+    seas = [a for a in model.actuators.values() if a.get('type') == 'sea']
+    root = ET.fromstring(model.urdf_xml)
+    by_parent = {}
+    child_of = {}
+    for j in root.findall('joint'):
+        by_parent.setdefault(j.find('parent').get('link'), []).append(j.get('name'))
+        child_of[j.get('name')] = j.find('child').get('link')
+    out = []
+    for a in seas:
+        arm, mot = a.get('joint'), a.get('motor_joint')
+        kids = by_parent.get(child_of.get(arm), [])
+        if arm not in model.joint_names or mot not in model.joint_names or len(kids) != 1:
+            raise InputError(f"model '{model.name}': SEA actuator on '{arm}' (motor '{mot}'): needs "
+                             f"an arm joint with one child (elbow) joint and a motor joint")
+        out.append((arm, kids[0], mot))
+    return out
 
 
 def sea_params_from_model(model):
-    """Planar3RRRParams with the SEA data of the sidecar's ``actuators`` block (type ``sea``:
-    stiffness, motor_inertia, damping); the geometry is the brief's assumed prototype."""
+    """Planar3RRRParams of a planar 3RRR SEA-PKM read from its URDF + sidecar.
+
+    SEA data from the sidecar's ``actuators`` block (three of type ``sea``: ``joint`` = the arm
+    joint driven through the spring, ``motor_joint``, shared ``stiffness``, ``motor_inertia``,
+    ``damping``). Geometry and masses from the URDF, limb k = the k-th SEA: base joint position
+    (``joint``'s origin in the x-y plane of its parent), proximal length a (origin of the child
+    joint of the arm link), distal length b (origin of the distal link's child frame), link
+    masses; the EE mass from the centre of mass of the last limb's distal link. The route this
+    feeds (:class:`robot_dynamics.pkm.planar_sea.Planar3RRR`: plant, flatness law, IK) is a
+    planar 3RRR with uniform slender links, base joints on a circle and equal limbs: a URDF
+    outside that class is refused with :class:`InputError` naming the joint or link, never
+    simulated with other numbers than its own."""
+    import xml.etree.ElementTree as ET
     seas = [a for a in model.actuators.values() if a.get('type') == 'sea']
     if len(seas) != 3:
         raise InputError(f"model '{model.name}': the sea plant needs 3 actuators of type 'sea' in "
@@ -38,9 +71,92 @@ def sea_params_from_model(model):
     for k, v in vals.items():
         if len(v) != 1:
             raise InputError(f"model '{model.name}': the SEAs must share {k} (got {sorted(v)})")
-    return Planar3RRRParams(stiffness=vals['stiffness'].pop(),
-                            motor_inertia=vals['motor_inertia'].pop(), damping=vals['damping'].pop())
+    root = ET.fromstring(model.urdf_xml)
+    joints = {j.get('name'): j for j in root.findall('joint')}
+    links = {ln.get('name'): ln for ln in root.findall('link')}
 
+    def vec(el, tag, attr, default='0 0 0'):
+        o = el.find(tag)
+        return np.array([float(x) for x in ((o.get(attr) if o is not None else None) or default).split()])
+
+    def fail(where, what):
+        raise InputError(f"model '{model.name}': {where}: {what} (the planar 3RRR SEA route "
+                         f"needs planar limbs, z-axis joints, uniform slender links of equal "
+                         f"length and mass, base joints on one circle)")
+
+    def child_joint(link):
+        kids = [j for j in joints.values() if j.find('parent').get('link') == link]
+        if len(kids) != 1:
+            fail(f"link '{link}'", f'{len(kids)} child joints, expected 1')
+        return kids[0]
+
+    def slender(link, length, extra_tip=0.0):
+        """mass of a uniform rod of ``length`` with a point mass ``extra_tip`` at its end."""
+        ln = links[link]
+        ine = ln.find('inertial')
+        if ine is None:
+            fail(f"link '{link}'", 'no <inertial>')
+        m = float(ine.find('mass').get('value'))
+        c = vec(ine, 'origin', 'xyz')
+        I = ine.find('inertia')
+        izz = float(I.get('izz'))
+        return m, c, izz
+
+    base_pts, a_len, b_len, m_prox, m_dist, m_ee = [], [], [], [], [], []
+    for k, sea in enumerate(seas):
+        jn = sea.get('joint')
+        if jn not in joints:
+            fail(f"actuator {k + 1}", f"joint '{jn}' is not in the URDF")
+        j1 = joints[jn]
+        for j in (j1,):
+            if np.abs(vec(j, 'axis', 'xyz', '1 0 0') - [0, 0, 1]).max() > 1e-12 or \
+                    np.abs(vec(j, 'origin', 'rpy')).max() > 1e-12:
+                fail(f"joint '{j.get('name')}'", 'axis must be z and rpy 0')
+        o1 = vec(j1, 'origin', 'xyz')
+        if abs(o1[2]) > 1e-12:
+            fail(f"joint '{jn}'", f'origin z = {o1[2]:g}: the base joints lie in the x-y plane')
+        base_pts.append(o1[:2])
+        prox = j1.find('child').get('link')
+        j2 = child_joint(prox)
+        o2 = vec(j2, 'origin', 'xyz')
+        if np.abs(o2[1:]).max() > 1e-12 or np.abs(vec(j2, 'axis', 'xyz', '1 0 0') - [0, 0, 1]).max() > 1e-12 \
+                or np.abs(vec(j2, 'origin', 'rpy')).max() > 1e-12:
+            fail(f"joint '{j2.get('name')}'", 'the elbow must sit on the arm link x axis, axis z, rpy 0')
+        a = float(o2[0])
+        dist = j2.find('child').get('link')
+        j3 = child_joint(dist)
+        o3 = vec(j3, 'origin', 'xyz')
+        if j3.get('type') != 'fixed' or np.abs(o3[1:]).max() > 1e-12:
+            fail(f"joint '{j3.get('name')}'", 'the distal tip must be a fixed frame on the link x axis')
+        b = float(o3[0])
+        mp, cp, Ip = slender(prox, a)
+        if abs(cp[0] - a / 2) > 1e-9 * a or np.abs(cp[1:]).max() > 1e-12 or abs(Ip - mp * a * a / 12) > 1e-9 * max(Ip, 1e-12):
+            fail(f"link '{prox}'", f'not a uniform rod of length {a:g} (centre of mass {cp.tolist()}, izz {Ip:g})')
+        md, cd, Id = slender(dist, b)
+        if np.abs(cd[1:]).max() > 1e-12:
+            fail(f"link '{dist}'", 'centre of mass off the link x axis')
+        me = md * (2.0 * cd[0] / b - 1.0)                  # point mass at the tip (EE)
+        mr = md - me
+        Iexp = mr * b * b / 12 + mr * (b / 2 - cd[0]) ** 2 + me * (b - cd[0]) ** 2
+        if me < -1e-12 or abs(Id - Iexp) > 1e-9 * max(Id, 1e-12):
+            fail(f"link '{dist}'", f'not a uniform rod of length {b:g} plus a tip mass (izz {Id:g}, '
+                                    f'expected {Iexp:g})')
+        a_len.append(a); b_len.append(b); m_prox.append(mp); m_dist.append(mr); m_ee.append(max(me, 0.0))
+    for name, v in (('proximal length', a_len), ('distal length', b_len), ('proximal mass', m_prox),
+                    ('distal mass', m_dist)):
+        if max(v) - min(v) > 1e-9 * max(abs(max(v)), 1e-12):
+            fail(f'limbs of {[s.get("joint") for s in seas]}', f'unequal {name}: {v}')
+    if max(m_ee[:2]) > 1e-12:
+        fail(f"actuator 3 ('{seas[2].get('joint')}')", 'the EE mass must sit on the last limb')
+    pts = np.array(base_pts)
+    r = np.linalg.norm(pts, axis=1)
+    if r.max() - r.min() > 1e-9 * r.max():
+        fail('base joints', f'not on one circle about the base origin (radii {r.tolist()})')
+    ang = tuple(float(np.degrees(np.arctan2(y, x))) for x, y in pts)
+    return Planar3RRRParams(base_radius=float(r.mean()), base_angles_deg=ang, a=a_len[0], b=b_len[0],
+                            m_proximal=float(m_prox[0]), m_distal=float(m_dist[0]), m_ee=float(m_ee[2]),
+                            stiffness=vals['stiffness'].pop(), motor_inertia=vals['motor_inertia'].pop(),
+                            damping=vals['damping'].pop(), gravity=tuple(float(g) for g in model.gravity))
 
 
 @njit(cache=True)
@@ -161,9 +277,9 @@ class SEAPlant(Plant):
         self.noise = float(noise)
         self.rng = np.random.default_rng(seed)
         names = model.joint_names
-        self.i_arm = np.array([names.index(f'arm{k}_joint') for k in (1, 2, 3)])
-        self.i_elb = np.array([names.index(f'arm{k}_elbow') for k in (1, 2, 3)])
-        self.i_mot = np.array([names.index(f'arm{k}_motor') for k in (1, 2, 3)])
+        limbs = sea_limbs(model)          # (arm, elbow, motor) per SEA, sidecar order
+        self.i_arm, self.i_elb, self.i_mot = (np.array([names.index(lb[i]) for lb in limbs])
+                                              for i in range(3))
         self.events = []
         pr = self.params
         self._c = np.array([pr.stiffness, pr.damping, pr.motor_damping, pr.motor_inertia])

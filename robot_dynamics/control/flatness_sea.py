@@ -266,11 +266,11 @@ class SeaFlatnessLaw(Law):
     reference_order = 4
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from ..sea import sea_params_from_model
+        from ..sea import sea_limbs, sea_params_from_model
         super().__init__(model, joints)
         names = list(model.joint_names)
-        self.ia, self.ie, self.im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)]
-                                     for s in ('joint', 'elbow', 'motor'))
+        limbs = sea_limbs(model)          # (arm, elbow, motor) per SEA, sidecar order
+        self.ia, self.ie, self.im = ([names.index(lb[i]) for lb in limbs] for i in range(3))
         try:
             self._out = np.array([self.im.index(i) for i in self.cmd_idx], dtype=np.int64)
         except ValueError:

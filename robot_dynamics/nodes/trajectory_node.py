@@ -202,7 +202,7 @@ class TrajectoryNode(Node):
         from geometry_msgs.msg import PointStamped
         from robot_dynamics.trajectories import GoalMoves
         reachable = None
-        if {f'arm{k}_motor' for k in (1, 2, 3)} <= set(m.joint_names):
+        if sum(a.get('type') == 'sea' for a in m.actuators.values()) == 3:   # the SEA-PKM
             from robot_dynamics.pkm.planar_sea import Planar3RRR
             from robot_dynamics.sea import sea_params_from_model
             pkm = Planar3RRR(sea_params_from_model(m))
