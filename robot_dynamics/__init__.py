@@ -35,6 +35,7 @@ _EXPORTS = {
                    'frame_wrench_to_joint', 'joint_placements', 'space_jacobian'),
     'dynamics': ('crba', 'forward_dynamics', 'gravity_torques', 'kinetic_energy',
                  'nonlinear_effects', 'potential_energy', 'rnea'),
+    'rnea_derivatives': ('rnea_time_derivatives',),
     'constraints': ('constraint_bias', 'constraint_jacobian', 'constraint_row_names',
                     'constraint_terms', 'loop_errors', 'loop_residual'),
     # closed-chain dynamics by the projection-matrix formulation (seed 002) and its simulator

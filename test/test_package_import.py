@@ -11,7 +11,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# the public names of ``import robot_dynamics`` before it became lazy (vars() of the package)
+# the public names of ``import robot_dynamics`` before it became lazy (vars() of the package),
+# plus those added since (rnea_time_derivatives)
 PUBLIC = [
     'AssemblyError', 'BranchMonitor', 'ConstrainedDynamics', 'ConstrainedPlant',
     'ConstraintRankError', 'ControllabilityError', 'DEFAULT_EPS', 'InputError', 'Loop',
@@ -25,7 +26,8 @@ PUBLIC = [
     'hybrid_control', 'independent_coordinates', 'joint_placements', 'kinematics',
     'kinetic_energy', 'lagrange_forward_dynamics', 'load_model', 'loop_errors', 'loop_residual',
     'model', 'nonlinear_effects', 'pidc', 'pinv_abs', 'pkm', 'potential_energy',
-    'project_velocity', 'projected_inverse_dynamics', 'projection', 'rnea', 'sim', 'simulate',
+    'project_velocity', 'projected_inverse_dynamics', 'projection', 'rnea', 'rnea_time_derivatives',
+    'sim', 'simulate',
     'space_jacobian', 'urdf']
 
 
