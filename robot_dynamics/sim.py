@@ -71,7 +71,7 @@ from . import _projection_kernels as PK
 from .errors import InputError, RobotDynamicsError, SingularMassMatrixError
 from .projection import (_VP, DEFAULT_EPS, VARIANTS, _eps, _kin_pack, _pack, _vec, assemble)
 
-__all__ = ['Plant', 'ConstrainedPlant', 'BranchMonitor', 'StepInfo', 'BranchEvent', 'SimLog',
+__all__ = ['Plant', 'ConstrainedPlant', 'BranchMonitor', 'StepInfo', 'BranchEvent', 'SimLog', 'SingularCrossingError',
            'simulate', 'wrap_angle', 'external_wrench_args', 'external_generalized_force',
            'wrench_to_local']
 
@@ -158,6 +158,16 @@ def external_generalized_force(model, q, loads):
     for frame, (w, ref) in loads.items():
         tau += frame_jacobian(model, q, frame, ref).T @ w
     return tau
+
+
+class SingularCrossingError(RobotDynamicsError):
+    """A simulation step diverged at a singular configuration of the loop constraints.
+    Attributes: ``t`` [s], ``sigma_min`` (of A at the last finite state), ``rows`` (constraint
+    row names along the lost direction), ``drift`` (|A qd| there)."""
+
+    def __init__(self, message, t, sigma_min, rows, drift):
+        super().__init__(message)
+        self.t, self.sigma_min, self.rows, self.drift = t, sigma_min, rows, drift
 
 
 class Plant:
@@ -498,15 +508,54 @@ class ConstrainedPlant(Plant):
 
     def _check(self, st):
         if st == 1:
-            raise RobotDynamicsError(
-                f"simulation of '{self.model.name}' produced non-finite values at t = "
-                f"{self.t:.6g} s (state or tau)")
+            raise self._non_finite_error()
         if st == 2:
             raise SingularMassMatrixError(
                 None, f"simulation of '{self.model.name}': the inertia matrix (or the constraint "
                       f"inertia matrix) is not positive definite at t = {self.t:.6g} s: the "
                       f"projection method needs M > 0 (seed 002, Prop. 2); give massless links "
                       f"a (small) mass")
+
+    def _non_finite_error(self, q=None, qd=None, note=''):
+        """The error for a step that produced non-finite values, diagnosed at the last finite
+        state: next to a singular configuration of the loop constraints
+        (:class:`SingularCrossingError`: sigma_min(A), the constraint rows along the lost
+        direction, the velocity drift |A qd| that the unprojected scheme amplifies like
+        |A qd| / sigma), else a plain :class:`RobotDynamicsError`."""
+        from .constraints import constraint_jacobian, constraint_row_names
+        where = (f"simulation of '{self.model.name}' produced non-finite values at t = {self.t:.6g} s"
+                 if not note else f"simulation of '{self.model.name}' refused the step from t = "
+                                  f"{self.t:.6g} s{note}")
+        q = np.asarray(self.q if q is None else q, float)
+        qd = np.asarray(self.qd if qd is None else qd, float)
+        if self._m == 0 or not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+            return RobotDynamicsError(f'{where} (state or tau)')
+        A = constraint_jacobian(self.model, q)
+        U, sv, _ = np.linalg.svd(A)
+        k = min(len(sv), self.model.nq) - 1
+        sig = float(sv[k]) if k >= 0 else 0.0
+        names = constraint_row_names(self.model)
+        w = np.abs(U[:, k]) if k >= 0 else np.zeros(len(names))
+        rows = [names[i] for i in np.argsort(-w)[:2] if w[i] > 0.3]
+        # singular: sigma_min well below its value at the reference configuration
+        sv_ref = np.linalg.svd(constraint_jacobian(self.model, self.model.reference_q()), compute_uv=False)
+        scale = float(sv_ref[min(len(sv_ref), self.model.nq) - 1]) if len(sv_ref) else 1.0
+        if sig > max(0.05 * scale, 10.0 * self.eps):      # (or well inside the rank window)
+            return RobotDynamicsError(f"{where}{'' if note else ' (state or tau)'}; sigma_min(A) = "
+                                      f'{sig:.3g} ({scale:.3g} at the reference configuration): '
+                                      f'not at a singular configuration of the loops')
+        drift = float(np.linalg.norm(A @ qd))
+        hint = (" The paper's scheme (vel_proj='none': position projection only) keeps the "
+                f'velocity drift |A qd| = {drift:.3g} and amplifies it like |A qd| / sigma at '
+                "the crossing; vel_proj='euclidean' (or 'mass') projects the velocity onto the "
+                'constraint tangent space at every step and crosses it.'
+                if self.vel_proj == 'none' else
+                ' Try a smaller dt or a larger rank tolerance eps.')
+        return SingularCrossingError(
+            f"{where}, at a singular configuration of the loop constraints: sigma_min(A) = "
+            f"{sig:.3g} (rank tolerance eps = {self.eps:g}) at q = {np.round(q, 6).tolist()}; "
+            f"constraint rows along the lost direction: {rows}.{hint}",
+            t=self.t, sigma_min=sig, rows=rows, drift=drift)
 
     # ------------------------------------------------------------------ stepping
     def step(self, tau=None, dt=None):
@@ -567,6 +616,14 @@ class ConstrainedPlant(Plant):
         mev, jq, jv = self.monitor.check(t1, qs, vs, as_, q1, v1, a1, hs, int(r), int(rmin),
                                          bool(ok), phin, smin)
         ev.extend(mev)
+        if self.vel_proj == 'none':
+            # the paper's scheme has no defence against the drift |A qd| that a singular
+            # crossing amplifies: a velocity jump there is a divergence starting (slider-crank,
+            # third crossing: 1.4e3 rad/s equivalent, non-finite two steps later), so refuse the
+            # step (state kept) with the singularity named, rather than jump or blow up
+            jump = next((e for e in mev if e.kind == 'branch_jump'), None)
+            if jump is not None:
+                raise self._non_finite_error(q0, v0, note=f' ({jump.message})')
         self.events.extend(ev)
         self.t, self.q, self.qd = t1, q1, v1
         self.last = StepInfo(t1, q1.copy(), v1.copy(), a1, tau, phin, int(r), int(rmin), smin,

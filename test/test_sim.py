@@ -37,7 +37,8 @@ def test_slider_crank_free_motion_through_singularity(vel_proj):
     assert all(np.all(np.isfinite(x)) for x in (log.q, log.qd, log.F, log.lam))
     ref = reduced_reference(log.t)
     # paper-faithful 'none': A qd is invariant under (22); its drift is amplified like
-    # (A qd) / sigma at every crossing (measured 2.9e-8 in q1 after the second one)
+    # (A qd) / sigma at every crossing (measured 8.0e-10 in q1 after the second one; the
+    # third diverges: test_paper_scheme_refuses_the_crossing_it_cannot_survive)
     k = 10.0 if vel_proj == 'none' else 1.0
     assert np.max(np.abs(log.q[:, 0] - ref[0])) <= 1e-8 * k
     far = np.abs(np.cos(log.q[:, 0])) > 1e-2
@@ -66,6 +67,34 @@ def test_slider_crank_free_motion_through_singularity(vel_proj):
         assert near.any()                                              # F = A^T lam -> 0
         assert np.all(np.abs(log.F[near]) <= 100 * np.abs(np.cos(log.q[near, 0]))[:, None])
     assert not log.events, log.events
+
+
+def test_paper_scheme_refuses_the_crossing_it_cannot_survive():
+    """The paper-faithful scheme (vel_proj='none': position projection only) survives the
+    first two crossings of the slider-crank singularity (test above) but not the third: its
+    velocity drift |A qd| is amplified like |A qd| / sigma and the step jumps (equivalent
+    velocity 1.4e3 rad/s; non-finite two steps later when it was let through). It is refused
+    with the singularity named, the plant keeping its last state; with a loose rank
+    tolerance (eps = 0.1) the jump comes at the first crossing and is refused the same way.
+    Velocity projection crosses all three."""
+    m = model('slider_crank')
+    with pytest.raises(sim.SingularCrossingError) as ei:
+        sim.simulate(m, 8.0, dt=1e-3, q0=Q0_SC, vel_proj='none')
+    e = ei.value
+    assert 5.7 < e.t < 5.9 and e.sigma_min < 1e-2 and e.rows == ['slider_on_rail/p_k']
+    assert 0 < e.drift < 1e-5
+    assert "vel_proj='euclidean'" in str(e) and 'sigma_min(A)' in str(e)
+    p = sim.ConstrainedPlant(m, Q0_SC, dt=1e-3, vel_proj='none')
+    with pytest.raises(sim.SingularCrossingError):
+        for _ in range(6000):
+            p.step()
+    assert np.all(np.isfinite(p.q)) and abs(np.cos(p.q[0])) < 1e-2      # kept, at the crossing
+    with pytest.raises(sim.SingularCrossingError) as ei:
+        sim.simulate(m, 3.0, dt=1e-3, q0=Q0_SC, vel_proj='none', eps=0.1)
+    assert ei.value.t < 2.0
+    log = sim.simulate(m, 8.0, dt=1e-3, q0=Q0_SC, vel_proj='euclidean')
+    assert np.sum(np.diff(np.sign(log.q[:, 0] + np.pi / 2)) != 0) >= 3
+    assert log.energy_drift < 1e-8 and not log.events
 
 
 def test_velocity_projection_saves_newton_iterations():
