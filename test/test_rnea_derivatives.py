@@ -18,22 +18,13 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from randtree import random_tree_urdf
 
 pin = pytest.importorskip('pinocchio')
-from test_tree_vs_pinocchio import pin_q  # noqa: E402
+from test_tree_vs_pinocchio import load_pair, pin_q  # noqa: E402
 
 URDF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'urdf')
 CASES = ([pytest.param(('file', p), id=os.path.basename(p)) for p in sorted(glob.glob(os.path.join(URDF_DIR, '*.urdf')))]
          + [pytest.param(('rand', s), id=f'rand{s}') for s in range(12)])
-
-
-def _pair(case):
-    kind, arg = case
-    if kind == 'file':
-        return rd.load_model(arg), pin.buildModelFromUrdf(arg)
-    xml, _ = random_tree_urdf(arg, branched=arg % 2 == 0)
-    return rd.load_model(xml), pin.buildModelFromXML(xml)
 
 
 def _motion(q, d1, d2, d3, d4):
@@ -55,7 +46,7 @@ def _rel(a, b):
 
 @pytest.mark.parametrize('case', CASES)
 def test_time_derivatives_against_pinocchio_and_differences(case):
-    m, pm = _pair(case)
+    m, pm = load_pair(case)
     pd = pm.createData()
     rng = np.random.default_rng(7)
     for _ in range(2):

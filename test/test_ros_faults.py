@@ -214,7 +214,7 @@ def test_trajectory_node_parameters_have_descriptors():
         assert all(not r.successful and 'read-only' in r.reason.lower() for r in res.values()), res
         cli = node.create_client(DescribeParameters, '/trajectory_node/describe_parameters')
         assert cli.wait_for_service(timeout_sec=10.0)
-        names = ['mode', 'profile', 'rate', 'radius', 'center', 'start_topic']
+        names = ['mode', 'profile', 'rate', 'radius', 'center', 'start_topic', 'robot_description', 'loops']
         fut = cli.call_async(DescribeParameters.Request(names=names))
         t_end = time.monotonic() + 10.0
         while not fut.done() and time.monotonic() < t_end:

@@ -100,11 +100,7 @@ def test_two_robots_in_two_namespaces_do_not_talk_to_each_other():
             last1 = got['r1/js'][-1][1]
         assert np.all(np.isfinite(last1.position))
     finally:
-        probe.close()
-        for la in launchers.values():
-            la.shutdown()
-    for la in launchers.values():
-        assert_no_process_left(la)
+        _stop(probe, launchers)
 
 
 def test_namespaced_lockstep_graphs_each_have_their_own_clock():
@@ -132,10 +128,15 @@ def test_namespaced_lockstep_graphs_each_have_their_own_clock():
             time.sleep(0.1)
         time.sleep(0.5)
     finally:
-        probe.close()
-        for la in launchers.values():
-            la.shutdown()
-    for la in launchers.values():
-        assert_no_process_left(la)
+        _stop(probe, launchers)
     assert len(got['/r1/clock']) > 2 and len(got['/r2/clock']) > 2, {k: len(v) for k, v in got.items()}
     assert not got['/clock'], len(got['/clock'])
+
+
+def _stop(probe, launchers):
+    """Close the probe, stop every graph, check no process is left."""
+    probe.close()
+    for la in launchers.values():
+        la.shutdown()
+    for la in launchers.values():
+        assert_no_process_left(la)

@@ -27,8 +27,12 @@ QOS_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 def load_model_param(node):
     """Declare ``robot_description`` and ``loops`` and load the model (raises on bad input)."""
     import robot_dynamics as rd
-    desc = node.declare_parameter('robot_description', '').value
-    loops = node.declare_parameter('loops', '').value
+    P = declare_params(node, {
+        'robot_description': ('', 'URDF path or URDF XML of the robot (xacro only through the '
+                                  'launch files, opt-in)', None),
+        'loops': ('', 'loop-closure sidecar path (default: <urdf stem>.loops.yaml beside a URDF '
+                      'path; empty for XML without loops)', None)})
+    desc, loops = P['robot_description'], P['loops']
     if not desc:
         raise rd.ModelError('<parameter robot_description>', None,
                             'is empty: give a URDF path or the URDF XML')
