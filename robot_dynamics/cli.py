@@ -225,7 +225,7 @@ def cmd_warmup(args):
     """Compile (and cache) the numerical kernels of every node, so that nodes start quickly."""
     from .warmup import WarmupError, warmup
     try:
-        warmup(args.robots or None, progress=lambda line: print(line, flush=True))
+        warmup(args.robots or None, progress=lambda line: print(line, flush=True), jobs=args.jobs)
     except WarmupError as exc:
         print(f'robot-dynamics warmup: {exc}', file=sys.stderr)
         return 1
@@ -378,6 +378,8 @@ def build_parser():
                     'Robots: ' + ', '.join(robot_names() or ['(no config found)']) + '.')
     pw.add_argument('robots', nargs='*', metavar='ROBOT',
                     help='robot configs to warm up (default: all)')
+    pw.add_argument('--jobs', type=int, default=min(2, os.cpu_count() or 1), metavar='N',
+                    help='worker processes (default: 2, or 1 on a 1-CPU machine)')
     pw.set_defaults(func=cmd_warmup)
     pl = sub.add_parser(
         'launch', help="start a robot's ROS 2 nodes (no ros2 launch needed)",

@@ -63,3 +63,14 @@ def test_launch_hardware_switch_prints_what_it_starts_and_what_needs_ros(capsys)
                      '--print']) == 0
     out = capsys.readouterr().out
     assert "'use_sim_time': True" not in out and "'publish_clock': False" in out
+
+
+def test_warmup_in_worker_processes(capsys):
+    """warmup --jobs 2: the first robot here, the others in spawned workers (same package copy,
+    same cache); one progress line per robot, the total, exit 0; a bad name fails after all."""
+    assert cli.main(['warmup', 'four_bar', 'slider_crank', 'five_bar', '--jobs', '2']) == 0
+    out = capsys.readouterr().out
+    for r in ('four_bar', 'slider_crank', 'five_bar'):
+        assert f'] {r}: sim_node' in out, out
+    assert 'kernels of 3 robot config(s) compiled and cached' in out and '(2 jobs)' in out
+    assert cli.main(['warmup', 'four_bar', 'no_such_robot', '--jobs', '2']) == 1

@@ -93,7 +93,9 @@ def test_two_robots_in_two_namespaces_do_not_talk_to_each_other():
         spec = next(s for s in load_bringup('five_bar').nodes if s.executable == 'sim_node')
         pub_rate = float(spec.parameters.get('publish_rate', 100.0))
         print(f'r2 frozen for 2 s: r1 {d1} joint states, r2 {d2}; r2 commands {c2[-1]}')
-        assert d2 == 0 and d1 > 0.5 * 2.0 * pub_rate, (d1, d2)
+        # r1 keeps flowing (a fifth of its rate at least: the machine may be loaded) while r2 is
+        # silent
+        assert d2 == 0 and d1 > 0.2 * 2.0 * pub_rate, (d1, d2)
         assert 'state stale' in outs['r2'].getvalue()
         with lock:
             assert not got['js'] and not got['cmd']
