@@ -5,14 +5,18 @@
 # (non-editable, so launch/, urdf/ and config/ land in <venv>/share/robot_dynamics).
 #   scripts/setup_env.sh          # runtime only
 #   scripts/setup_env.sh --test   # + pytest, hypothesis, pin (Pinocchio oracle)
+#   --no-warmup                   # skip compiling the installed package's kernels (the test
+#                                 # suite runs the source tree and warms that one itself)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 WITH_TEST=0
+WARMUP=1
 for a in "$@"; do
   case "$a" in
     --test) WITH_TEST=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --no-warmup) WARMUP=0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "setup_env.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -31,5 +35,5 @@ REQS=(-r requirements/core.txt -r requirements/ros.txt)
 "$PY" -m pip install -q "${REQS[@]}" 2> >(grep -v "is ignored: it is neither" >&2)
 "$PY" -m pip install -q --no-deps --force-reinstall . 2> >(grep -v -e "is ignored: it is neither" -e BuildBackendWarning -e "warnings.warn" >&2) >/dev/null
 # compile the numerical kernels once (cached in the installed package), so nodes start fast
-(cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup)
+[ "$WARMUP" = 1 ] && (cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup)
 echo "robot_dynamics environment ready in $VENV"

@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-scripts/setup_env.sh --test
+# (no warm-up of the installed package: the tests run the source tree, warmed below)
+scripts/setup_env.sh --test --no-warmup
 if [ "$#" -gt 0 ]; then
     exec "$VENV/bin/python" -m pytest "$@"
 fi
