@@ -354,10 +354,8 @@ def _on_hardware(b: Bringup, hardware: str, path: str) -> Bringup:
         if s.executable in SIM_ONLY:
             raise BringupError(path, f'nodes.{s.name}', f"hardware '{hardware}' is not supported for "
                                                         f'{s.executable}: it needs {SIM_ONLY[s.executable]}')
-    sim = next((s for s in b.nodes if s.executable == 'sim_node'), None)
-    ctl = next((s for s in b.nodes if s.executable != 'sim_node' and 'controller' in s.parameters), None)
-    controller = str((ctl or sim).parameters.get('controller', 'effort_controller')) if (ctl or sim) \
-        else 'effort_controller'
+    from .ros2_control import controller_name
+    controller = controller_name(b)             # the same name the controllers YAML was written with
     stem = os.path.basename(path)[:-5] if path.endswith('.yaml') else b.robot
     share = share_dir()
     ctl_yaml = os.path.join(share, 'config', 'ros2_control', f'{stem}_controllers.yaml')
@@ -407,8 +405,8 @@ def robot_description_xml(b: Bringup, plugin: str = '') -> str:
     return with_stick_visuals(doc.toxml())
 
 
-def _flag(value: str):
-    """'true' / 'false' / 'auto' (None) of a launch argument."""
+def launch_flag(value: str):
+    """'true' / 'false' / 'auto' (None) of a launch argument (``use_sim_time``)."""
     return None if value == 'auto' else value == 'true'
 
 
@@ -440,7 +438,7 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         return node_actions(robot, arg('timing'), arg('rviz') == 'true',
                             environ=environ if environ is not None else os.environ,
                             namespace=arg('namespace'), hardware=arg('hardware'),
-                            plugin=arg('hardware_plugin'), use_sim_time=_flag(arg('use_sim_time')))
+                            plugin=arg('hardware_plugin'), use_sim_time=launch_flag(arg('use_sim_time')))
     return LaunchDescription([
         DeclareLaunchArgument('hardware', default_value='sim', choices=list(HARDWARE),
                               description='sim: sim_node is the plant; mock: ros2_control mock '

@@ -284,13 +284,13 @@ def cmd_launch(args):
 
     Every argument (robot/config, --timing, --param names and values, --duration, the stop
     deadlines) is checked before any process starts."""
-    from .bringup import BringupError, load_bringup
+    from .bringup import BringupError, launch_flag, load_bringup
     from .launcher import Launcher
     overrides = _launch_overrides(args.param)
     try:
         b = load_bringup(args.robot, overrides, timing=args.timing, namespace=args.namespace,
                          hardware=args.hardware,
-                         use_sim_time={'auto': None, 'true': True, 'false': False}[args.use_sim_time])
+                         use_sim_time=launch_flag(args.use_sim_time))
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
     deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
@@ -396,7 +396,8 @@ def build_parser():
                     help='override a node parameter (YAML value), repeatable')
     pl.add_argument('--timing', choices=['realtime', 'lockstep'], default=None,
                     help="realtime (wall clock, default) or lockstep (simulated time, deterministic)")
-    pl.add_argument('--hardware', choices=['sim', 'mock', 'ros2_control'], default='sim',
+    from .bringup import HARDWARE
+    pl.add_argument('--hardware', choices=list(HARDWARE), default='sim',
                     help='sim (default): sim_node is the plant; mock | ros2_control: '
                          'closure_node + the controllers here, controller_manager from a ROS 2 '
                          'installation (printed: this launcher cannot start it)')

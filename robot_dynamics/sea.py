@@ -90,8 +90,8 @@ def sea_params_from_model(model):
             fail(f"link '{link}'", f'{len(kids)} child joints, expected 1')
         return kids[0]
 
-    def slender(link, length, extra_tip=0.0):
-        """mass of a uniform rod of ``length`` with a point mass ``extra_tip`` at its end."""
+    def inertial(link):
+        """(mass, centre of mass (3,), izz) of ``link``."""
         ln = links[link]
         ine = ln.find('inertial')
         if ine is None:
@@ -108,10 +108,9 @@ def sea_params_from_model(model):
         if jn not in joints:
             fail(f"actuator {k + 1}", f"joint '{jn}' is not in the URDF")
         j1 = joints[jn]
-        for j in (j1,):
-            if np.abs(vec(j, 'axis', 'xyz', '1 0 0') - [0, 0, 1]).max() > 1e-12 or \
-                    np.abs(vec(j, 'origin', 'rpy')).max() > 1e-12:
-                fail(f"joint '{j.get('name')}'", 'axis must be z and rpy 0')
+        if np.abs(vec(j1, 'axis', 'xyz', '1 0 0') - [0, 0, 1]).max() > 1e-12 or \
+                np.abs(vec(j1, 'origin', 'rpy')).max() > 1e-12:
+            fail(f"joint '{jn}'", 'axis must be z and rpy 0')
         o1 = vec(j1, 'origin', 'xyz')
         if abs(o1[2]) > 1e-12:
             fail(f"joint '{jn}'", f'origin z = {o1[2]:g}: the base joints lie in the x-y plane')
@@ -129,10 +128,10 @@ def sea_params_from_model(model):
         if j3.get('type') != 'fixed' or np.abs(o3[1:]).max() > 1e-12:
             fail(f"joint '{j3.get('name')}'", 'the distal tip must be a fixed frame on the link x axis')
         b = float(o3[0])
-        mp, cp, Ip = slender(prox, a)
+        mp, cp, Ip = inertial(prox)
         if abs(cp[0] - a / 2) > 1e-9 * a or np.abs(cp[1:]).max() > 1e-12 or abs(Ip - mp * a * a / 12) > 1e-9 * max(Ip, 1e-12):
             fail(f"link '{prox}'", f'not a uniform rod of length {a:g} (centre of mass {cp.tolist()}, izz {Ip:g})')
-        md, cd, Id = slender(dist, b)
+        md, cd, Id = inertial(dist)
         if np.abs(cd[1:]).max() > 1e-12:
             fail(f"link '{dist}'", 'centre of mass off the link x axis')
         me = md * (2.0 * cd[0] / b - 1.0)                  # point mass at the tip (EE)

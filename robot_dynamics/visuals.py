@@ -36,20 +36,14 @@ def _vec(text, default=(0.0, 0.0, 0.0)):
 
 def stick_rpy(d):
     """URDF ``rpy`` (fixed-axis x-y-z) of a frame whose z axis points along ``d`` (3,)."""
+    from transforms3d.axangles import axangle2mat
+    from transforms3d.euler import mat2euler
     d = np.asarray(d, float) / np.linalg.norm(d)
     z = np.array([0.0, 0.0, 1.0])
     axis = np.cross(z, d)
-    s, c = np.linalg.norm(axis), float(np.dot(z, d))
-    if s < 1e-12:
-        return (0.0, 0.0, 0.0) if c > 0 else (math.pi, 0.0, 0.0)
-    k = axis / s
-    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    R = np.eye(3) + s * K + (1 - c) * K @ K
-    # R = Rz(yaw) Ry(pitch) Rx(roll)
-    pitch = math.asin(max(-1.0, min(1.0, -R[2, 0])))
-    roll = math.atan2(R[2, 1], R[2, 2])
-    yaw = math.atan2(R[1, 0], R[0, 0])
-    return roll, pitch, yaw
+    if np.linalg.norm(axis) < 1e-12:
+        return (0.0, 0.0, 0.0) if d[2] > 0 else (math.pi, 0.0, 0.0)
+    return mat2euler(axangle2mat(axis, math.atan2(np.linalg.norm(axis), d[2])), 'sxyz')
 
 
 def _visual(geometry, xyz, rpy=(0.0, 0.0, 0.0)):
@@ -83,7 +77,7 @@ def with_stick_visuals(urdf_xml: str) -> str:
             children.setdefault(p.get('link'), []).append(_vec(o.get('xyz') if o is not None else None))
     extent = max([float(np.linalg.norm(v)) for vs in children.values() for v in vs] + [0.0])
     r = max(0.005, 0.01 * extent)
-    if root.find('material') is None or all(m.get('name') != MATERIAL for m in root.findall('material')):
+    if all(m.get('name') != MATERIAL for m in root.findall('material')):
         mat = ET.Element('material', name=MATERIAL)
         ET.SubElement(mat, 'color', rgba='0.6 0.6 0.65 1')
         root.insert(0, mat)

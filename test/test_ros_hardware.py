@@ -60,7 +60,7 @@ class StandInHardware:
                                 command_timeout=P['command_timeout'], hold='gravity',
                                 hold_damping=P['hold_damping'], max_catchup=2)
         self.lock = threading.Lock()
-        self.bad, self.cmds, self.states, self.ticks = [], 0, {}, 0
+        self.bad, self.cmds, self.states = [], 0, {}
         self.pub = node.create_publisher(JointState, 'measured_joint_states', QOS_STATE)
         node.create_subscription(Float64MultiArray, 'effort_controller/commands', self.on_command,
                                  QOS_COMMAND)
@@ -87,7 +87,6 @@ class StandInHardware:
                 p = self.runner.plant
                 stamp = round(t0 + self.runner.slip + p.t, 6)   # (as sim_node: plant time on the wall clock)
                 self.states[stamp] = p.q.copy()
-                self.ticks += 1
                 js = JointState(name=self.sensed,
                                 position=[float(p.q[self.model.joint_index(j)]) for j in self.sensed],
                                 velocity=[float('nan')] * len(self.sensed),
