@@ -59,7 +59,7 @@ class ControllerNode(Node):
             ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
             safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
             max_future=p['max_future'], wait_first_reference=p['wait_first_reference'])
-        self.enabled, self.task, self._warned = True, {}, {}
+        self.enabled, self.task, self._warned, self._last_err = True, {}, {}, -1e9
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
         self.get_logger().info(f'law prepared in {time.monotonic() - t0:.2f} s')
@@ -138,6 +138,8 @@ class ControllerNode(Node):
         'wait_first_reference': (False, 'lock-step: wait for the first reference however long', None),
         'max_state_age': (0.0, 'answer a state from the subscription only when younger [s] (0 = one period)', (0.0, 10.0)),
         'timer_rate': (0.0, 'watchdog timer rate [Hz] (0 = rate)', (0.0, 1e5)),
+        'error_rate': (0.0, '~/tracking_error, ~/feedforward, ~/constraint_wrench at most this often [Hz of state time] '
+                       '(0 = with every command)', (0.0, 1e5)),
         'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, None)),
         'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, None)),
         'preload': (0.0, 'sea_flatness: internal preload [N m]', None),
@@ -153,7 +155,7 @@ class ControllerNode(Node):
         p = declare_params(self, spec, runtime=self.RUNTIME)
         for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
                   'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate',
-                  'max_state_age', 'timer_rate', 'poles', 'lambda_poles', 'preload'):
+                  'max_state_age', 'timer_rate', 'error_rate', 'poles', 'lambda_poles', 'preload'):
             p[k] = float(p[k])
         p['joints'] = [j for j in p['joints'] if j]
         return p
@@ -248,8 +250,11 @@ class ControllerNode(Node):
             self._warn('efforts clipped to the effort limits')
         if 'not_controllable' in c.info:
             self._warn(f'not controllable: {c.info["not_controllable"]}')
-        self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
         self._on_command(c)
+        if c.stamp is not None and self.p['error_rate'] and 0.0 <= c.stamp - self._last_err < 1.0 / self.p['error_rate']:
+            return
+        self._last_err = -1e9 if c.stamp is None else c.stamp
+        self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
         if self.pub_ff is not None:
             n_ex = float(self.loop.count['extrapolated'])
             self.pub_ff.publish(Float64MultiArray(data=[c.extrapolated, n_ex, *c.sample.effort.tolist(),

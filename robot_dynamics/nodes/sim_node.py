@@ -10,7 +10,7 @@ In: ``<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/exte
 (WrenchStamped, exerted by the environment on the robot at ``header.frame_id``).
 Out: ``joint_states`` (every joint, passive ones included; effort = applied generalized force;
 stamp = plant time on the wall clock, or the plant time itself with ``publish_clock``),
-``robot_description`` (latched), ``~/holding`` (Bool), ``~/real_time_factor`` (Float64, 1 Hz),
+``robot_description`` (latched), ``~/holding`` (Bool: on change, else at 20 Hz), ``~/real_time_factor`` (Float64, 1 Hz),
 ``/clock`` (``publish_clock``, default = ``lockstep``), ``/diagnostics``, and for a plant with
 extra states (hydraulic cylinders) ONE complete state per step on ``extra_states_topic``: every
 joint as on ``joint_states`` (same stamp), then per cylinder stroke/rate/piston force and
@@ -49,8 +49,13 @@ class SimNode(Node):
         self.model = m = load_model_param(self)
         P = declare_params(self, sim_params(m))
         self.lockstep = bool(P['lockstep'])
-        self.publish_clock = bool(declare_params(self, {'publish_clock': (
-            self.lockstep, '/clock + plant-time stamps (default = lockstep)', None)})['publish_clock'])
+        C = declare_params(self, {
+            'publish_clock': (self.lockstep, '/clock + plant-time stamps (default = lockstep)', None),
+            'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
+                           'every state; lock-step: always with every state)', (0.0, 1e6))})
+        self.publish_clock = bool(C['publish_clock'])
+        self.clock_period = 0.0 if self.lockstep or not C['clock_rate'] else 1.0 / float(C['clock_rate'])
+        self.last_clock, self.last_hold = -1e9, (None, -1e9)
         rate, kind, controller, hold = float(P['rate']), P['plant'], P['controller'], P['hold']
         if kind == 'hydraulic' and hold == 'gravity':
             self.get_logger().warning("plant 'hydraulic' takes valve voltages: hold 'gravity' "
@@ -179,7 +184,9 @@ class SimNode(Node):
         p, js = self.plant, JointState()
         if self.pub_clock is not None:          # simulated time: stamps = plant time
             js.header.stamp = Time(nanoseconds=int(round(p.t * 1e9))).to_msg()
-            self.pub_clock.publish(Clock(clock=js.header.stamp))
+            if p.t - self.last_clock >= self.clock_period - 1e-9 or p.t < self.last_clock:
+                self.last_clock = p.t           # (every node on use_sim_time takes each /clock)
+                self.pub_clock.publish(Clock(clock=js.header.stamp))
         elif self.lockstep:
             js.header.stamp = self.get_clock().now().to_msg()
         else:                                   # real time: plant time on the wall clock
@@ -189,7 +196,10 @@ class SimNode(Node):
         self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
-        self.pub_hold.publish(Bool(data=self.sim.holding))
+        now = time.monotonic()                  # the hold flag: on change, else at 20 Hz
+        if self.sim.holding != self.last_hold[0] or now - self.last_hold[1] >= 0.05:
+            self.last_hold = (self.sim.holding, now)
+            self.pub_hold.publish(Bool(data=self.sim.holding))
 
 
 def extra_states_msg(ex, stamp, js=None):
