@@ -28,6 +28,11 @@ wall clock.
   non-finite is undone (the plant state from before it is restored, :meth:`Plant.snapshot`),
   counted, reported, and the plant is put on hold; a plant whose hold step also fails stays
   frozen (simulated time stops) instead of publishing garbage.
+* **Assembly mode**: a step whose plant events say the state left its assembly mode
+  (``branch_jump``: a non-smooth step, ``branch_left``: the branch indicator changed,
+  ``projection_failed``: no assembly near the integrated state; see :mod:`robot_dynamics.sim`)
+  is refused like a non-finite one (``refuse_assembly_jumps``, default on): a late or absurd
+  command makes the plant hold where it was, never continue in another assembly.
 * **Events**: the plant's event list is kept to a bounded ring (the newest ``max_events``).
 
 Log lines go to ``log(level, text, key)`` (``level`` 'info' | 'warning'; ``key`` groups
@@ -40,6 +45,14 @@ import math
 import numpy as np
 
 from .errors import InputError, RobotDynamicsError
+
+#: plant events that refuse the step (the state left its assembly mode)
+REFUSED_EVENTS = ('branch_jump', 'branch_left', 'projection_failed')
+
+
+class AssemblyModeError(RobotDynamicsError):
+    """A plant step left the assembly mode (a refused step, see :class:`SimRunner`)."""
+
 
 __all__ = ['SimRunner', 'sim_params']
 
@@ -55,7 +68,8 @@ class SimRunner:
     def __init__(self, model, plant, joints, *, rate=1000.0, publish_rate=100.0,
                  command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
                  max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
-                 max_external_force=0.0, max_external_moment=0.0, max_events=1000, log=None):
+                 max_external_force=0.0, max_external_moment=0.0, max_events=1000,
+                 refuse_assembly_jumps=True, log=None):
         self.model, self.plant = model, plant
         self.joints = list(joints)
         self.rate, self.publish_rate = float(rate), float(publish_rate)
@@ -81,6 +95,7 @@ class SimRunner:
         self.max_force = float(max_external_force) or 100.0 * weight      # default: 100 x weight
         self.max_moment = float(max_external_moment) or self.max_force * 1.0  # ... at 1 m
         self.max_events = int(max_events)
+        self.refuse_kinds = REFUSED_EVENTS if refuse_assembly_jumps else ()
         self.substeps = max(1, int(round(self.rate / self.publish_rate)))
         self.log = log or (lambda level, text, key=None: None)
         self.cmd = self.cmd_time = None
@@ -207,6 +222,8 @@ class SimRunner:
                     msg = getattr(ev, 'message', ev)
                     self.log('warning', f'plant event {getattr(ev, "kind", "")} at t = '
                              f'{getattr(ev, "t", self.plant.t):.3f} s: {msg}', 'event')
+                    if getattr(ev, 'kind', '') in self.refuse_kinds:
+                        raise AssemblyModeError(f'the step left the assembly mode ({ev.kind})')
             if not (np.all(np.isfinite(self.plant.q)) and np.all(np.isfinite(self.plant.qd))):
                 raise RobotDynamicsError('the state became non-finite')
         except (RobotDynamicsError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
@@ -302,5 +319,6 @@ def sim_params(model):
         'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
         'extra_states_topic': ('hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
+        'refuse_assembly_jumps': (True, 'refuse a step that leaves the assembly mode (plant holds)', None),
         'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),
     }

@@ -306,3 +306,37 @@ def test_a_future_stamp_cannot_lock_the_loop_out(five_bar):
     assert _state(loop, m, q, z, 1.2, now=1.02) is None   # within max_future: accepted
     with pytest.raises(InputError):
         ControlLoop(Echo(m), max_future=-1.0)
+
+
+def test_node_parameters_build_the_loop_and_the_law(five_bar):
+    """The generic node's parameters (control.params, ROS-free) build the same loop and law the
+    node runs; safe_effort / hold_here / SamplePairing are what its services and the SEA
+    reference topics use."""
+    from robot_dynamics.control.loop import SamplePairing
+    from robot_dynamics.control.params import CONTROLLER_PARAMS, FLOATS, controller_spec, make_law_from_params
+    m = five_bar
+    p = {k: v[0] for k, v in controller_spec({'rate': 500.0, 'max_effort': 3.0}).items()}
+    p.update({k: float(p[k]) for k in FLOATS})
+    p['joints'] = [j for j in p['joints'] if j]
+    assert CONTROLLER_PARAMS['rate'][0] == 100.0 and p['rate'] == 500.0
+    law = make_law_from_params(m, p)
+    loop = ControlLoop.from_params(law, p)
+    assert law.name == 'pidc' and loop.period == pytest.approx(2e-3)
+    assert np.all(loop.effort_limit <= 3.0)
+    q, z = m.reference_q(), np.zeros(m.nq)
+    assert loop.hold_here() == (False, 'no joint state yet')
+    _state(loop, m, q, z, 1.0)
+    np.testing.assert_allclose(loop.safe_effort(), np.clip(
+        hold_command(m, q, z, 0.0)[[m.joint_index(j) for j in law.joints]], -3.0, 3.0), atol=1e-12)
+    ok, text = loop.hold_here()
+    assert ok and 'holding' in text
+    c = loop.update(1.0)
+    assert not c.safe and np.abs(c.e).max() < 1e-9       # the reference is where it stands
+    pair = SamplePairing(maxlen=2)
+    D = np.arange(6.0).reshape(2, 3)
+    assert pair.add(0, (1, 2, 3), 5.0) is None
+    st, d = pair.add(1, (1, 2, 3), D)
+    assert st == 5.0 and d is D
+    for k in range(4):                                   # bounded: the oldest halves dropped
+        pair.add(1, (k,), D)
+    assert len(pair.boxes[1]) == 2 and pair.add(0, (0,), 1.0) is None

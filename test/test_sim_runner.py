@@ -127,3 +127,32 @@ def test_bad_configuration_is_an_input_error():
                dict(external_wrench_reference='sideways'), dict(external_wrench_timeout=-1.0)):
         with pytest.raises(InputError):
             runner(**kw)
+
+
+def test_a_step_that_leaves_the_assembly_mode_is_refused_and_the_plant_holds():
+    """An absurd command (1e4 N m on the four-bar crank, measured: a branch_jump event within
+    200 steps) must not carry the plant into another assembly: the step is undone, the plant
+    holds from where it was (loop closed, velocities of the state before the jump); with
+    ``refuse_assembly_jumps=False`` the same command does jump (the check can fail)."""
+    from robot_dynamics.constraints import loop_residual
+    from robot_dynamics.sim_runner import REFUSED_EVENTS
+    out = {}
+    for refuse in (True, False):
+        r = runner(publish_rate=1000.0, refuse_assembly_jumps=refuse, hold_damping=5.0)
+        p = len(r.joints)
+        jumped = held = 0
+        for k in range(200):
+            r.command([1e4 * np.sin(0.7 * k)] * p, k * 1e-3)
+            before = r.plant.q.copy()
+            n_ev = len(r.plant.events)
+            r.advance(1, k * 1e-3)
+            new = [e.kind for e in r.plant.events[n_ev:]]
+            jumped += any(kd in REFUSED_EVENTS for kd in new)
+            if refuse and r.counts['refused_steps'] and r.holding:
+                held += 1
+                assert np.abs(r.plant.q - before).max() < 0.05     # held, no jump
+        out[refuse] = (jumped, r.counts['refused_steps'], held,
+                       np.abs(loop_residual(r.model, r.plant.q)).max())
+    assert out[False][0] > 0 and out[False][1] == 0, out          # it jumps when allowed
+    assert out[True][1] > 0 and out[True][2] > 0, out             # refused and held
+    assert out[True][3] < 1e-8, out

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..errors import InputError, RobotDynamicsError
 
-__all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop']
+__all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop', 'SamplePairing']
 
 
 @dataclass
@@ -294,6 +294,34 @@ class ControlLoop:
         self.last_reject = ''
         self.compute_times = deque(maxlen=stats_window)
         self.latencies = deque(maxlen=stats_window)
+
+    @classmethod
+    def from_params(cls, law, p):
+        """The loop of a controller node's parameters ``p`` (names of
+        :data:`robot_dynamics.control.params.CONTROLLER_PARAMS`)."""
+        return cls(law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
+                   reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
+                   ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
+                   safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
+                   max_future=p['max_future'], wait_first_reference=p['wait_first_reference'])
+
+    def safe_effort(self):
+        """The safe command at the newest state, within the limits (e.g. when the controller is
+        disabled)."""
+        eff = self.law.safe_command(self.state, self.safe_mode, self.hold_damping)
+        return np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
+
+    def hold_here(self):
+        """Replace the reference by the law's coordinates at the newest state (held at rest).
+        Returns ``(ok, message)``."""
+        if self.state is None:
+            return False, 'no joint state yet'
+        if not hasattr(self.law, 'current_coordinates'):
+            return False, f'law {self.law.name} cannot hold'
+        x = self.law.current_coordinates(self.state.q)
+        self.clear_reference()
+        self.set_reference(x, stamp=None)
+        return True, f'holding {np.round(x, 6).tolist()}'
 
     # ------------------------------------------------------------------ inputs
     def set_state(self, names, position, velocity=None, stamp=None, now=None):
@@ -620,3 +648,25 @@ class ControlLoop:
         d['safe'] = bool(lc.safe) if lc is not None else True
         d['reason'] = lc.reason if lc is not None else 'no command yet'
         return d
+
+
+class SamplePairing:
+    """Pairs the two halves of one reference sample that travel on two topics: the stamped pose
+    (``k = 0``, item = its stamp) and the derivative rows (``k = 1``, item = the (m + 1, n)
+    array), matched by ``key`` (the position row, identical in both). :meth:`add` returns
+    ``(stamp, derivs)`` when the other half is already there, else None (the half waits; at
+    most ``maxlen`` per side, the oldest dropped)."""
+
+    def __init__(self, maxlen=64):
+        self.boxes, self.maxlen = ({}, {}), int(maxlen)
+
+    def add(self, k, key, item):
+        other = self.boxes[1 - k].pop(key, None)
+        if other is None:
+            box = self.boxes[k]
+            box[key] = item
+            while len(box) > self.maxlen:
+                box.pop(next(iter(box)))
+            return None
+        return (item, other) if k == 0 else (other, item)
+

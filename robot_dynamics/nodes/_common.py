@@ -280,3 +280,33 @@ class DiagnosticsPublisher:
         arr.header.stamp = self.node.get_clock().now().to_msg()
         arr.status = [st]
         self.pub.publish(arr)
+
+
+def time_msg(t):
+    """builtin_interfaces/Time of ``t`` seconds (floor seconds, rounded nanoseconds)."""
+    import math
+    from builtin_interfaces.msg import Time
+    sec = int(math.floor(t))
+    return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
+
+
+def wrench_stamped(frame, w, stamp):
+    """geometry_msgs/WrenchStamped of a linear-first wrench ``w`` (6,) [N, N m] in ``frame``."""
+    from geometry_msgs.msg import WrenchStamped
+    ws = WrenchStamped()
+    ws.header.stamp, ws.header.frame_id = stamp, frame
+    ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = map(float, w[:3])
+    ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = map(float, w[3:])
+    return ws
+
+
+def warn_throttled(node, cache, text, period=2.0):
+    """A warning throttled per kind (the text up to its second ':', e.g. 'safe command: state
+    stale' and 'safe command: no reference yet' are two kinds): one per ``period`` s of wall
+    time; ``cache`` is the caller's dict of last times."""
+    import time
+    key, now = ':'.join(text.split(':', 2)[:2])[:60], time.monotonic()
+    if now - cache.get(key, -1e9) >= period:
+        cache[key] = now
+        node.get_logger().warning(text)
+

@@ -36,11 +36,12 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.control.laws import make_law
-from robot_dynamics.control.loop import ControlLoop
+from robot_dynamics.control.loop import ControlLoop, SamplePairing
+from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, RUNTIME, controller_spec,
+                                           make_law_from_params)
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, guarded, load_model_param, spin_node,
-                                          stamp_sec)
+                                          stamp_sec, time_msg, warn_throttled, wrench_stamped)
 
 
 
@@ -53,12 +54,7 @@ class ControllerNode(Node):
         self.p = p = self._params()
         self.law = self._build_law(p)
         law = self.law.name
-        self.loop = ControlLoop(
-            self.law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
-            reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
-            ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
-            safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
-            max_future=p['max_future'], wait_first_reference=p['wait_first_reference'])
+        self.loop = ControlLoop.from_params(self.law, p)
         self.enabled, self.task, self._warned, self._last_err = True, {}, {}, -1e9
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -67,13 +63,14 @@ class ControllerNode(Node):
         self.pub_err = self.create_publisher(Float64MultiArray, '~/tracking_error', QOS_STATE)
         self.pub_ff = (self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
                        if self.law.needs_feedforward else None)
+        self.frames = {lp.name: lp.frame_a for lp in m.loops}
         self.pub_w = ({lp.name: self.create_publisher(WrenchStamped, f'~/constraint_wrench/{lp.name}', QOS_STATE)
                        for lp in m.loops} if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches') else {})
         self.create_subscription(JointState, p['state_topic'], guarded(self, self.on_state, 'joint_states'), QOS_STATE)
         if getattr(self.law, 'reference_order', 2) > 2:
             # task reference with derivatives up to snap (sea_flatness): the stamped pose and
             # trajectory_node's reference/derivatives (rows 0..order), paired by their position
-            self._pending = ({}, {})
+            self._pending = SamplePairing()
             self.create_subscription(PoseStamped, 'reference/pose', guarded(self, self.on_pose, 'reference'), QOS_COMMAND)
             self.create_subscription(Float64MultiArray, 'reference/derivatives',
                                      guarded(self, self.on_derivs, 'reference'), QOS_COMMAND)
@@ -99,64 +96,17 @@ class ControllerNode(Node):
                                f'{np.round(self.loop.effort_limit, 3).tolist()}, safe {p["safe"]}')
 
     def _build_law(self, p):
-        kw = dict(kp=p['kp'], kd=p['kd'], joints=p['joints'] or None)
-        if p['law'] in ('pidc', 'computed_torque'):
-            kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
-        elif p['law'] == 'sea_flatness':
-            kw = dict(poles=p['poles'], lambda_poles=p['lambda_poles'], preload=p['preload'],
-                      joints=kw['joints'])
-        return make_law(self.model, p['law'], **kw)
+        return make_law_from_params(self.model, p)
 
     def _on_command(self, c):
         """Hook: a law-specific output after each (non-safe) command."""
 
-    #: name -> (default, description, constraint) of the generic node (see declare_params)
-    PARAMS = {
-        'law': ('pidc', 'control law (robot_dynamics.control.laws.LAWS)', None),
-        'controller': ('effort_controller', 'commands on /<controller>/commands', None),
-        'joints': ([''], 'command order (default: the actuated joints)', None),
-        'reference': ('joint', 'reference coordinates (pidc / computed_torque)', ('joint', 'task')),
-        'task_frame': ('tool', 'frame whose origin a task reference drives', None),
-        'task_axes': ([0, 1, 2], 'world components of the task reference', None),
-        'kp': (100.0, 'proportional gain', (0.0, None)),
-        'kd': (20.0, 'derivative gain', (0.0, None)),
-        'rate': (100.0, 'control period 1/rate [Hz]: watchdog timer and overrun threshold', (1e-3, 1e5)),
-        'state_timeout': (0.1, 'no valid state for that long [s] -> safe command', (1e-6, 1e3)),
-        'reference_timeout': (0.5, 'reference older than that behind the state [s] -> safe command', (1e-6, 1e3)),
-        'max_extrapolation': (0.05, 'longest reference extrapolation [s]', (0.0, 10.0)),
-        'reference_sync': (False, 'lock-step: wait for the reference of the state stamp', None),
-        'ref_wait': (0.2, 'lock-step: longest wait for that reference [s wall]', (1e-6, 1e3)),
-        'max_effort': (0.0, 'effort bound per joint, with the URDF limits (0 = URDF only)', (0.0, None)),
-        'safe': ('hold', 'safe command: gravity hold at the last valid state, or zero', ('hold', 'zero')),
-        'hold_damping': (0.0, 'safe hold: damping on the actuated joints', (0.0, None)),
-        'ff_lead': (0.0, 'feed-forward lead [s] (zero-order-hold compensation)', (0.0, 1.0)),
-        'max_future': (0.5, 'reject states stamped more than that ahead of the node clock [s]', (0.0, 1e3)),
-        'feedforward_topic': ('ik_node/feedforward_effort', 'feed-forward efforts (JointState); empty = in the trajectory point', None),
-        'publish_wrenches': (True, 'publish ~/constraint_wrench/<loop> (pidc)', None),
-        'diagnostics_rate': (2.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1e3)),
-        'state_topic': ('joint_states', 'joint states topic (relative name)', None),
-        'wait_first_reference': (False, 'lock-step: wait for the first reference however long', None),
-        'max_state_age': (0.0, 'answer a state from the subscription only when younger [s] (0 = one period)', (0.0, 10.0)),
-        'timer_rate': (0.0, 'watchdog timer rate [Hz] (0 = rate)', (0.0, 1e5)),
-        'error_rate': (0.0, '~/tracking_error, ~/feedforward, ~/constraint_wrench at most this often [Hz of state time] '
-                       '(0 = with every command)', (0.0, 1e5)),
-        'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, None)),
-        'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, None)),
-        'preload': (0.0, 'sea_flatness: internal preload [N m]', None),
-    }
-    #: parameters that may change at run time (the others are read-only)
-    RUNTIME = ('kp', 'kd')
+    PARAMS = CONTROLLER_PARAMS
+    RUNTIME = RUNTIME
 
     def _params(self, extra=None):
-        spec = dict(self.PARAMS)
-        for k, v in (extra or {}).items():        # a subclass's defaults / extra parameters
-            spec[k] = v if isinstance(v, tuple) else (v, spec.get(k, (None, k, None))[1],
-                                                      spec.get(k, (None, k, None))[2])
-        p = declare_params(self, spec, runtime=self.RUNTIME)
-        for k in ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation',
-                  'ref_wait', 'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate',
-                  'max_state_age', 'timer_rate', 'error_rate', 'poles', 'lambda_poles', 'preload'):
-            p[k] = float(p[k])
+        p = declare_params(self, controller_spec(extra), runtime=self.RUNTIME)
+        p.update({k: float(p[k]) for k in FLOATS})
         p['joints'] = [j for j in p['joints'] if j]
         return p
 
@@ -164,12 +114,7 @@ class ControllerNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _warn(self, text):
-        """Warning throttled per kind (the text up to its second ':', e.g. 'safe command: state
-        stale' and 'safe command: no reference yet' are two kinds): 1 per 2 s of wall time."""
-        key, now = ':'.join(text.split(':', 2)[:2])[:60], time.monotonic()
-        if now - self._warned.get(key, -1e9) >= 2.0:
-            self._warned[key] = now
-            self.get_logger().warning(text)
+        warn_throttled(self, self._warned, text)
 
     # ------------------------------------------------------------------ inputs
     def on_state(self, msg):
@@ -222,15 +167,10 @@ class ControllerNode(Node):
         self._pair(1, tuple(d[0]), d)
 
     def _pair(self, k, key, item):
-        """Pose (k = 0: its stamp) and derivatives (k = 1) of one sample meet by their position."""
-        other = self._pending[1 - k].pop(key, None)
-        if other is None:
-            box = self._pending[k]
-            box[key] = item
-            while len(box) > 64:
-                box.pop(next(iter(box)))
+        got = self._pending.add(k, key, item)
+        if got is None:
             return
-        stamp, d = (item, other) if k == 0 else (other, item)
+        stamp, d = got
         why = self.loop.set_reference(None, stamp=stamp, derivs=d[:, list(self.law.task_axes)])
         if why:
             return self._warn(f'rejected task reference: {why}')
@@ -260,34 +200,20 @@ class ControllerNode(Node):
             self.pub_ff.publish(Float64MultiArray(data=[c.extrapolated, n_ex, *c.sample.effort.tolist(),
                                                         *c.info['u'].tolist()]))
         if self.pub_w and 'tau' in c.info:
+            stamp = self.get_clock().now().to_msg() if c.stamp is None else time_msg(c.stamp)
             for name, w in self.law.predicted_wrenches(c.state, c.info['tau']).items():
-                ws = WrenchStamped()
-                ws.header.stamp = self.get_clock().now().to_msg() if c.stamp is None else _stamp(c.stamp)
-                ws.header.frame_id = next(lp.frame_a for lp in self.model.loops if lp.name == name)
-                ws.wrench.force.x, ws.wrench.force.y, ws.wrench.force.z = map(float, w[:3])
-                ws.wrench.torque.x, ws.wrench.torque.y, ws.wrench.torque.z = map(float, w[3:])
-                self.pub_w[name].publish(ws)
+                self.pub_w[name].publish(wrench_stamped(self.frames[name], w, stamp))
 
     # ------------------------------------------------------------------ services, parameters
     def on_enable(self, request, response):
         self.enabled = bool(request.data)
         if not self.enabled:
-            eff = self.law.safe_command(self.loop.state, self.loop.safe_mode, self.loop.hold_damping)
-            self.pub_cmd.publish(Float64MultiArray(data=np.clip(eff, -self.loop.effort_limit,
-                                                                self.loop.effort_limit).tolist()))
+            self.pub_cmd.publish(Float64MultiArray(data=self.loop.safe_effort().tolist()))
         response.success, response.message = True, f'controller {"enabled" if self.enabled else "disabled"}'
         return response
 
     def on_hold(self, request, response):
-        st = self.loop.state
-        if st is None or not hasattr(self.law, 'current_coordinates'):
-            response.success = False
-            response.message = 'no joint state yet' if st is None else f'law {self.law.name} cannot hold'
-            return response
-        x = self.law.current_coordinates(st.q)
-        self.loop.clear_reference()
-        self.loop.set_reference(x, stamp=None)
-        response.success, response.message = True, f'holding {np.round(x, 6).tolist()}'
+        response.success, response.message = self.loop.hold_here()
         return response
 
     def on_params(self, params):
@@ -295,12 +221,6 @@ class ControllerNode(Node):
             if prm.name in ('kp', 'kd'):
                 setattr(self.law, prm.name, float(prm.value))
         return SetParametersResult(successful=True)
-
-
-def _stamp(t):
-    from builtin_interfaces.msg import Time
-    sec = int(np.floor(t))
-    return Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
 
 
 def main(args=None):

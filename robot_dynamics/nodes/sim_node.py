@@ -68,7 +68,8 @@ class SimNode(Node):
             max_catchup=int(P['max_catchup']), external_wrench_reference=P['external_wrench_reference'],
             external_wrench_timeout=float(P['external_wrench_timeout']),
             max_external_force=float(P['max_external_force']),
-            max_external_moment=float(P['max_external_moment']), log=self._log)
+            max_external_moment=float(P['max_external_moment']),
+            refuse_assembly_jumps=bool(P['refuse_assembly_jumps']), log=self._log)
         self.plant = self.sim.plant
         self._warned = {}
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
