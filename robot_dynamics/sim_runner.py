@@ -26,8 +26,10 @@ wall clock.
   ``external_wrench_timeout`` > 0 a load not renewed for that long is dropped.
 * **Refused steps**: a step that raises (non-finite state, singular mass matrix) or ends
   non-finite is undone (the plant state from before it is restored, :meth:`Plant.snapshot`),
-  counted, reported, and the plant is put on hold; a plant whose hold step also fails stays
-  frozen (simulated time stops) instead of publishing garbage.
+  counted, reported, and the plant is put on hold; when the hold step fails too, an emergency
+  stop (velocities zeroed in the last good configuration, counted) and the hold from rest; a
+  plant whose hold from rest also fails stays frozen (simulated time stops) instead of
+  publishing garbage.
 * **Assembly mode**: a step whose plant events say the state left its assembly mode
   (``branch_jump``: a non-smooth step, ``branch_left``: the branch indicator changed,
   ``projection_failed``: no assembly near the integrated state; see :mod:`robot_dynamics.sim`)
@@ -103,8 +105,8 @@ class SimRunner:
         self.applied = np.zeros(model.nq)
         self.ext_rx = {}
         self.counts = dict(rejected_commands=0, rejected_wrenches=0, clamped_wrenches=0,
-                           refused_steps=0)
-        self.frozen = False
+                           refused_steps=0, emergency_stops=0)
+        self.frozen = self._braking = False
         self.rtf, self.slip, self._rtf_window = 1.0, 0.0, []
         self.wall0 = None
 
@@ -238,8 +240,22 @@ class SimRunner:
     def _refuse(self, snap, exc, tau, k, now):
         self.plant.restore(snap)
         self.counts['refused_steps'] += 1
-        if self.holding or self.forced_hold:       # the hold failed too: freeze
-            self.frozen = True
+        if self.holding or self.forced_hold:
+            if not self._braking and isinstance(snap.get('qd'), np.ndarray):
+                # the hold fails too (the state moves too fast for it): emergency stop, the
+                # velocities set to zero at the last good configuration, then hold from rest
+                snap = dict(snap, qd=np.zeros_like(snap['qd']))
+                self.plant.restore(snap)
+                self.counts['emergency_stops'] += 1
+                self.log('warning', f'step refused at plant t = {self.plant.t:.4f} s ({exc}) and the hold '
+                         'fails too: emergency stop (velocities zeroed in the last good configuration), '
+                         'plant on hold', 'estop')
+                self._braking = True
+                try:
+                    return self.advance(k, now)
+                finally:
+                    self._braking = False
+            self.frozen = True                       # the hold from rest fails too: freeze
             self.log('warning', f'step refused at plant t = {self.plant.t:.4f} s ({exc}); the hold '
                      'command fails too: the plant is frozen until ~/reset', 'refuse')
             return 0
