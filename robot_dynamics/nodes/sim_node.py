@@ -52,10 +52,14 @@ class SimNode(Node):
         C = declare_params(self, {
             'publish_clock': (self.lockstep, '/clock + plant-time stamps (default = lockstep)', None),
             'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
-                           'every state; lock-step: always with every state)', (0.0, 1e6))})
+                           'every state; lock-step: always with every state)', (0.0, 1e6)),
+            'joint_states_rate': (0.0, 'real time, plants with extra states: joint_states at most this '
+                                  'often [Hz of plant time] (the extra-states topic carries every joint '
+                                  'with each state; 0 = with every state)', (0.0, 1e6))})
         self.publish_clock = bool(C['publish_clock'])
         self.clock_period = 0.0 if self.lockstep or not C['clock_rate'] else 1.0 / float(C['clock_rate'])
-        self.last_clock, self.last_hold = -1e9, (None, -1e9)
+        self.js_period = 0.0 if self.lockstep or not C['joint_states_rate'] else 1.0 / float(C['joint_states_rate'])
+        self.last_clock, self.last_js, self.last_hold = -1e9, -1e9, (None, -1e9)
         rate, kind, controller, hold = float(P['rate']), P['plant'], P['controller'], P['hold']
         if kind == 'hydraulic' and hold == 'gravity':
             self.get_logger().warning("plant 'hydraulic' takes valve voltages: hold 'gravity' "
@@ -194,7 +198,9 @@ class SimNode(Node):
             js.header.stamp = Time(nanoseconds=int(round((self.ros0 + self.sim.slip + p.t) * 1e9))).to_msg()
         js.name, js.position, js.velocity = list(self.model.joint_names), p.q.tolist(), p.qd.tolist()
         js.effort = self.sim.applied.tolist()
-        self.pub_js.publish(js)
+        if self.pub_extra is None or p.t - self.last_js >= self.js_period - 1e-9 or p.t < self.last_js:
+            self.last_js = p.t
+            self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
         now = time.monotonic()                  # the hold flag: on change, else at 20 Hz
