@@ -27,7 +27,10 @@ Service ``~/reset_seed`` (Trigger): back to the reference assembly mode. On fail
 target, branch switch, non-convergence, singularity) the node keeps the last valid reference,
 logs the error and publishes nothing for that sample.
 Parameters: ``robot_description``, ``loops``, ``scheme`` (nested | compound), ``tol`` (1e-10),
-``max_outer`` (20), ``kappa_warn`` (30: cond(F) above which a near-singularity is reported).
+``max_outer`` (20), ``kappa_warn`` (30: cond(F) above which a near-singularity is reported),
+``aux_rate`` (0 = every sample: the auxiliary topics ``~/joint_trajectory``, ``~/joint_states``,
+``~/feedforward``, ``~/diagnostics`` at most this often in sample time; the controller's
+``reference/joint_trajectory`` and ``~/feedforward_effort`` always go with every sample).
 """
 import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
@@ -59,7 +62,12 @@ class IKNode(Node):
             'scheme': ('nested', 'constraint-embedding IK scheme', ('nested', 'compound')),
             'kappa_warn': (30.0, 'warn above this condition number of the task Jacobian', (1.0, None)),
             'tol': (1e-10, 'IK tolerance', (1e-16, 1.0)),
-            'max_outer': (20, 'outer Newton iterations at most', (1, 10000))})
+            'max_outer': (20, 'outer Newton iterations at most', (1, 10000)),
+            'aux_rate': (0.0, '~/joint_trajectory, ~/joint_states, ~/feedforward, ~/diagnostics at most '
+                         'this often [Hz of sample time] (0 = every sample; the controller topics '
+                         'always go with every sample)', (0.0, 1e6))})
+        self.aux_period = 1.0 / float(P['aux_rate']) if P['aux_rate'] else 0.0
+        self.last_aux = -1e18
         self.tracker = IKTracker(m, scheme=P['scheme'], kappa_warn=float(P['kappa_warn']),
                                  tol=float(P['tol']), max_outer=int(P['max_outer']))
         pk = self.tracker.pkm
@@ -132,22 +140,26 @@ class IKNode(Node):
             return
         m = self.model
         names = list(m.joint_names)
-        pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
-                                  accelerations=mo.qdd.tolist())
-        self.pub_jt.publish(JointTrajectory(header=header, joint_names=names, points=[pt]))
         i = self.ind_idx
         pti = JointTrajectoryPoint(positions=mo.q[i].tolist(), velocities=mo.qd[i].tolist(),
                                    accelerations=mo.qdd[i].tolist())
         self.pub_ref.publish(JointTrajectory(header=header, joint_names=list(m.independent),
                                              points=[pti]))
+        a = self.act_idx
+        self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
+                                        velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
+        t = header.stamp.sec + 1e-9 * header.stamp.nanosec
+        if self.aux_period and 0.0 <= t - self.last_aux < self.aux_period - 1e-9:
+            return                     # the auxiliary topics are decimated (aux_rate)
+        self.last_aux = t
+        pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
+                                  accelerations=mo.qdd.tolist())
+        self.pub_jt.publish(JointTrajectory(header=header, joint_names=names, points=[pt]))
         self.pub_js.publish(JointState(header=header, name=names, position=mo.q.tolist(),
                                        velocity=mo.qd.tolist()))
         ff = Float64MultiArray(data=td.u.tolist())
         ff.layout.dim.append(MultiArrayDimension(label=','.join(m.actuated), size=len(td.u), stride=len(td.u)))
         self.pub_ff.publish(ff)
-        a = self.act_idx
-        self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
-                                        velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
         d = ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
              sol.task_residual, sol.loop_residual] + list(sol.cond_F)
              + [mo.cond_J_IK, float(self.tracker.near_singular)])
