@@ -100,7 +100,37 @@ class SingularityError(PKMError):
     """An input (L_t) or output (J_IK) singularity: the requested quantity is undefined."""
 
 
-_COMP = {'x': 0, 'y': 1, 'z': 2}
+_COMP = {'x': 0, 'y': 1, 'z': 2, 'rx': 3, 'ry': 4, 'rz': 5}
+_ROT = ('rx', 'ry', 'rz')
+
+
+def _comp_row(c, key):
+    """Row (6,) over the LWA platform twist (v, w) of one limb-task component: a name of
+    ``_COMP`` or a mapping ``{lin: [ux, uy, uz]}`` / ``{rot: [ux, uy, uz]}`` (a world direction:
+    translation along / rotation about it; normalised)."""
+    s = np.zeros(6)
+    if isinstance(c, str) and c in _COMP:
+        s[_COMP[c]] = 1.0
+        return s
+    if isinstance(c, dict) and len(c) == 1 and next(iter(c)) in ('lin', 'rot'):
+        kind, u = next(iter(c.items()))
+        try:
+            u = np.asarray(u, float).reshape(3)
+        except (TypeError, ValueError):
+            u = np.full(3, np.nan)
+        nu = float(np.linalg.norm(u)) if np.all(np.isfinite(u)) else 0.0
+        if nu > 1e-12:
+            s[(0 if kind == 'lin' else 3):(3 if kind == 'lin' else 6)] = u / nu
+            return s
+    raise PKMSpecError(f"{key}: task component {c!r} not supported (x, y, z, rx, ry, rz, or "
+                       f"{{lin: [ux, uy, uz]}} / {{rot: [ux, uy, uz]}} with a non-zero world "
+                       f"direction)")
+
+
+def _rotvec_exp(r):
+    """Rotation matrix exp(r^) of a rotation vector r (3,) [rad]."""
+    a = float(np.linalg.norm(r))
+    return np.eye(3) if a == 0.0 else _rot(np.asarray(r, float) / a, a)
 
 
 def _rot(axis, t):
@@ -136,8 +166,8 @@ class Limb:
 
     ``model``: limb tree (:class:`Model`); ``gidx`` (n_l,): index of each limb joint in the
     global model (-1 for a virtual joint of the platform joint); ``frame``: platform frame name;
-    ``task_rows`` (delta_p(l),): world components of the platform position controlled by the
-    limb; ``D`` (delta_p(l), delta_p): D_t(l); ``qi``/``yi``: independent/dependent limb joints;
+    ``task_rows`` (delta_p(l), 6): rows S over the platform twist (v, w) (LWA, linear
+    first) of the components controlled by the limb (limb_task); ``D`` (delta_p(l), delta_p): D_t(l); ``qi``/``yi``: independent/dependent limb joints;
     ``act`` limb-local indices of the actuated joints; ``virtual``: (loop, limb-side frame,
     platform-side frame, axes in the limb-side frame) or None.
     """
@@ -216,10 +246,14 @@ class PKM:
             par = sm.get('parameters') or {}
             t = list(par.get('task', []))
             lt = list(par.get('limb_task', t))
-            for c in t + lt:
-                if c not in _COMP:
-                    raise PKMSpecError(f"{key}.parameters: task component {c!r} not supported "
-                                       f"(translational components x, y, z only)")
+            for c in t:
+                if not isinstance(c, str) or c not in _COMP:
+                    raise PKMSpecError(f"{key}.parameters.task: task component {c!r} not "
+                                       f"supported (x, y, z, rx, ry, rz)")
+            for c in lt:
+                _comp_row(c, f"{key}.parameters.limb_task")
+            if len(set(t)) != len(t):
+                raise PKMSpecError(f"{key}.parameters.task: repeated component in {t}")
             if not t or any(c not in lt for c in t):
                 raise PKMSpecError(f"{key}.parameters: 'task' must be a non-empty subset of "
                                    f"'limb_task', got task={t}, limb_task={lt}")
@@ -248,14 +282,22 @@ class PKM:
                 raise PKMSpecError(f"{src}: actuated joint '{a}' belongs to no limb")
         for lb in self.limbs:
             lb.kp = self._pack(lb)
-        self.x_ref_full = self._platform_pos(self.limbs[0], self.limbs[0].ref)
-        self.x_ref = self.x_ref_full[[_COMP[c] for c in task]]
+        self.pose_ref = self._platform_pos(self.limbs[0], self.limbs[0].ref)
+        self.x_ref_full = self.pose_ref[:3].copy()
+        self.R_ref = self.pose_ref[3:].reshape(3, 3).copy()
+        self.x_ref = np.array([self.x_ref_full[_COMP[c]] if c not in _ROT else 0.0
+                               for c in task])
         for lb in self.limbs:
-            d = self._platform_pos(lb, lb.ref) - self.x_ref_full
+            # positions always; orientations when the limb controls rotations (its rotational
+            # rows compare its platform frame's orientation with R* built from limb 1's)
+            d = self._platform_pos(lb, lb.ref) - self.pose_ref
+            if not np.any(lb.task_rows[:, 3:]):
+                d = d[:3]
             if np.linalg.norm(d) > 1e-8:
-                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' is "
-                                   f"{np.linalg.norm(d):.3g} m away from the first limb's in the "
-                                   f"reference configuration (not assembled)")
+                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' "
+                                   f"differs from the first limb's in the reference configuration "
+                                   f"by {np.linalg.norm(d):.3g} (position [m] / rotation matrix "
+                                   f"entries; not assembled)")
             lb.signs = self._signature(lb, lb.ref)
 
     # ----------------------------------------------------------------- limb model
@@ -379,15 +421,18 @@ class PKM:
         gidx = np.array(g + [-1] * (nl - len(g)), dtype=np.int64)
         act_names = [j for j in M.actuated if j in set(names)]
         ref = self._limb_config(lm, gidx, virtual, M.reference_q())
+        if virtual is not None:        # virtual angles of the (possibly rotated) cut frames
+            ref[-len(virtual[3]):] = self._virtual_angles(virtual, M.reference_q())
         loops, dep = self._partition(sm, key, lm, ref, act_names)
         qi = np.array([k for k in range(nl) if k not in set(dep)], dtype=np.int64)
         yi = np.array(sorted(dep), dtype=np.int64)
         D = np.zeros((len(limb_task), len(task)))
         for c, comp in enumerate(task):
-            D[limb_task.index(comp), c] = 1.0
+            D[[isinstance(v, str) and v == comp for v in limb_task].index(True), c] = 1.0
         limb = Limb(name=sm['name'], model=lm, gidx=gidx, frame=frame,
                     fidx=lm.frame_index(frame),
-                    task_rows=np.array([_COMP[c] for c in limb_task], dtype=np.int64), D=D,
+                    task_rows=np.array([_comp_row(c, f'{key}.parameters.limb_task')
+                                        for c in limb_task]).reshape(-1, 6), D=D,
                     loops=loops, qi=qi, yi=yi,
                     act=np.array([lm.joint_index(a) for a in act_names], dtype=np.int64),
                     act_names=act_names, virtual=virtual, ref=ref)
@@ -415,28 +460,33 @@ class PKM:
         platform-joint angles are recovered from the relative orientation of the cut frames."""
         th = self._limb_config(limb.model, limb.gidx, limb.virtual, qg)
         if limb.virtual is not None:
-            _, side, other, axes, typ = limb.virtual
-            T = forward_kinematics(self.model, qg, [side, other], as_array=True)
-            R = T[0, :3, :3].T @ T[1, :3, :3]
-            nv = len(axes)
-            if typ == 'revolute':
-                k = axes[0]
-                e = np.eye(3)[int(np.argmin(np.abs(k)))]
-                e = e - (e @ k) * k
-                e /= np.linalg.norm(e)
-                ang = [math.atan2(k @ np.cross(e, R @ e), e @ (R @ e))]
-            elif typ == 'universal':
-                a1, a2 = axes
-                v = R @ a2
-                t1 = math.atan2(a1 @ np.cross(a2, v), a2 @ v)
-                w = R.T @ a1
-                t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
-                ang = [t1, t2]
-            else:                          # R = Rx(a) Ry(b) Rz(c)
-                ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
-                       math.atan2(-R[0, 1], R[0, 0])]
-            th[-nv:] = ang
+            th[-len(limb.virtual[3]):] = self._virtual_angles(limb.virtual, qg)
         return th
+
+    def _virtual_angles(self, virtual, qg):
+        """Angles of the virtual platform joints from the relative orientation of the cut
+        frames at the global configuration qg."""
+        _, side, other, axes, typ = virtual
+        T = forward_kinematics(self.model, qg, [side, other], as_array=True)
+        R = T[0, :3, :3].T @ T[1, :3, :3]
+        nv = len(axes)
+        if typ == 'revolute':
+            k = axes[0]
+            e = np.eye(3)[int(np.argmin(np.abs(k)))]
+            e = e - (e @ k) * k
+            e /= np.linalg.norm(e)
+            ang = [math.atan2(k @ np.cross(e, R @ e), e @ (R @ e))]
+        elif typ == 'universal':
+            a1, a2 = axes
+            v = R @ a2
+            t1 = math.atan2(a1 @ np.cross(a2, v), a2 @ v)
+            w = R.T @ a1
+            t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
+            ang = [t1, t2]
+        else:                          # R = Rx(a) Ry(b) Rz(c)
+            ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
+                   math.atan2(-R[0, 1], R[0, 0])]
+        return np.array(ang[:nv])
 
     def _partition(self, sm, key, lm, ref, act_names):
         """Per loop: joints (limb-local), dependent/independent split, row selection, resolver."""
@@ -463,6 +513,13 @@ class PKM:
             G = ct.A[rows][:, lj]
             sv = np.linalg.svd(G, compute_uv=False)
             rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0]))) if len(sv) else 0
+            red = (sm.get('redundant') or {}).get(lp.name)
+            if red is not None and lp.nrows - rank != red:
+                raise PKMSpecError(f"{key}.redundant.{lp.name}: declared {red} redundant rows, "
+                                   f"but the {lp.nrows} rows of the loop have rank {rank} over "
+                                   f"its joints {[lm.joint_names[k] for k in lj]} at the reference "
+                                   f"configuration ({lp.nrows - rank} redundant): check the "
+                                   f"geometry (e.g. a parallelogram with unequal sides)")
             if dep_names is not None:
                 y = [k for k in lj if lm.joint_names[k] in set(dep_names)]
                 if len(y) != rank:
@@ -552,7 +609,7 @@ class PKM:
         return (lm._par, lm._geo, lm._ine, np.ascontiguousarray(lm.gravity, dtype=float),
                 fpar, fR, fp, LI, LD, LR, LY, LQ, LS, LK, Ly0, Lq0, Ltol, Lmax,
                 np.ascontiguousarray(limb.qi, dtype=np.int64), qcol,
-                np.ascontiguousarray(limb.task_rows, dtype=np.int64),
+                np.ascontiguousarray(limb.task_rows, dtype=float),
                 np.ascontiguousarray(limb.D, dtype=float))
 
     def _platform_pos(self, limb, th):
@@ -566,7 +623,7 @@ class PKM:
 
     @staticmethod
     def _terms(limb, th, thd=None):
-        """Platform position p (3,), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
+        """Platform pose p (12,) (position [m], rotation matrix row-major), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
         thd) and the closure terms (phi, A, bias) of the limb (None without loops).
 
         Compiled (numba) re-implementation of
@@ -577,7 +634,7 @@ class PKM:
         th = np.ascontiguousarray(th, dtype=float)
         vel = thd is not None
         thd = np.zeros(n) if thd is None else np.ascontiguousarray(thd, dtype=float)
-        p, J, acc0 = np.empty(3), np.empty((6, n)), np.empty(6)
+        p, J, acc0 = np.empty(12), np.empty((6, n)), np.empty(6)
         phi, A, bias = np.empty(m), np.empty((m, n)), np.empty(m)
         _K.terms(limb.kp, th, thd, vel, p, J, acc0, phi, A, bias)
         ct = _CT(phi, A, bias if vel else None) if m else None
@@ -602,7 +659,7 @@ class PKM:
 
     def _post(self, limb, th, t3=None):
         """Branch signature (dict), F, cond F, task error, closure residual at a limb config."""
-        t3 = self.x_ref_full if t3 is None else t3
+        t3 = self.pose_ref if t3 is None else t3
         sig = np.empty(1 + len(limb.loops))
         F = np.empty((len(limb.qi), limb.D.shape[1]))
         ok, c, tres, lres = _K.limb_post(limb.kp, np.ascontiguousarray(th, dtype=float),
@@ -670,8 +727,9 @@ class PKM:
         return th, k, inner[:k].tolist(), sig, F, out
 
     def limb_ik(self, limb, target3, seed, scheme=None):
-        """IK of one limb: platform position ``target3`` (3,) world [m] (non-controlled
-        components are ignored), from the admissible ``seed`` (n_l,). Returns
+        """IK of one limb: platform pose ``target3`` (12,) = world position [m] and rotation
+        matrix (row-major) of the platform frame, as built by :meth:`target3` (components
+        not controlled by the limb are ignored), from the admissible ``seed`` (n_l,). Returns
         (theta, outer iterations, inner counts)."""
         th, k, inner, _, _, _ = self._limb_solve(limb, np.ascontiguousarray(target3, dtype=float),
                                                  seed, scheme)
@@ -679,15 +737,29 @@ class PKM:
 
     # ----------------------------------------------------------------- PKM IK
     def target3(self, x):
+        """Platform target pose (12,) of the task coordinates ``x`` (delta_p,): world position
+        [m] (tasked components from x, the others from the reference configuration) and the
+        rotation matrix ``R* = exp(r^) R_ref`` (row-major), where r (3,) [rad] holds the
+        tasked rotation-vector components rx, ry, rz of x (world axes, relative to the
+        reference orientation) and 0 for the others."""
         x = np.asarray(x, float)
         if x.shape != (self.ntask,) or not np.isfinite(x).all():
             raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
                              f'got {x!r}')
-        t = self.x_ref_full.copy()
+        t = self.pose_ref.copy()
         ti = self.__dict__.get('_tidx')
         if ti is None:
-            ti = self._tidx = np.array([_COMP[c] for c in self.task], dtype=np.int64)
-        t[ti] = x
+            ti = self._tidx = (np.array([_COMP[c] for c in self.task if c not in _ROT], np.int64),
+                               np.array([i for i, c in enumerate(self.task) if c not in _ROT],
+                                        np.int64),
+                               np.array([_COMP[c] - 3 for c in self.task if c in _ROT], np.int64),
+                               np.array([i for i, c in enumerate(self.task) if c in _ROT],
+                                        np.int64))
+        t[ti[0]] = x[ti[1]]
+        if len(ti[2]):
+            r = np.zeros(3)
+            r[ti[2]] = x[ti[3]]
+            t[3:] = (_rotvec_exp(r) @ self.R_ref).ravel()
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
