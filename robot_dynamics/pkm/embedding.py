@@ -18,19 +18,40 @@ Sidecar (format robot_dynamics/loops/1), one entry per limb in ``submechanisms``
                                       # URDF joints (the platform is in this limb's URDF subtree)
       platform_frame: tool            # the platform frame F_p as seen from this limb
       resolver: {l2_R7: {type: linear, matrix: [[-1], [1]]}, l2_U8: {type: newton}}
+      redundant: {l2_U8: 0}           # optional: number of redundant rows of an intra-limb loop
+                                      # (checked against the rank at the reference; e.g. 1 for
+                                      # the 4-universal-joint parallelogram of a Delta limb)
       parameters: {task: [x, z], limb_task: [x, y, z]}
 
-``limb_task`` are the world components of the platform-origin position that the separated limb
-controls (delta_p(l) of them, = the limb DOF delta_l); ``task`` the PKM task coordinates x
-(delta_p of them, the same for every limb); non-task components are held at their value in the
-reference configuration (the PKM workspace W, e.g. y = 0 for IRSBot-2). D_t(l) is the 0/1
-selection of ``task`` inside ``limb_task``. Only translational task components are supported.
+Task components (all of the platform frame F_p = ``platform_frame``, world axes):
+
+* ``x``, ``y``, ``z``: position of the origin of F_p [m]; velocity component = linear velocity
+  v of that origin (LWA twist), acceleration = its classical acceleration;
+* ``rx``, ``ry``, ``rz``: components of the rotation vector r of ``R_p R_ref^T`` [rad] (world
+  axes, relative to the platform orientation R_ref in the reference configuration; the
+  target orientation is ``R* = exp(r^) R_ref`` with r = 0 for the components not in ``task``);
+  velocity component = world angular velocity w_x, w_y, w_z [rad/s] (not dr/dt), acceleration
+  = dw/dt. For a platform rotating about a fixed world axis (planar phi = ``rz``) r is the
+  rotation angle and ``dr/dt = w`` exactly; for general 3-D rotations the task velocity is the
+  twist, the task position the rotation vector;
+* in ``limb_task`` only: ``{lin: [ux, uy, uz]}`` / ``{rot: [ux, uy, uz]}``, the translation
+  along / rotation about a world direction (e.g. the rotation of a Delta platform about the hip
+  axis u_i that one separated parallelogram limb allows), held at the reference.
+
+``limb_task``: the delta_p(l) components the separated limb controls (= the limb DOF
+delta_l); ``task`` the PKM task coordinates x (delta_p of them, the same for every limb, names
+only); non-task components are held at their value in the reference configuration (the PKM
+workspace W, e.g. y = 0 for IRSBot-2). D_t(l) is the 0/1 selection of ``task`` inside
+``limb_task``. The limb task error is ``S (p* - p, log(R* R^T))`` with S the rows of the
+components over the twist (v, w) (for rotations a first-order consistent error: Newton steps
+with the Jacobian rows of w converge, the solution is exact).
 
 Conventions: SI units, angles in rad. Twists/Jacobians are in the ``local_world_aligned``
-reference of :mod:`robot_dynamics.kinematics` (linear rows first), so for the translational
-task ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2) this equals the
-paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] / forces [N]; task
-forces are forces [N] on the platform origin in world axes. The inertia of the platform body is
+reference of :mod:`robot_dynamics.kinematics` (linear rows first, ``(v, w)``), so for
+translational tasks ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2)
+this equals the paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] /
+forces [N]; task forces are forces [N] on the platform origin and moments [N m] (for the
+rotational components) in world axes. The inertia of the platform body is
 carried by exactly one limb (the one whose URDF subtree contains it; virtual joints are
 massless), so it is counted once (brief erratum 17).
 
@@ -196,10 +217,10 @@ IKSolution = namedtuple('IKSolution', 'x theta q outer inner task_residual loop_
                                       'cond_F signs')
 IKSolution.__doc__ = """Result of :func:`solve_ik`.
 
-x (delta_p,) task coordinates [m]; theta: list of limb configurations (n_l,) [rad];
+x (delta_p,) task coordinates [m | rad] (order ``PKM.task``); theta: list of limb configurations (n_l,) [rad];
 q (n,): global URDF configuration (every joint, passive included); outer: outer iterations per
 limb; inner: list per limb of the inner (loop) iteration counts of every outer step;
-task_residual: max |x* - x| over limbs [m]; loop_residual: max closure residual of all limbs
+task_residual: max |S (p* - p, log(R* R^T))| over limbs [m | rad]; loop_residual: max closure residual of all limbs
 (position rows m, orientation rows -); cond_F: condition number of F_(l) per limb;
 signs: branch signature per limb (signs of det L_t and det G_y)."""
 
@@ -763,7 +784,8 @@ class PKM:
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
-        """IK of the PKM: all limbs at task target ``x`` (delta_p,) [m].
+        """IK of the PKM: all limbs at task target ``x`` (delta_p,) [m | rad] (components
+        ``self.task``; rotations as rotation-vector components, see the module docstring).
 
         ``seed``: an :class:`IKSolution`, a list of limb configurations, a global configuration
         (n,), or None (reference configuration). Branch tracking compares the signs of det L_t
@@ -870,6 +892,8 @@ class PKM:
     def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
         """Task-space EOM and inverse dynamics (eqs. 39-45, Newton-Euler evaluation).
 
+        ``xd``, ``xdd`` (delta_p,): task velocity / acceleration = the task components of the
+        platform twist (v, w) [m/s | rad/s] and of its derivative (LWA, world axes).
         ``wrench`` (6,): end-effector wrench (force, moment) [N, N m] acting on the platform,
         moment about the platform frame origin, world axes. Raises :class:`SingularityError`
         when J_IK is singular (output singularity).
@@ -957,7 +981,8 @@ def get_pkm(model, **kw):
 
 
 def solve_ik(model, target, seed=None, scheme=None):
-    """PKM inverse kinematics (constraint embedding): task target (delta_p,) [m] -> IKSolution."""
+    """PKM inverse kinematics (constraint embedding): task target (delta_p,) [m | rad] ->
+    IKSolution."""
     return get_pkm(model).solve_ik(target, seed, scheme)
 
 
