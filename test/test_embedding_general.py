@@ -180,8 +180,11 @@ def test_velocity_acceleration_ik_vs_finite_differences(which, models):
     assert np.allclose(mo.J_IK, Jfd, atol=1e-6)
 
 
-@pytest.mark.parametrize('which', ['rpr', 'delta'])
+@pytest.mark.parametrize('which', ['rpr', 'delta', 'gs'])
 def test_forward_dynamics_round_trip(which, models):
+    """Forward kinematics from the actuated joints (Newton with J_IK; for rotations a
+    quasi-Newton step on the rotation vector, the converged x is exact) and forward dynamics
+    V_t_dot = M_t^-1 (J_IK^T u - b_t) invert the IK and the inverse dynamics."""
     m = _model(models, which)
     pk = E.get_pkm(m)
     x, xd, xdd = _traj(pk, which, 0.2)
