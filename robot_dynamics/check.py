@@ -49,7 +49,10 @@ def _projection(m):
 def _embedding(m):
     from .pkm.embedding import get_pkm
     p = get_pkm(m)
-    return f'{len(p.limbs)} limb(s), task {list(p.task)}'
+    limbs = ', '.join(f'{lb.name} ({len(lb.qi)} DOF' + (f', loops {[L.name for L in lb.loops]}'
+                                                        if lb.loops else '') + ')'
+                      for lb in p.limbs)
+    return f'{len(p.limbs)} limb(s): {limbs}; task {list(p.task)} of frame {p.platform_frame!r}'
 
 
 def _recursive(m):

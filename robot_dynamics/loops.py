@@ -17,6 +17,10 @@ loop is closed::
     independent: [motor1, motor2]  # minimal coordinates (default: actuated)
     reference_configuration: {motor1: 0.5, knee_joint: -1.0}   # a closed configuration
     submechanisms: [{name: leg1, joints: [...], loops: [knee]}]
+    # constraint-embedding limbs (robot_dynamics.pkm.embedding) add platform_joint,
+    # platform_frame, dependent, resolver, parameters {task, limb_task} and
+    # redundant: {loop: k}  (k rows of that intra-limb loop are redundant, e.g. 1 for the
+    #                        4-universal-joint parallelogram of a Delta limb; checked)
     actuators: {boom_cyl: {type: hydraulic_cylinder, joint: boom_piston, piston_area: 3.1e-3}}
 
 Constraint rows of each type (frame_a basis ``(t1, t2, k)`` with ``k`` the axis):
@@ -59,7 +63,7 @@ _TOP_KEYS = {'format', 'loops', 'actuated', 'independent', 'reference_configurat
              'submechanisms', 'actuators', 'description'}
 _LOOP_KEYS = {'name', 'type', 'frame_a', 'frame_b', 'axis', 'axes', 'description'}
 _SUBMECH_KEYS = {'name', 'joints', 'loops', 'independent', 'dependent', 'resolver',
-                 'platform_joint', 'platform_frame', 'description', 'parameters'}
+                 'platform_joint', 'platform_frame', 'description', 'parameters', 'redundant'}
 _NEEDS_AXIS = {'revolute', 'prismatic', 'cylindrical', 'planar', 'point_on_line',
                'point_on_plane'}
 
@@ -465,6 +469,18 @@ def attach_loops(model, spec, check=True):
             elif not isinstance(sm['resolver'], str):
                 raise LoopSpecError(src, f'{key}.resolver',
                                     f'must be a string or a mapping, got {_short(sm["resolver"])}')
+        if 'redundant' in sm:
+            red = sm['redundant']
+            if not isinstance(red, dict):
+                raise LoopSpecError(src, f'{key}.redundant', 'must be a mapping loop: number of '
+                                                          f'redundant rows, got {_short(red)}')
+            for ln, v in red.items():
+                if ln not in set(sm.get('loops') or []):
+                    raise LoopSpecError(src, f'{key}.redundant.{ln}',
+                                        f'not one of the submechanism loops {sm.get("loops") or []}')
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise LoopSpecError(src, f'{key}.redundant.{ln}',
+                                        f'expected a non-negative integer, got {_short(v)}')
         if 'parameters' in sm:
             if not isinstance(sm['parameters'], dict):
                 raise LoopSpecError(src, f'{key}.parameters', 'must be a mapping')

@@ -13,13 +13,20 @@ One limb is passed as the packed tuple ``kp`` built once per model by
     13 LK (nL, w, w), 14 Ly0 (nL, w), 15 Lq0 (nL, w): linear resolver y = y0 + K (q - q0)
     16 Ltol (nL,): per-loop Newton tolerance (0: the global one), 17 Lmax (nL,) int64
     18 qi (d,) int64 independent joints, 19 qcol (n,) int64 column of a joint in qi (-1)
-    20 rows (d,) int64 world components of the platform position (task rows), 21 D (d, dp)
+    20 S (d, 6) float: limb task rows over the platform twist (v, w) (LWA, linear first);
+       rows of the identity select x, y, z, rx, ry, rz; 21 D (d, dp)
+
+Platform pose buffers ``p`` are (12,): position (3,) then the rotation matrix row-major (9,).
+Targets are (12,) in the same layout. The pose error is ``e = (p* - p, log(R* R^T))`` (world
+axes, (6,)); the limb task error is ``S e``.
 
 The arithmetic is the one of the former pure-Python evaluator (same rows, same order, LU with
 partial pivoting like LAPACK's gesv), so iteration counts and results agree to rounding.
 Status codes: 0 ok, 1 outer loop did not converge, 2 singular L_t, 3 inner loop closure did
 not converge, 4 singular G_y.
 """
+import math
+
 import numpy as np
 from numba import njit
 
@@ -133,7 +140,7 @@ def _mv_to(R, v, out):
 def _fstate(kp, f, Rw, pw, W, Vo, Al, Ao, vel):
     """World (R, p, w, v, alpha, a) of packed frame f."""
     R = np.empty((3, 3))
-    p = np.empty(3)
+    p = np.empty(12)
     w = np.empty(3)
     v = np.empty(3)
     al = np.empty(3)
@@ -246,6 +253,8 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
     _fstate_to(kp, 0, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa, t1, t2, t3)
     for a in range(3):
         p[a] = pa[a]
+        for b in range(3):
+            p[3 + 3 * a + b] = Ra[a, b]
     J[:, :] = 0.0
     _jac(kp, kp[4][0], pa, pw, ax, J)
     if vel:
@@ -369,16 +378,72 @@ def hdot_qd(kp, A, bias, out):
 
 
 @njit(cache=_C)
-def _task_rows(kp, J, H, v3, Lt, dx):
-    """Lt = J[rows, :3] H, dx = v3[rows]."""
-    rows = kp[20]
+def pose_err(target, p, e):
+    """Pose error e (6,) = (p* - p, log(R* R^T)) in world axes of a pose p (12,) w.r.t. the
+    target (12,) (log: rotation vector, |angle| <= pi)."""
+    for a in range(3):
+        e[a] = target[a] - p[a]
+    E = np.empty((3, 3))
+    for a in range(3):
+        for b in range(3):
+            acc = 0.0
+            for k in range(3):
+                acc += target[3 + 3 * a + k] * p[3 + 3 * b + k]
+            E[a, b] = acc
+    c = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
+    c = min(1.0, max(-1.0, c))
+    th = math.acos(c)
+    v0 = 0.5 * (E[2, 1] - E[1, 2])
+    v1 = 0.5 * (E[0, 2] - E[2, 0])
+    v2 = 0.5 * (E[1, 0] - E[0, 1])
+    if th < 1e-6:
+        f = 1.0 + th * th / 6.0
+    elif th < math.pi - 1e-6:
+        f = th / math.sin(th)
+    else:                                   # angle ~ pi: axis from the symmetric part
+        B = np.empty(3)
+        for a in range(3):
+            B[a] = math.sqrt(max(0.0, 0.5 * (E[a, a] + 1.0)))
+        k = 0
+        for a in range(3):
+            if B[a] > B[k]:
+                k = a
+        ax = np.empty(3)
+        for a in range(3):
+            ax[a] = 0.5 * (E[a, k] + E[k, a]) / (2.0 * B[k]) if a != k else B[k]
+        vv = np.array([v0, v1, v2])
+        if _dot(ax, vv) < 0.0:
+            for a in range(3):
+                ax[a] = -ax[a]
+        for a in range(3):
+            e[3 + a] = th * ax[a]
+        return
+    e[3] = f * v0
+    e[4] = f * v1
+    e[5] = f * v2
+
+
+@njit(cache=_C)
+def _task_rows(kp, J, H, e6, Lt, dx):
+    """Lt = S J H (d, d), dx = S e6 (d,) with S = kp[20] (d, 6)."""
+    S = kp[20]
     n, d = H.shape
-    for i in range(rows.shape[0]):
-        dx[i] = v3[rows[i]]
+    SJ = np.empty(n)
+    for i in range(S.shape[0]):
+        acc = 0.0
+        for r in range(6):
+            acc += S[i, r] * e6[r]
+        dx[i] = acc
+        for k in range(n):
+            a2 = 0.0
+            for r in range(6):
+                if S[i, r] != 0.0:
+                    a2 += S[i, r] * J[r, k]
+            SJ[k] = a2
         for c in range(d):
             s = 0.0
             for k in range(n):
-                s += J[rows[i], k] * H[k, c]
+                s += SJ[k] * H[k, c]
             Lt[i, c] = s
 
 
@@ -400,7 +465,7 @@ def resolve(kp, th, tol, kmax):
     place. Returns (status, iterations, residual)."""
     n = th.shape[0]
     m = nrows(kp)
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -456,7 +521,7 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
     Returns (status, outer iterations, task error, closure residual, inner residual)."""
     n = seed.shape[0]
     m = nrows(kp)
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -473,10 +538,11 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
     The terms of the converged inner loop closure are those of the next outer iterate (the
     same th): they are reused instead of evaluated twice (identical numbers)."""
     LI, LY, LQ, LS = kp[7], kp[10], kp[11], kp[12]
-    qi, qcol, rows = kp[18], kp[19], kp[20]
+    qi, qcol = kp[18], kp[19]
     n = seed.shape[0]
     d = qi.shape[0]
     m = nrows(kp)
+    e6 = np.empty(6)
     for i in range(n):
         th[i] = seed[i]
     H = np.empty((n, d))
@@ -489,8 +555,13 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
         if not fresh:
             terms(kp, th, z, False, p, J, acc0, phi, A, bias)
         fresh = False
+        pose_err(target3, p, e6)                         # corrected sign (erratum 1)
+        S = kp[20]
         for i in range(d):
-            dx[i] = target3[rows[i]] - p[rows[i]]           # corrected sign (erratum 1)
+            acc = 0.0
+            for r in range(6):
+                acc += S[i, r] * e6[r]
+            dx[i] = acc
         dxm = _absmax(dx)
         gmax = _absmax(phi) if m else 0.0
         if dxm <= tol and (not compound or gmax <= tol):
@@ -499,7 +570,7 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
             break
         if not build_H(kp, A, H):
             return 4, k, dxm, gmax, gmax
-        _task_rows(kp, J, H, target3 - p, Lt, dx)
+        _task_rows(kp, J, H, e6, Lt, dx)
         LU, piv, s, ok = _lu(Lt)
         if not ok:
             return 2, k, dxm, gmax, 0.0
@@ -559,7 +630,7 @@ def limb_post(kp, th, target3, sig, F):
     closure residual)."""
     n = th.shape[0]
     m = nrows(kp)
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -579,6 +650,8 @@ def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
     d = kp[18].shape[0]
     m = nrows(kp)
     dx = np.empty(d)
+    e6 = np.empty(6)
+    pose_err(target3, p, e6)
     sig[:] = np.nan
     for l in range(LI.shape[0]):
         if LI[l, 3] == 0:
@@ -586,7 +659,7 @@ def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
             sig[1 + l] = s
     if not build_H(kp, A, H):
         return False, np.inf, np.inf, _absmax(phi)
-    _task_rows(kp, J, H, target3 - p, Lt, dx)
+    _task_rows(kp, J, H, e6, Lt, dx)
     LU, piv, s, ok = _lu(Lt)
     sig[0] = s
     if not ok:
@@ -614,7 +687,7 @@ def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, in
     :func:`limb_motion_hl`: the position-level half of the velocity IK at the same th)."""
     n = seed.shape[0]
     m = nrows(kp)
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -638,8 +711,7 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     n = th.shape[0]
     d = kp[18].shape[0]
     m = nrows(kp)
-    rows = kp[20]
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -649,7 +721,7 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
     if not build_H(kp, A, H):
         return False, np.inf
-    _task_rows(kp, J, H, p, Lt, dx)
+    _task_rows(kp, J, H, np.zeros(6), Lt, dx)
     LU, piv, s, ok = _lu(Lt)
     if not ok:
         return False, np.inf
@@ -677,9 +749,8 @@ def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
     n = th.shape[0]
     d = kp[18].shape[0]
     m = nrows(kp)
-    rows = kp[20]
     D = kp[21]
-    p = np.empty(3)
+    p = np.empty(12)
     J = np.empty((6, n))
     acc0 = np.empty(6)
     phi = np.empty(m)
@@ -701,10 +772,15 @@ def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
         if not hdot_qd(kp, A, bias, Hdqd):
             return False
     ltd = np.empty(d)
+    S = kp[20]
     for i in range(d):
-        s2 = acc0[rows[i]]
-        for k in range(n):
-            s2 += J[rows[i], k] * Hdqd[k]
+        s2 = 0.0
+        for r in range(6):
+            if S[i, r] != 0.0:
+                s3 = acc0[r]
+                for k in range(n):
+                    s3 += J[r, k] * Hdqd[k]
+                s2 += S[i, r] * s3
         ltd[i] = s2                                   # P_t (Jdot H + J Hdot) qd
     qdd = _lu_solve(LU, piv, ltd)
     for i in range(d):

@@ -18,19 +18,40 @@ Sidecar (format robot_dynamics/loops/1), one entry per limb in ``submechanisms``
                                       # URDF joints (the platform is in this limb's URDF subtree)
       platform_frame: tool            # the platform frame F_p as seen from this limb
       resolver: {l2_R7: {type: linear, matrix: [[-1], [1]]}, l2_U8: {type: newton}}
+      redundant: {l2_U8: 0}           # optional: number of redundant rows of an intra-limb loop
+                                      # (checked against the rank at the reference; e.g. 1 for
+                                      # the 4-universal-joint parallelogram of a Delta limb)
       parameters: {task: [x, z], limb_task: [x, y, z]}
 
-``limb_task`` are the world components of the platform-origin position that the separated limb
-controls (delta_p(l) of them, = the limb DOF delta_l); ``task`` the PKM task coordinates x
-(delta_p of them, the same for every limb); non-task components are held at their value in the
-reference configuration (the PKM workspace W, e.g. y = 0 for IRSBot-2). D_t(l) is the 0/1
-selection of ``task`` inside ``limb_task``. Only translational task components are supported.
+Task components (all of the platform frame F_p = ``platform_frame``, world axes):
+
+* ``x``, ``y``, ``z``: position of the origin of F_p [m]; velocity component = linear velocity
+  v of that origin (LWA twist), acceleration = its classical acceleration;
+* ``rx``, ``ry``, ``rz``: components of the rotation vector r of ``R_p R_ref^T`` [rad] (world
+  axes, relative to the platform orientation R_ref in the reference configuration; the
+  target orientation is ``R* = exp(r^) R_ref`` with r = 0 for the components not in ``task``);
+  velocity component = world angular velocity w_x, w_y, w_z [rad/s] (not dr/dt), acceleration
+  = dw/dt. For a platform rotating about a fixed world axis (planar phi = ``rz``) r is the
+  rotation angle and ``dr/dt = w`` exactly; for general 3-D rotations the task velocity is the
+  twist, the task position the rotation vector;
+* in ``limb_task`` only: ``{lin: [ux, uy, uz]}`` / ``{rot: [ux, uy, uz]}``, the translation
+  along / rotation about a world direction (e.g. the rotation of a Delta platform about the hip
+  axis u_i that one separated parallelogram limb allows), held at the reference.
+
+``limb_task``: the delta_p(l) components the separated limb controls (= the limb DOF
+delta_l); ``task`` the PKM task coordinates x (delta_p of them, the same for every limb, names
+only); non-task components are held at their value in the reference configuration (the PKM
+workspace W, e.g. y = 0 for IRSBot-2). D_t(l) is the 0/1 selection of ``task`` inside
+``limb_task``. The limb task error is ``S (p* - p, log(R* R^T))`` with S the rows of the
+components over the twist (v, w) (for rotations a first-order consistent error: Newton steps
+with the Jacobian rows of w converge, the solution is exact).
 
 Conventions: SI units, angles in rad. Twists/Jacobians are in the ``local_world_aligned``
-reference of :mod:`robot_dynamics.kinematics` (linear rows first), so for the translational
-task ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2) this equals the
-paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] / forces [N]; task
-forces are forces [N] on the platform origin in world axes. The inertia of the platform body is
+reference of :mod:`robot_dynamics.kinematics` (linear rows first, ``(v, w)``), so for
+translational tasks ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2)
+this equals the paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] /
+forces [N]; task forces are forces [N] on the platform origin and moments [N m] (for the
+rotational components) in world axes. The inertia of the platform body is
 carried by exactly one limb (the one whose URDF subtree contains it; virtual joints are
 massless), so it is counted once (brief erratum 17).
 
@@ -100,7 +121,37 @@ class SingularityError(PKMError):
     """An input (L_t) or output (J_IK) singularity: the requested quantity is undefined."""
 
 
-_COMP = {'x': 0, 'y': 1, 'z': 2}
+_COMP = {'x': 0, 'y': 1, 'z': 2, 'rx': 3, 'ry': 4, 'rz': 5}
+_ROT = ('rx', 'ry', 'rz')
+
+
+def _comp_row(c, key):
+    """Row (6,) over the LWA platform twist (v, w) of one limb-task component: a name of
+    ``_COMP`` or a mapping ``{lin: [ux, uy, uz]}`` / ``{rot: [ux, uy, uz]}`` (a world direction:
+    translation along / rotation about it; normalised)."""
+    s = np.zeros(6)
+    if isinstance(c, str) and c in _COMP:
+        s[_COMP[c]] = 1.0
+        return s
+    if isinstance(c, dict) and len(c) == 1 and next(iter(c)) in ('lin', 'rot'):
+        kind, u = next(iter(c.items()))
+        try:
+            u = np.asarray(u, float).reshape(3)
+        except (TypeError, ValueError):
+            u = np.full(3, np.nan)
+        nu = float(np.linalg.norm(u)) if np.all(np.isfinite(u)) else 0.0
+        if nu > 1e-12:
+            s[(0 if kind == 'lin' else 3):(3 if kind == 'lin' else 6)] = u / nu
+            return s
+    raise PKMSpecError(f"{key}: task component {c!r} not supported (x, y, z, rx, ry, rz, or "
+                       f"{{lin: [ux, uy, uz]}} / {{rot: [ux, uy, uz]}} with a non-zero world "
+                       f"direction)")
+
+
+def _rotvec_exp(r):
+    """Rotation matrix exp(r^) of a rotation vector r (3,) [rad]."""
+    a = float(np.linalg.norm(r))
+    return np.eye(3) if a == 0.0 else _rot(np.asarray(r, float) / a, a)
 
 
 def _rot(axis, t):
@@ -136,8 +187,8 @@ class Limb:
 
     ``model``: limb tree (:class:`Model`); ``gidx`` (n_l,): index of each limb joint in the
     global model (-1 for a virtual joint of the platform joint); ``frame``: platform frame name;
-    ``task_rows`` (delta_p(l),): world components of the platform position controlled by the
-    limb; ``D`` (delta_p(l), delta_p): D_t(l); ``qi``/``yi``: independent/dependent limb joints;
+    ``task_rows`` (delta_p(l), 6): rows S over the platform twist (v, w) (LWA, linear
+    first) of the components controlled by the limb (limb_task); ``D`` (delta_p(l), delta_p): D_t(l); ``qi``/``yi``: independent/dependent limb joints;
     ``act`` limb-local indices of the actuated joints; ``virtual``: (loop, limb-side frame,
     platform-side frame, axes in the limb-side frame) or None.
     """
@@ -166,10 +217,10 @@ IKSolution = namedtuple('IKSolution', 'x theta q outer inner task_residual loop_
                                       'cond_F signs')
 IKSolution.__doc__ = """Result of :func:`solve_ik`.
 
-x (delta_p,) task coordinates [m]; theta: list of limb configurations (n_l,) [rad];
+x (delta_p,) task coordinates [m | rad] (order ``PKM.task``); theta: list of limb configurations (n_l,) [rad];
 q (n,): global URDF configuration (every joint, passive included); outer: outer iterations per
 limb; inner: list per limb of the inner (loop) iteration counts of every outer step;
-task_residual: max |x* - x| over limbs [m]; loop_residual: max closure residual of all limbs
+task_residual: max |S (p* - p, log(R* R^T))| over limbs [m | rad]; loop_residual: max closure residual of all limbs
 (position rows m, orientation rows -); cond_F: condition number of F_(l) per limb;
 signs: branch signature per limb (signs of det L_t and det G_y)."""
 
@@ -216,10 +267,14 @@ class PKM:
             par = sm.get('parameters') or {}
             t = list(par.get('task', []))
             lt = list(par.get('limb_task', t))
-            for c in t + lt:
-                if c not in _COMP:
-                    raise PKMSpecError(f"{key}.parameters: task component {c!r} not supported "
-                                       f"(translational components x, y, z only)")
+            for c in t:
+                if not isinstance(c, str) or c not in _COMP:
+                    raise PKMSpecError(f"{key}.parameters.task: task component {c!r} not "
+                                       f"supported (x, y, z, rx, ry, rz)")
+            for c in lt:
+                _comp_row(c, f"{key}.parameters.limb_task")
+            if len(set(t)) != len(t):
+                raise PKMSpecError(f"{key}.parameters.task: repeated component in {t}")
             if not t or any(c not in lt for c in t):
                 raise PKMSpecError(f"{key}.parameters: 'task' must be a non-empty subset of "
                                    f"'limb_task', got task={t}, limb_task={lt}")
@@ -248,14 +303,22 @@ class PKM:
                 raise PKMSpecError(f"{src}: actuated joint '{a}' belongs to no limb")
         for lb in self.limbs:
             lb.kp = self._pack(lb)
-        self.x_ref_full = self._platform_pos(self.limbs[0], self.limbs[0].ref)
-        self.x_ref = self.x_ref_full[[_COMP[c] for c in task]]
+        self.pose_ref = self._platform_pos(self.limbs[0], self.limbs[0].ref)
+        self.x_ref_full = self.pose_ref[:3].copy()
+        self.R_ref = self.pose_ref[3:].reshape(3, 3).copy()
+        self.x_ref = np.array([self.x_ref_full[_COMP[c]] if c not in _ROT else 0.0
+                               for c in task])
         for lb in self.limbs:
-            d = self._platform_pos(lb, lb.ref) - self.x_ref_full
+            # positions always; orientations when the limb controls rotations (its rotational
+            # rows compare its platform frame's orientation with R* built from limb 1's)
+            d = self._platform_pos(lb, lb.ref) - self.pose_ref
+            if not np.any(lb.task_rows[:, 3:]):
+                d = d[:3]
             if np.linalg.norm(d) > 1e-8:
-                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' is "
-                                   f"{np.linalg.norm(d):.3g} m away from the first limb's in the "
-                                   f"reference configuration (not assembled)")
+                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' "
+                                   f"differs from the first limb's in the reference configuration "
+                                   f"by {np.linalg.norm(d):.3g} (position [m] / rotation matrix "
+                                   f"entries; not assembled)")
             lb.signs = self._signature(lb, lb.ref)
 
     # ----------------------------------------------------------------- limb model
@@ -379,15 +442,18 @@ class PKM:
         gidx = np.array(g + [-1] * (nl - len(g)), dtype=np.int64)
         act_names = [j for j in M.actuated if j in set(names)]
         ref = self._limb_config(lm, gidx, virtual, M.reference_q())
+        if virtual is not None:        # virtual angles of the (possibly rotated) cut frames
+            ref[-len(virtual[3]):] = self._virtual_angles(virtual, M.reference_q())
         loops, dep = self._partition(sm, key, lm, ref, act_names)
         qi = np.array([k for k in range(nl) if k not in set(dep)], dtype=np.int64)
         yi = np.array(sorted(dep), dtype=np.int64)
         D = np.zeros((len(limb_task), len(task)))
         for c, comp in enumerate(task):
-            D[limb_task.index(comp), c] = 1.0
+            D[[isinstance(v, str) and v == comp for v in limb_task].index(True), c] = 1.0
         limb = Limb(name=sm['name'], model=lm, gidx=gidx, frame=frame,
                     fidx=lm.frame_index(frame),
-                    task_rows=np.array([_COMP[c] for c in limb_task], dtype=np.int64), D=D,
+                    task_rows=np.array([_comp_row(c, f'{key}.parameters.limb_task')
+                                        for c in limb_task]).reshape(-1, 6), D=D,
                     loops=loops, qi=qi, yi=yi,
                     act=np.array([lm.joint_index(a) for a in act_names], dtype=np.int64),
                     act_names=act_names, virtual=virtual, ref=ref)
@@ -415,28 +481,33 @@ class PKM:
         platform-joint angles are recovered from the relative orientation of the cut frames."""
         th = self._limb_config(limb.model, limb.gidx, limb.virtual, qg)
         if limb.virtual is not None:
-            _, side, other, axes, typ = limb.virtual
-            T = forward_kinematics(self.model, qg, [side, other], as_array=True)
-            R = T[0, :3, :3].T @ T[1, :3, :3]
-            nv = len(axes)
-            if typ == 'revolute':
-                k = axes[0]
-                e = np.eye(3)[int(np.argmin(np.abs(k)))]
-                e = e - (e @ k) * k
-                e /= np.linalg.norm(e)
-                ang = [math.atan2(k @ np.cross(e, R @ e), e @ (R @ e))]
-            elif typ == 'universal':
-                a1, a2 = axes
-                v = R @ a2
-                t1 = math.atan2(a1 @ np.cross(a2, v), a2 @ v)
-                w = R.T @ a1
-                t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
-                ang = [t1, t2]
-            else:                          # R = Rx(a) Ry(b) Rz(c)
-                ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
-                       math.atan2(-R[0, 1], R[0, 0])]
-            th[-nv:] = ang
+            th[-len(limb.virtual[3]):] = self._virtual_angles(limb.virtual, qg)
         return th
+
+    def _virtual_angles(self, virtual, qg):
+        """Angles of the virtual platform joints from the relative orientation of the cut
+        frames at the global configuration qg."""
+        _, side, other, axes, typ = virtual
+        T = forward_kinematics(self.model, qg, [side, other], as_array=True)
+        R = T[0, :3, :3].T @ T[1, :3, :3]
+        nv = len(axes)
+        if typ == 'revolute':
+            k = axes[0]
+            e = np.eye(3)[int(np.argmin(np.abs(k)))]
+            e = e - (e @ k) * k
+            e /= np.linalg.norm(e)
+            ang = [math.atan2(k @ np.cross(e, R @ e), e @ (R @ e))]
+        elif typ == 'universal':
+            a1, a2 = axes
+            v = R @ a2
+            t1 = math.atan2(a1 @ np.cross(a2, v), a2 @ v)
+            w = R.T @ a1
+            t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
+            ang = [t1, t2]
+        else:                          # R = Rx(a) Ry(b) Rz(c)
+            ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
+                   math.atan2(-R[0, 1], R[0, 0])]
+        return np.array(ang[:nv])
 
     def _partition(self, sm, key, lm, ref, act_names):
         """Per loop: joints (limb-local), dependent/independent split, row selection, resolver."""
@@ -463,6 +534,13 @@ class PKM:
             G = ct.A[rows][:, lj]
             sv = np.linalg.svd(G, compute_uv=False)
             rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0]))) if len(sv) else 0
+            red = (sm.get('redundant') or {}).get(lp.name)
+            if red is not None and lp.nrows - rank != red:
+                raise PKMSpecError(f"{key}.redundant.{lp.name}: declared {red} redundant rows, "
+                                   f"but the {lp.nrows} rows of the loop have rank {rank} over "
+                                   f"its joints {[lm.joint_names[k] for k in lj]} at the reference "
+                                   f"configuration ({lp.nrows - rank} redundant): check the "
+                                   f"geometry (e.g. a parallelogram with unequal sides)")
             if dep_names is not None:
                 y = [k for k in lj if lm.joint_names[k] in set(dep_names)]
                 if len(y) != rank:
@@ -552,7 +630,7 @@ class PKM:
         return (lm._par, lm._geo, lm._ine, np.ascontiguousarray(lm.gravity, dtype=float),
                 fpar, fR, fp, LI, LD, LR, LY, LQ, LS, LK, Ly0, Lq0, Ltol, Lmax,
                 np.ascontiguousarray(limb.qi, dtype=np.int64), qcol,
-                np.ascontiguousarray(limb.task_rows, dtype=np.int64),
+                np.ascontiguousarray(limb.task_rows, dtype=float),
                 np.ascontiguousarray(limb.D, dtype=float))
 
     def _platform_pos(self, limb, th):
@@ -566,7 +644,7 @@ class PKM:
 
     @staticmethod
     def _terms(limb, th, thd=None):
-        """Platform position p (3,), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
+        """Platform pose p (12,) (position [m], rotation matrix row-major), LWA Jacobian J (6, n_l), ``Jdot thd`` (6,) (None without
         thd) and the closure terms (phi, A, bias) of the limb (None without loops).
 
         Compiled (numba) re-implementation of
@@ -577,7 +655,7 @@ class PKM:
         th = np.ascontiguousarray(th, dtype=float)
         vel = thd is not None
         thd = np.zeros(n) if thd is None else np.ascontiguousarray(thd, dtype=float)
-        p, J, acc0 = np.empty(3), np.empty((6, n)), np.empty(6)
+        p, J, acc0 = np.empty(12), np.empty((6, n)), np.empty(6)
         phi, A, bias = np.empty(m), np.empty((m, n)), np.empty(m)
         _K.terms(limb.kp, th, thd, vel, p, J, acc0, phi, A, bias)
         ct = _CT(phi, A, bias if vel else None) if m else None
@@ -602,7 +680,7 @@ class PKM:
 
     def _post(self, limb, th, t3=None):
         """Branch signature (dict), F, cond F, task error, closure residual at a limb config."""
-        t3 = self.x_ref_full if t3 is None else t3
+        t3 = self.pose_ref if t3 is None else t3
         sig = np.empty(1 + len(limb.loops))
         F = np.empty((len(limb.qi), limb.D.shape[1]))
         ok, c, tres, lres = _K.limb_post(limb.kp, np.ascontiguousarray(th, dtype=float),
@@ -670,8 +748,9 @@ class PKM:
         return th, k, inner[:k].tolist(), sig, F, out
 
     def limb_ik(self, limb, target3, seed, scheme=None):
-        """IK of one limb: platform position ``target3`` (3,) world [m] (non-controlled
-        components are ignored), from the admissible ``seed`` (n_l,). Returns
+        """IK of one limb: platform pose ``target3`` (12,) = world position [m] and rotation
+        matrix (row-major) of the platform frame, as built by :meth:`target3` (components
+        not controlled by the limb are ignored), from the admissible ``seed`` (n_l,). Returns
         (theta, outer iterations, inner counts)."""
         th, k, inner, _, _, _ = self._limb_solve(limb, np.ascontiguousarray(target3, dtype=float),
                                                  seed, scheme)
@@ -679,19 +758,34 @@ class PKM:
 
     # ----------------------------------------------------------------- PKM IK
     def target3(self, x):
+        """Platform target pose (12,) of the task coordinates ``x`` (delta_p,): world position
+        [m] (tasked components from x, the others from the reference configuration) and the
+        rotation matrix ``R* = exp(r^) R_ref`` (row-major), where r (3,) [rad] holds the
+        tasked rotation-vector components rx, ry, rz of x (world axes, relative to the
+        reference orientation) and 0 for the others."""
         x = np.asarray(x, float)
         if x.shape != (self.ntask,) or not np.isfinite(x).all():
             raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
                              f'got {x!r}')
-        t = self.x_ref_full.copy()
+        t = self.pose_ref.copy()
         ti = self.__dict__.get('_tidx')
         if ti is None:
-            ti = self._tidx = np.array([_COMP[c] for c in self.task], dtype=np.int64)
-        t[ti] = x
+            ti = self._tidx = (np.array([_COMP[c] for c in self.task if c not in _ROT], np.int64),
+                               np.array([i for i, c in enumerate(self.task) if c not in _ROT],
+                                        np.int64),
+                               np.array([_COMP[c] - 3 for c in self.task if c in _ROT], np.int64),
+                               np.array([i for i, c in enumerate(self.task) if c in _ROT],
+                                        np.int64))
+        t[ti[0]] = x[ti[1]]
+        if len(ti[2]):
+            r = np.zeros(3)
+            r[ti[2]] = x[ti[3]]
+            t[3:] = (_rotvec_exp(r) @ self.R_ref).ravel()
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
-        """IK of the PKM: all limbs at task target ``x`` (delta_p,) [m].
+        """IK of the PKM: all limbs at task target ``x`` (delta_p,) [m | rad] (components
+        ``self.task``; rotations as rotation-vector components, see the module docstring).
 
         ``seed``: an :class:`IKSolution`, a list of limb configurations, a global configuration
         (n,), or None (reference configuration). Branch tracking compares the signs of det L_t
@@ -798,6 +892,8 @@ class PKM:
     def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
         """Task-space EOM and inverse dynamics (eqs. 39-45, Newton-Euler evaluation).
 
+        ``xd``, ``xdd`` (delta_p,): task velocity / acceleration = the task components of the
+        platform twist (v, w) [m/s | rad/s] and of its derivative (LWA, world axes).
         ``wrench`` (6,): end-effector wrench (force, moment) [N, N m] acting on the platform,
         moment about the platform frame origin, world axes. Raises :class:`SingularityError`
         when J_IK is singular (output singularity).
@@ -885,7 +981,8 @@ def get_pkm(model, **kw):
 
 
 def solve_ik(model, target, seed=None, scheme=None):
-    """PKM inverse kinematics (constraint embedding): task target (delta_p,) [m] -> IKSolution."""
+    """PKM inverse kinematics (constraint embedding): task target (delta_p,) [m | rad] ->
+    IKSolution."""
     return get_pkm(model).solve_ik(target, seed, scheme)
 
 
