@@ -806,6 +806,10 @@ def warmup(model=None):
 
 
 # ----------------------------------------------------------------------------- output map
+def _cross3(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 class OutputMapError(PartitioningError):
     """A task-space target the output map cannot be inverted at.
 
@@ -838,20 +842,28 @@ class OutputMap:
     * :meth:`reference` ``(x, xd, xdd)`` -> (3, k) = ``theta_d``, ``thetad_d = J_x⁻¹ xd``,
       ``thetadd_d = J_x⁻¹ (xdd - Jdot_x thetad_d)`` (no differentiation in time).
 
-    Raises :class:`OutputMapError` (unreachable / singular / limits) and
+    ``tol`` [m]: Newton stops at ``max |x - y(theta)| < tol`` (the numeric loop map closes to
+    ~1e-12, which bounds what is attainable); ``singular_tol``: relative smallest singular value
+    of ``J_x`` below which a target is singular; ``check_limits``: URDF limits of the minimal
+    coordinates. Raises :class:`OutputMapError` (unreachable / singular / limits) and
     :class:`~robot_dynamics.errors.InputError` for malformed input. The solver warm-starts from
     the last solution (a continuous path stays on one branch); ``theta_guess`` overrides it.
     ``model``: a Model or a :class:`PartitionedModel` (its model is used; the loop map is a new
     one of ``loop_map`` kind so its warm start is not shared).
     """
 
-    def __init__(self, model, frame='tool', axes=(0, 1, 2), loop_map='auto', tol=1e-12,
+    def __init__(self, model, frame='tool', axes=(0, 1, 2), loop_map='auto', tol=1e-11,
                  max_iter=50, singular_tol=1e-9, check_limits=True):
         if isinstance(model, PartitionedModel):
             model = model.model
         self.model = model
         self.frame = frame
-        model.frame_index(frame)                       # UnknownNameError for a bad frame
+        self._fidx = model.frame_index(frame)          # UnknownNameError for a bad frame
+        self._J_at = None                              # (theta, J_x) of the last forward call
+        self._fjoint = int(model.frame_parent[self._fidx])
+        if self._fjoint < 0:
+            raise PartitioningError(f"frame '{frame}' is fixed to the world: no output map")
+        self._fp = np.asarray(model.frame_p[self._fidx], float)
         self.loop_map = make_loop_map(model, loop_map) if isinstance(loop_map, str) else loop_map
         self.coords = list(self.loop_map.independent)
         self.k = len(self.coords)
@@ -876,19 +888,25 @@ class OutputMap:
     def forward(self, theta, thetad=None, q_guess=None):
         """``x`` (d,) [m], ``J_x`` (d, k), ``Jdot_x thetad`` (d,) [m/s²] (zero without
         ``thetad``) at ``theta`` (k,); world components ``axes`` of the frame origin."""
-        from .kinematics import frame_acceleration, frame_jacobian, frame_placement
+        from .kinematics import _lwa_columns, world_state
         th = self._theta(theta)
         lm = self.loop_map.evaluate(th, q_guess if q_guess is not None else self._q)
         self._q = lm.q
-        x = frame_placement(self.model, lm.q, self.frame)[:3, 3][self.axes]
-        J = (frame_jacobian(self.model, lm.q, self.frame, 'local_world_aligned')[:3] @ lm.G)[self.axes]
         if thetad is None:
-            return x, J, np.zeros(self.d)
-        thd = self._theta(thetad, 'thetad')
-        qd = lm.G @ thd
-        qdd = np.einsum('nab,a,b->n', lm.H, thd, thd)
-        b = frame_acceleration(self.model, lm.q, qd, qdd, self.frame, 'local_world_aligned')[:3]
-        return x, J, b[self.axes]
+            st = world_state(self.model, lm.q)
+        else:                 # q̇ = G thd, q̈ = H(thd, thd): the origin's acceleration = Jdot thd
+            thd = self._theta(thetad, 'thetad')
+            st = world_state(self.model, lm.q, lm.G @ thd, np.einsum('nab,a,b->n', lm.H, thd, thd))
+        j = self._fjoint                      # frame origin on joint j's body (not the root)
+        r = st['R'][j] @ self._fp
+        p = st['p'][j] + r
+        Jq, _ = _lwa_columns(self.model, st, self._fidx, p)
+        if thetad is not None:
+            w, al = st['w'][j], st['alpha'][j]
+            acc = st['a'][j] + _cross3(al, r) + _cross3(w, _cross3(w, r))
+        J = (Jq[:3] @ lm.G)[self.axes]
+        self._J_at = (th.copy(), J)
+        return p[self.axes], J, (acc[self.axes] if thetad is not None else np.zeros(self.d))
 
     def _check_square(self):
         if self.d != self.k:
@@ -968,7 +986,8 @@ class OutputMap:
         if v.shape != (self.d,) or a.shape != (self.d,) or not (np.all(np.isfinite(v))
                                                                  and np.all(np.isfinite(a))):
             raise InputError(f'xd, xdd must be {self.d} finite values, got {xd!r}, {xdd!r}')
-        _, J, _ = self.forward(th)
+        c = self._J_at                        # J_x at the solution (inverse's last forward call)
+        J = c[1] if c is not None and np.array_equal(c[0], th) else self.forward(th)[1]
         thd = self._solve(J, v, x, th)
         _, _, b = self.forward(th, thd)
         return np.array([th, thd, self._solve(J, a - b, x, th)])
