@@ -14,6 +14,7 @@ rclpy = pytest.importorskip('rclpy')
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
+import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.partitioning import OutputMap  # noqa: E402
 from ros_helpers import run_graph  # noqa: E402
 
@@ -60,7 +61,6 @@ def test_cylinder_elbow_graph_tracks_cartesian_path():
     last = js[-1]
     assert set(last.name) == set(model.joint_names)
     assert {'elbow_psi', 'cylinder_barrel_angle', 'cylinder_rod_angle'} <= set(last.name)
-    import robot_dynamics as rd
     Q = {_ns(m): np.array([m.position[list(m.name).index(j)] for j in model.joint_names]) for m in js}
     assert max(np.abs(rd.loop_residual(model, q)).max() for q in list(Q.values())[::20]) < 1e-9
     # the reference is the Cartesian path: x_d = forward(theta_d) = R0 + s E1 + s (1 - s) E2
