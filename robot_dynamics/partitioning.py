@@ -877,7 +877,7 @@ class OutputMap:
         self.lower = np.asarray(model.lower, float)[idx] if check_limits else np.full(self.k, -np.inf)
         self.upper = np.asarray(model.upper, float)[idx] if check_limits else np.full(self.k, np.inf)
         self.theta = model.reference_q()[idx].astype(float)
-        self._q = None
+        self._q = model.reference_q()                  # warm start of the loop map (closed q)
 
     def _theta(self, theta, name='theta'):
         th = np.asarray(theta, float).reshape(-1)
@@ -927,13 +927,20 @@ class OutputMap:
         """Minimal coordinates (k,) with the frame origin at ``x`` (d,) [m, world]: Newton on
         :meth:`forward` from ``theta_guess`` (default: the last solution, initially the
         sidecar's reference configuration) to ``|x - y(theta)| < tol`` m."""
-        from .errors import AssemblyError
         self._check_square()
         x_d = np.asarray(x, float).reshape(-1)
         if x_d.shape != (self.d,) or not np.all(np.isfinite(x_d)):
             raise InputError(f'target x must be {self.d} finite values [m], got {x!r}')
         th = self._theta(self.theta if theta_guess is None else theta_guess, 'theta_guess').copy()
         q_keep = self._q
+        try:
+            return self._newton(x_d, th)
+        except OutputMapError:
+            self._q = q_keep                  # a failed target does not move the warm start
+            raise
+
+    def _newton(self, x_d, th):
+        from .errors import AssemblyError
         try:
             xc, J, _ = self.forward(th)
         except (LoopMapDomainError, AssemblyError) as exc:
@@ -960,7 +967,6 @@ class OutputMap:
                 break
             th, xc, J, r = th + lam * step, xn, Jn, rn
         if not np.abs(r).max() < self.tol:
-            self._q = q_keep
             raise OutputMapError('unreachable', x_d, th,
                                  f"output map: no closed configuration puts '{self.frame}' at "
                                  f'{x_d.tolist()} m (Newton stopped {np.abs(r).max():.3g} m away, '
