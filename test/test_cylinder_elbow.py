@@ -83,6 +83,27 @@ def test_partitioned_terms_equal_projection_engine(model, pm):
     assert worst['Gamma_dot (FD)'] < 5e-6, worst
 
 
+def test_Gamma_equals_pinocchio_crba(model, pm):
+    """Oracle: Gamma = Gᵀ M G with M the tree mass matrix of Pinocchio (test oracle only)."""
+    pin = pytest.importorskip('pinocchio')
+    pmod = pin.buildModelFromUrdf(URDF)
+    pdata = pmod.createData()
+    names = [pmod.names[i] for i in range(1, pmod.njoints)]
+    perm = [pmod.joints[pmod.getJointId(nm)].idx_v for nm in model.joint_names]
+    for t in (0.0, 1.7, 4.2):
+        T = pm.terms(_motion(t)[0])
+        qp = np.zeros(pmod.nq)
+        for j, nm in enumerate(names):
+            jm, v = pmod.joints[j + 1], T.q[model.joint_index(nm)]
+            if jm.nq == 2:                    # continuous joints are (cos, sin) in Pinocchio
+                qp[jm.idx_q:jm.idx_q + 2] = [np.cos(v), np.sin(v)]
+            else:
+                qp[jm.idx_q] = v
+        Mp = pin.crba(pmod, pdata, qp)
+        Mp = (np.triu(Mp) + np.triu(Mp, 1).T)[np.ix_(perm, perm)]
+        assert np.abs(T.Gamma - T.G.T @ Mp @ T.G).max() < 1e-9 * np.abs(T.Gamma).max()
+
+
 def test_compiled_terms_equal_numpy_route(pm):
     for t in (0.3, 2.1):
         th = _motion(t)[0]
