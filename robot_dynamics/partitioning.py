@@ -43,7 +43,8 @@ from .model import REVOLUTE
 __all__ = ['PartitioningError', 'LoopMapDomainError', 'Body', 'LoopMapResult', 'TreeLoopMap',
            'TriangleLoopMap', 'NumericLoopMap', 'make_loop_map', 'PartitionedModel',
            'PartitionTerms', 'spatial_inertia', 'christoffel', 'coriolis_vector',
-           'triangle_zeta', 'model_with_body']
+           'triangle_zeta', 'model_with_body', 'OutputMap', 'OutputMapError',
+           'CartesianReference']
 
 
 class PartitioningError(RobotDynamicsError):
@@ -802,3 +803,225 @@ def warmup(model=None):
         z = np.zeros(pm.k)
         for law in ('paper', 'pdplus'):
             IPController(pm, law).compute(th, z, th, z, z)
+
+
+# ----------------------------------------------------------------------------- output map
+def _cross3(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+class OutputMapError(PartitioningError):
+    """A task-space target the output map cannot be inverted at.
+
+    ``reason``: 'unreachable' (Newton found no closed configuration with the frame origin at the
+    target: out of reach, or the loop cannot close on the way), 'singular' (the output Jacobian
+    ``J_x`` is rank deficient there: stretched/folded arm, frame origin on a joint axis, loop
+    dead centre) or 'limits' (the solution leaves the URDF limits of a minimal coordinate);
+    ``target`` (d,) [m], ``theta`` (k,): the last iterate."""
+
+    def __init__(self, reason, target, theta, message):
+        self.reason, self.target, self.theta = reason, target, theta
+        super().__init__(message)
+
+
+class OutputMap:
+    """Output map of seed 000 (the paper's eq. 42, generalised to any partitioned robot): the
+    world position of the origin of URDF frame ``frame``, ``x = y(theta)``, as a function of
+    the minimal coordinates ``theta`` (the loop map's independent joints, all of them: locks of
+    a :class:`PartitionedModel` do not apply here), through the loop map ``q = g(theta)``.
+
+    Frames and units: ``x`` [m] are the world components ``axes`` (default (0, 1, 2) = x, y, z of
+    the model's root frame) of the frame origin; ``theta`` in the joints' units (rad, m).
+    Shapes: ``theta`` (k,), ``x`` (d,) with ``d = len(axes)``; the inverse needs ``d == k``.
+
+    * :meth:`forward` ``(theta, thetad)`` -> ``x`` (d,), ``J_x = dx/dtheta`` (d, k) and the bias
+      ``Jdot_x thetad`` (d,) [m/s²] (classical acceleration of the origin at ``thetadd = 0``,
+      i.e. with ``q̇ = G thetad``, ``q̈ = H(thetad, thetad)`` through the loop map);
+    * :meth:`inverse` ``(x)`` -> ``theta``: Newton on the forward map, each iterate closed by the
+      loop map, step halving when a step leaves the loop map's domain;
+    * :meth:`reference` ``(x, xd, xdd)`` -> (3, k) = ``theta_d``, ``thetad_d = J_x⁻¹ xd``,
+      ``thetadd_d = J_x⁻¹ (xdd - Jdot_x thetad_d)`` (no differentiation in time).
+
+    ``tol`` [m]: Newton stops at ``max |x - y(theta)| < tol`` (the numeric loop map closes to
+    ~1e-12, which bounds what is attainable); ``singular_tol``: relative smallest singular value
+    of ``J_x`` below which a target is singular; ``check_limits``: URDF limits of the minimal
+    coordinates. Raises :class:`OutputMapError` (unreachable / singular / limits) and
+    :class:`~robot_dynamics.errors.InputError` for malformed input. The solver warm-starts from
+    the last solution (a continuous path stays on one branch); ``theta_guess`` overrides it.
+    ``model``: a Model or a :class:`PartitionedModel` (its model is used; the loop map is a new
+    one of ``loop_map`` kind so its warm start is not shared).
+    """
+
+    def __init__(self, model, frame='tool', axes=(0, 1, 2), loop_map='auto', tol=1e-11,
+                 max_iter=50, singular_tol=1e-9, check_limits=True):
+        if isinstance(model, PartitionedModel):
+            model = model.model
+        self.model = model
+        self.frame = frame
+        self._fidx = model.frame_index(frame)          # UnknownNameError for a bad frame
+        self._J_at = None                              # (theta, J_x) of the last forward call
+        self._fjoint = int(model.frame_parent[self._fidx])
+        if self._fjoint < 0:
+            raise PartitioningError(f"frame '{frame}' is fixed to the world: no output map")
+        self._fp = np.asarray(model.frame_p[self._fidx], float)
+        self.loop_map = make_loop_map(model, loop_map) if isinstance(loop_map, str) else loop_map
+        self.coords = list(self.loop_map.independent)
+        self.k = len(self.coords)
+        ax = [int(a) for a in axes]
+        if not ax or len(set(ax)) != len(ax) or any(a not in (0, 1, 2) for a in ax):
+            raise InputError(f'axes must be distinct world components in (0, 1, 2), got {list(axes)}')
+        self.axes = ax
+        self.d = len(ax)
+        self.tol, self.max_iter, self.singular_tol = float(tol), int(max_iter), float(singular_tol)
+        idx = self.loop_map.idx
+        self.lower = np.asarray(model.lower, float)[idx] if check_limits else np.full(self.k, -np.inf)
+        self.upper = np.asarray(model.upper, float)[idx] if check_limits else np.full(self.k, np.inf)
+        self.theta = model.reference_q()[idx].astype(float)
+        self._q = model.reference_q()                  # warm start of the loop map (closed q)
+
+    def _theta(self, theta, name='theta'):
+        th = np.asarray(theta, float).reshape(-1)
+        if th.shape != (self.k,) or not np.all(np.isfinite(th)):
+            raise InputError(f'{name} must be {self.k} finite values ({self.coords}), got {theta!r}')
+        return th
+
+    def forward(self, theta, thetad=None, q_guess=None):
+        """``x`` (d,) [m], ``J_x`` (d, k), ``Jdot_x thetad`` (d,) [m/s²] (zero without
+        ``thetad``) at ``theta`` (k,); world components ``axes`` of the frame origin."""
+        from .kinematics import _lwa_columns, world_state
+        th = self._theta(theta)
+        lm = self.loop_map.evaluate(th, q_guess if q_guess is not None else self._q)
+        self._q = lm.q
+        if thetad is None:
+            st = world_state(self.model, lm.q)
+        else:                 # q̇ = G thd, q̈ = H(thd, thd): the origin's acceleration = Jdot thd
+            thd = self._theta(thetad, 'thetad')
+            st = world_state(self.model, lm.q, lm.G @ thd, np.einsum('nab,a,b->n', lm.H, thd, thd))
+        j = self._fjoint                      # frame origin on joint j's body (not the root)
+        r = st['R'][j] @ self._fp
+        p = st['p'][j] + r
+        Jq, _ = _lwa_columns(self.model, st, self._fidx, p)
+        if thetad is not None:
+            w, al = st['w'][j], st['alpha'][j]
+            acc = st['a'][j] + _cross3(al, r) + _cross3(w, _cross3(w, r))
+        J = (Jq[:3] @ lm.G)[self.axes]
+        self._J_at = (th.copy(), J)
+        return p[self.axes], J, (acc[self.axes] if thetad is not None else np.zeros(self.d))
+
+    def _check_square(self):
+        if self.d != self.k:
+            raise InputError(f'the inverse output map needs as many task axes as minimal '
+                             f'coordinates ({self.k}: {self.coords}), got axes {self.axes}')
+
+    def _solve(self, J, r, x_d, th):
+        s = np.linalg.svd(J, compute_uv=False)
+        if s[-1] <= self.singular_tol * max(s[0], 1.0):
+            raise OutputMapError('singular', x_d, th.copy(),
+                                 f"output map of '{self.frame}' singular at theta = {th.tolist()} "
+                                 f'(singular values of J_x {s.tolist()}): no unique minimal-coordinate '
+                                 f'reference for target {np.asarray(x_d).tolist()} m (stretched or '
+                                 f'folded arm, frame origin on a joint axis, or a loop dead centre)')
+        return np.linalg.solve(J, r)
+
+    def inverse(self, x, theta_guess=None):
+        """Minimal coordinates (k,) with the frame origin at ``x`` (d,) [m, world]: Newton on
+        :meth:`forward` from ``theta_guess`` (default: the last solution, initially the
+        sidecar's reference configuration) to ``|x - y(theta)| < tol`` m."""
+        self._check_square()
+        x_d = np.asarray(x, float).reshape(-1)
+        if x_d.shape != (self.d,) or not np.all(np.isfinite(x_d)):
+            raise InputError(f'target x must be {self.d} finite values [m], got {x!r}')
+        th = self._theta(self.theta if theta_guess is None else theta_guess, 'theta_guess').copy()
+        q_keep = self._q
+        try:
+            return self._newton(x_d, th)
+        except OutputMapError:
+            self._q = q_keep                  # a failed target does not move the warm start
+            raise
+
+    def _newton(self, x_d, th):
+        from .errors import AssemblyError
+        try:
+            xc, J, _ = self.forward(th)
+        except (LoopMapDomainError, AssemblyError) as exc:
+            raise OutputMapError('unreachable', x_d, th, f'output map: the loop does not close at '
+                                 f'the start guess {th.tolist()}: {exc}') from None
+        r = x_d - xc
+        for _ in range(self.max_iter):
+            if np.abs(r).max() < self.tol:
+                break
+            step = self._solve(J, r, x_d, th)
+            lam, moved = 1.0, False
+            for _ in range(12):               # step halving: stay inside the loop map's domain
+                try:
+                    xn, Jn, _ = self.forward(th + lam * step)
+                except (LoopMapDomainError, AssemblyError):
+                    lam *= 0.5
+                    continue
+                rn = x_d - xn
+                if np.abs(rn).max() < np.abs(r).max() or lam < 1e-3:
+                    moved = True
+                    break
+                lam *= 0.5
+            if not moved:
+                break
+            th, xc, J, r = th + lam * step, xn, Jn, rn
+        if not np.abs(r).max() < self.tol:
+            raise OutputMapError('unreachable', x_d, th,
+                                 f"output map: no closed configuration puts '{self.frame}' at "
+                                 f'{x_d.tolist()} m (Newton stopped {np.abs(r).max():.3g} m away, '
+                                 f'at theta = {th.tolist()}): target out of reach or beyond the '
+                                 f'loop\'s range')
+        self._solve(J, r, x_d, th)            # singular at the solution: no unique reference
+        bad = [(c, v, lo, hi) for c, v, lo, hi in zip(self.coords, th, self.lower, self.upper)
+               if not lo - 1e-12 <= v <= hi + 1e-12]
+        if bad:
+            c, v, lo, hi = bad[0]
+            raise OutputMapError('limits', x_d, th, f"output map: target {x_d.tolist()} m needs "
+                                 f"'{c}' = {v:.6g}, outside its limits [{lo:.6g}, {hi:.6g}]")
+        self.theta = th.copy()
+        return th
+
+    def reference(self, x, xd, xdd, theta_guess=None):
+        """Minimal-coordinate reference (3, k) = (theta_d, thetad_d, thetadd_d) of a task-space
+        sample: position ``x`` [m], velocity ``xd`` [m/s], acceleration ``xdd`` [m/s²] (d,),
+        world components ``axes`` of the frame origin."""
+        th = self.inverse(x, theta_guess)
+        v = np.asarray(xd, float).reshape(-1)
+        a = np.asarray(xdd, float).reshape(-1)
+        if v.shape != (self.d,) or a.shape != (self.d,) or not (np.all(np.isfinite(v))
+                                                                 and np.all(np.isfinite(a))):
+            raise InputError(f'xd, xdd must be {self.d} finite values, got {xd!r}, {xdd!r}')
+        c = self._J_at                        # J_x at the solution (inverse's last forward call)
+        J = c[1] if c is not None and np.array_equal(c[0], th) else self.forward(th)[1]
+        thd = self._solve(J, v, x, th)
+        _, _, b = self.forward(th, thd)
+        return np.array([th, thd, self._solve(J, a - b, x, th)])
+
+
+class CartesianReference:
+    """A task-space path of a frame origin as a minimal-coordinate reference (what
+    ``trajectory_node mode: task_ik`` publishes for the ip_controller).
+
+    ``path(t, order=2)``: any profile of :mod:`robot_dynamics.trajectories` (e.g. ``Circle``,
+    ``Sin2PickPlace``) giving (order + 1, 3) world positions [m], velocities, accelerations of
+    the frame origin; the components ``axes`` are used. ``__call__(t, order=2)`` -> (3, k):
+    ``theta_d``, ``thetad_d``, ``thetadd_d`` of the minimal coordinates ``coords`` (the model's
+    independent joints) through :meth:`OutputMap.reference` (warm-started along the path; only
+    orders 0..2 exist). ``theta0``: start guess (default the sidecar's reference configuration).
+    """
+
+    def __init__(self, model, path, frame='tool', axes=(0, 1, 2), loop_map='auto', theta0=None):
+        self.map = OutputMap(model, frame, axes, loop_map)
+        self.map._check_square()
+        self.path = path
+        self.coords = self.map.coords
+        if theta0 is not None:
+            self.map.theta = self.map._theta(theta0, 'theta0').copy()
+
+    def __call__(self, t, order=2):
+        P = np.asarray(self.path(t, order=2), float).reshape(3, -1)
+        if P.shape[1] != 3:
+            raise InputError(f'the path must give (3, 3) world positions/derivatives, got {P.shape}')
+        ax = self.map.axes
+        return self.map.reference(P[0, ax], P[1, ax], P[2, ax])

@@ -24,6 +24,16 @@ world ``task_axes``) ``task_loops`` times and back to the first waypoint, ``leg_
 each, after ``start_delay`` s, mapped analytically to the segment joints
 (:class:`robot_dynamics.control.vdc.BoomTaskProfile`): ``reference/joint_trajectory`` of the
 segment joints (positions, velocities, accelerations; ``reference/derivatives`` rows 0..2).
+``mode: task_ik`` (seed 000, any robot with a loop map): a task-space path of the origin of
+``task_frame`` (default ``tool``; ``profile`` circle | sin2_pick_place with the task-mode
+parameters ``center``/``radius``/``e1``/``e2``/``frequency``/``phase``, world frame, ``task_axes``
+default [0, 1, 2]) mapped to the minimal coordinates (the sidecar's independent joints) by the
+inverse output map (:class:`robot_dynamics.partitioning.CartesianReference`: Newton on the
+forward map closed by the loop map, ``thetad = J⁻¹ xd``, ``thetadd = J⁻¹ (xdd - Jdot thetad)``):
+``reference/joint_trajectory`` of those joints (positions, velocities, accelerations;
+``reference/derivatives`` rows 0..2), e.g. for ``ip_controller``. A path sample the map cannot
+invert (unreachable, singular, outside the joint limits) is logged and not published; the
+t = 0 sample is checked at start.
 ``start_topic`` (timer mode, default '' = off; a std_msgs/Float64MultiArray topic such as a
 controller's commands): the profile's t = 0 is the first tick after the first message there
 (until then the t = 0 sample is published), so the motion starts when the controller is live,
@@ -64,8 +74,8 @@ class TrajectoryNode(Node):
         self.mode = dp('mode', 'joint').value
         kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
         rate = float(dp('rate', 100.0).value)
-        if self.mode not in ('joint', 'task', 'pkm_d2', 'boom_task') or rate <= 0:
-            raise ValueError(f"mode must be 'joint', 'task', 'pkm_d2' or 'boom_task' and rate > 0 "
+        if self.mode not in ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik') or rate <= 0:
+            raise ValueError(f"mode must be 'joint', 'task', 'pkm_d2', 'boom_task' or 'task_ik' and rate > 0 "
                              f"(got {self.mode!r}, {rate})")
         self.d2 = None
         if self.mode == 'pkm_d2':
@@ -111,12 +121,21 @@ class TrajectoryNode(Node):
                           frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
                           e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
         if self.d2 is None and self.mode != 'boom_task' and kind == 'goals':
+            if self.mode == 'task_ik':
+                raise ValueError("mode 'task_ik' supports profiles 'circle' and 'sin2_pick_place'")
             self.repeat, self.profile = False, self._goal_profile(m, dp)
         elif self.d2 is None and self.mode != 'boom_task':
             self.repeat = dp('repeat', True).value
             self.profile = make_profile(kind, **params)
+        if self.mode == 'task_ik':
+            # seed 000: the tool path through the inverse output map to the minimal coordinates
+            from robot_dynamics.partitioning import CartesianReference
+            self.profile = CartesianReference(m, self.profile, frame=dp('task_frame', 'tool').value,
+                                              axes=dp('task_axes', [0, 1, 2]).value)
+            self.joints = list(self.profile.coords)
+            self.profile(0.0)             # an unreachable start stops the node here, with the reason
         self.world = m.root_link
-        if self.mode in ('joint', 'pkm_d2', 'boom_task'):
+        if self.mode in ('joint', 'pkm_d2', 'boom_task', 'task_ik'):
             self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
         else:
             self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
@@ -154,7 +173,8 @@ class TrajectoryNode(Node):
     #: and a run-time `ros2 param set` is refused: the profile is built once at start)
     PARAMS = {
         'mode': ('reference kind: joint trajectory, task-space pose, PKM roll with 2nd-order ID '
-                 'feed-forward, hydraulic boom A-B-C-D', ('joint', 'task', 'pkm_d2', 'boom_task')),
+                 'feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
+                 ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')),
         'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | goals '
                     '(task), roll (pkm_d2)',
                     ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'goals', 'roll')),
@@ -175,7 +195,8 @@ class TrajectoryNode(Node):
         'roll_max': ('pkm_d2 roll: largest platform roll angle [rad]', None),
         'roll_period': ('pkm_d2 roll: period [s]', (1e-6, None)),
         'roll_center': ('pkm_d2 roll: platform centre (world) [m]', None),
-        'task_axes': ('boom_task: world components of the tool point', None),
+        'task_axes': ('boom_task / task_ik: world components of the tool point', None),
+        'task_frame': ('task_ik: frame whose origin follows the task path', None),
         'task_loops': ('boom_task: number of A-B-C-D loops', (1, 1000000)),
         'leg_duration': ('boom_task: duration of one leg [s]', (1e-6, None)),
         'start_delay': ('boom_task: rest before the first leg [s]', (0.0, None)),
@@ -278,7 +299,7 @@ class TrajectoryNode(Node):
         stamp = now.to_msg() if stamp is None else stamp
         if self.d2 is not None:
             self._publish_d2(t, x, stamp)
-        elif self.mode in ('joint', 'boom_task'):
+        elif self.mode in ('joint', 'boom_task', 'task_ik'):
             msg = JointTrajectory()
             msg.header.stamp = stamp
             msg.joint_names = self.joints
