@@ -64,6 +64,13 @@ TIMING_PARAMS = {
         '*': {'use_sim_time': True},
     },
 }
+# the decimations of auxiliary outputs are real-time economies (CPU per message); lock-step runs
+# them with every sample whatever the config says (deterministic tests see every sample)
+LOCKSTEP_EVERY_SAMPLE = {
+    **{exe: {'error_rate': 0.0} for exe in ('controller_node', 'dynamics_node', 'ip_controller',
+                                             'vdc_controller', 'sea_controller')},
+    'ik_node': {'aux_rate': 0.0}, 'kinematics_node': {'rate': 0.0},
+}
 _NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description', 'nice'}
 # the control path (plant, reference, controllers) runs at a higher CPU priority in real time so
 # that other work on the machine (a CPU hog, the test runner) does not stall it (nice -10, as
@@ -330,7 +337,8 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
             else {'publish_clock': bool(use_sim_time)})   # sim_node: /clock = the plant clock
         if hardware != 'sim' and exe != 'sim_node':
             flag = {'use_sim_time': False}             # no /clock without sim_node
-        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **flag,
+        every = LOCKSTEP_EVERY_SAMPLE.get(exe, {}) if timing == 'lockstep' else {}
+        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **every, **flag,
                   **overrides.get(name, {})}
         nice = nd.get('nice', REALTIME_NICE if (timing == 'realtime' and exe in CONTROL_PATH) else 0)
         if not isinstance(nice, int) or isinstance(nice, bool) or not -20 <= nice <= 19:

@@ -242,3 +242,16 @@ def test_namespace_override(ns, ok):
 
 def test_nodespec_module():
     assert NodeSpec('a', 'sim_node').module == 'robot_dynamics.nodes.sim_node'
+
+
+def test_lockstep_runs_every_auxiliary_output_realtime_decimates_them():
+    """The real-time decimations of auxiliary outputs (controller ~/tracking_error, ik_node's
+    auxiliary topics, kinematics_node) are configured per robot; lock-step overrides them to
+    every sample (deterministic tests see every sample)."""
+    from robot_dynamics.bringup import load_bringup
+    rt = {n.name: n.parameters for n in load_bringup('irsbot2_t1', timing='realtime').nodes}
+    ls = {n.name: n.parameters for n in load_bringup('irsbot2_t1', timing='lockstep').nodes}
+    assert rt['dynamics_node']['error_rate'] == 250.0 and ls['dynamics_node']['error_rate'] == 0.0
+    assert rt['ik_node']['aux_rate'] == 50.0 and ls['ik_node']['aux_rate'] == 0.0
+    assert rt['kinematics_node']['rate'] == 100.0 and ls['kinematics_node']['rate'] == 0.0
+    assert rt['trajectory_node']['sync_topic'] == '' and ls['trajectory_node']['sync_topic'] == 'joint_states'

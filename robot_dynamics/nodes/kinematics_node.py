@@ -8,7 +8,8 @@ world axes), the closure error of every loop on ``~/loop_residual`` (std_msgs/Fl
 ``~/markers`` (visualization_msgs/MarkerArray: both cut frames of each loop as spheres and
 the residual as a line, green when closed, red when the error exceeds ``residual_warn``; at
 most ``marker_rate`` times per second of state stamps, 30 Hz by default: RViz needs no more,
-and a MarkerArray per 1 kHz state costs more CPU than the kinematics).
+and a MarkerArray per 1 kHz state costs more CPU than the kinematics). ``rate`` (default 0 =
+every state): poses, twists and residuals at most this often per second of state stamps.
 """
 import numpy as np
 import rclpy  # noqa: F401 - imported for the node runtime
@@ -37,7 +38,11 @@ class KinematicsNode(Node):
             'frames': (default, 'frames whose pose and twist are published', None),
             'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, None)),
             'marker_rate': (30.0, 'cut-frame markers for RViz at most this often, by state stamp '
-                                  '[Hz] (0: every state)', (0.0, None))})
+                                  '[Hz] (0: every state)', (0.0, None)),
+            'rate': (0.0, 'poses, twists, loop residuals at most this often, by state stamp [Hz] '
+                          '(0: every state)', (0.0, None))})
+        self.period = 1.0 / P['rate'] if P['rate'] > 0 else 0.0
+        self._last = None
         self.frames = list(P['frames'])
         for f in self.frames:
             m.frame_index(f)                                 # raises KeyError if unknown
@@ -56,6 +61,10 @@ class KinematicsNode(Node):
         self.rejected = 0
 
     def on_joint_states(self, msg):
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if self.period and self._last is not None and 0.0 <= t - self._last < self.period - 1e-9:
+            return                                           # decimated (rate)
+        self._last = t
         q, qd, why = self.parser.parse(msg)
         if why:
             self.rejected += 1
