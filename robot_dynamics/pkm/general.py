@@ -157,6 +157,15 @@ class GeneralPKM:
                 f"{self.delta} DOF, task {self.task}, {len(self.actuated)} actuated"
                 + (' (redundant: least-norm u)' if len(self.actuated) > self.delta else ''))
 
+    def tree_q(self, theta, q_fill):
+        """Model coordinates (..., nq) from stacked limb coordinates ``theta`` (..., Ntot): the
+        tree joints of every limb; the other entries (SEA rotors) from ``q_fill`` (nq,)."""
+        theta = np.asarray(theta, float)
+        q = np.array(np.broadcast_to(np.asarray(q_fill, float), theta.shape[:-1] + (len(q_fill),)))
+        for lb, o in zip(self.limbs, self.offsets):
+            q[..., lb.tree] = theta[..., o:o + lb.n]
+        return q
+
     # ------------------------------------------------------------------ kinematics
     def fk(self, th):
         """Per limb the body poses (S, N, 4, 4) for stacked limb coordinates th (S, Ntot)."""
@@ -403,6 +412,14 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     for lb, o in zip(out, p.offsets):
         th_ref[o:o + lb.n] = q_ref[lb.tree]
     p.theta_ref = th_ref
+    p.lower = np.full(p.offsets[-1], -np.inf)
+    p.upper = np.full(p.offsets[-1], np.inf)
+    p.joint_label = []
+    for lb, o in zip(out, p.offsets):
+        p.lower[o:o + lb.n] = model.lower[lb.tree]
+        p.upper[o:o + lb.n] = model.upper[lb.tree]
+        p.joint_label += [model.joint_names[j] for j in lb.tree]
+        p.joint_label += [f'{lb.name}/virtual{k}' for k in range(lb.N - lb.n)]
     all_tree = {int(j) for lb in out for j in lb.tree}
     stray = [model.joint_names[j] for j in range(model.nq)
              if j not in all_tree and model.joint_names[j] not in rotor]
@@ -670,6 +687,14 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         raise PKMSingularityError(f"{p.model_name}: position IK did not converge at {len(idx)} of {S} "
                                   f"samples (first {idx[0]}, residual {res[idx[0]]:.3g}): pose outside "
                                   "the workspace or singular", idx, np.where(res >= max(tol, 1e-9), 1, 0))
+    out_lim = np.any((th < p.lower - 1e-12) | (th > p.upper + 1e-12), axis=1)
+    if np.any(out_lim):
+        idx = np.nonzero(out_lim)[0]
+        s0 = idx[0]
+        j = int(np.nonzero((th[s0] < p.lower - 1e-12) | (th[s0] > p.upper + 1e-12))[0][0])
+        raise PKMSingularityError(f"{p.model_name}: IK solution outside the URDF joint limits at "
+                                  f"{len(idx)} of {S} samples (first {s0}: joint '{p.joint_label[j]}' "
+                                  f"= {th[s0, j]:.6g})", idx, np.where(out_lim, 5, 0))
     # ---------------------------------------------------------------- velocity level
     Cs = p.fk(th)
     Js = p.jacobians(Cs, Cp)
