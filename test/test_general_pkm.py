@@ -241,3 +241,27 @@ def test_errors_name_model_and_cause(upu, rpr, tmp_path):
     (tmp_path / 'branchy.loops.yaml').write_text(y)
     with pytest.raises(PKMStructureError, match="planar_3rpr.*'leg1_r' has 2 child joints"):
         general_pkm(rd.load_model(str(tmp_path / 'branchy.urdf')))
+
+
+@pytest.mark.parametrize('name', ['four_bar', 'five_bar'])
+def test_shipped_planar_linkages(name):
+    """The shipped four-bar (1 DOF) and five-bar (2 DOF) read as PKM with a point platform
+    (tip frame of the loop): u = projection engine, ud/udd = finite differences."""
+    m = _model(os.path.join(URDF, name + '.urdf'))
+    p = general_pkm(m)
+    x0 = p.task_value(p.fk(p.theta_ref[None])[-1][:, -1])[0]
+    ts = np.array([0.1, 0.3])
+    h = 1e-3
+    grid = (ts[:, None] + h * np.arange(-3, 4)[None, :]).ravel()
+    P = _sines(grid, x0, [(0.01, 3.0, 0.1), (0.008, 4.0, 0.5)][:p.delta])
+    r = inverse_dynamics_d2_general(m, *(P[:, k] for k in range(5)))
+    k = lambda a: a.reshape(len(ts), 7, *a.shape[1:])     # noqa: E731
+    d = lambda a: np.einsum('j,sj...->s...', _W6, k(a)) / h  # noqa: E731
+    c = lambda a: k(a)[:, 3]                               # noqa: E731
+    assert _rel(d(r.u), c(r.ud)) < 1e-8 and _rel(d(r.ud), c(r.udd)) < 1e-8
+    for s in (3, 10):
+        q = p.tree_q(r.theta[s, 0], m.reference_q())
+        qd = p.tree_q(r.theta[s, 1], np.zeros(m.nq))
+        qdd = p.tree_q(r.theta[s, 2], np.zeros(m.nq))
+        pid = rd.projected_inverse_dynamics(m, q, qd, u=qdd, actuated=p.actuated)
+        assert _rel(r.u[s], pid.tau_actuated) < 1e-8
