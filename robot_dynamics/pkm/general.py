@@ -122,6 +122,25 @@ def _mv(A, x):
     return np.einsum('...ij,...j->...i', A, x)
 
 
+def _exp_unit(X, th):
+    """exp(hat(X) th) (S, 4, 4) of a unit joint screw X = (v, w) (6,) (|w| = 1: revolute or
+    helical; w = 0: prismatic), th (S,)."""
+    S = th.shape[0]
+    C = np.zeros((S, 4, 4))
+    C[:, 3, 3] = 1.0
+    v, w = X[:3], X[3:]
+    if np.dot(w, w) < 0.25:
+        C[:, 0, 0] = C[:, 1, 1] = C[:, 2, 2] = 1.0
+        C[:, :3, 3] = th[:, None] * v
+        return C
+    W = _hat(w)
+    W2 = W @ W
+    s, c = np.sin(th)[:, None, None], np.cos(th)[:, None, None]
+    C[:, :3, :3] = np.eye(3) + s * W + (1 - c) * W2
+    C[:, :3, 3] = th[:, None] * v + (1 - c[:, 0]) * (W @ v) + (th[:, None] - s[:, 0]) * (W2 @ v)
+    return C
+
+
 class _Limb:
     """One serial limb: B (N, 4, 4) reference placements, X (N, 6) screws, M (n, 6, 6) inertias
     of the tree bodies (the first n joints are URDF joints, the rest virtual), tree (n,) model
@@ -175,7 +194,7 @@ class GeneralPKM:
             C = np.broadcast_to(np.eye(4), (S, 4, 4))
             Cs = np.empty((S, lb.N, 4, 4))
             for i in range(lb.N):
-                C = C @ lb.B[i] @ exp_se3(lb.X[i] * th[:, o + i, None])
+                C = C @ lb.B[i] @ _exp_unit(lb.X[i], th[:, o + i])
                 Cs[:, i] = C
             out.append(Cs)
         return out
@@ -548,15 +567,58 @@ def _Kk(p, Jks, R, Gk):
     return K
 
 
-def _pinv(K, model_name, what):
-    U, s, Vt = np.linalg.svd(K, full_matrices=False)
-    bad = s[:, -1] <= 1e-10 * s[:, 0]
-    if np.any(bad):
-        idx = np.nonzero(bad)[0]
-        raise PKMSingularityError(f"{model_name}: {len(idx)} samples singular ({what}), first "
-                                  f"sample {idx[0]} (sigma_min/sigma_max = {s[idx[0], -1] / s[idx[0], 0]:.3g})",
-                                  idx, np.where(bad, 2, 0))
-    return np.einsum('sji,sj,skj->sik', Vt, 1.0 / s, U)
+class _KSolver:
+    """Solves ``K z = b`` (consistent right-hand sides) by limb elimination: per limb the QR
+    factorisation ``J_l = [Q1 Q2] [R1; 0]`` (6 x N_l); the platform twist from the stacked
+    ``Q2_l^T (V_p + b_l) = 0`` and task rows ``T V_p = b_t`` (QR least squares, 6 unknowns),
+    then ``theta_l = R1^-1 Q1^T (V_p + b_l)``. Equal to ``K^+ b`` for consistent b. Raises
+    :class:`PKMSingularityError` when a limb Jacobian or the platform system is rank deficient."""
+
+    def __init__(self, p, Js, T, rcond=1e-10):
+        self.p = p
+        S = Js[0].shape[0]
+        self.Q1, self.Q2, self.R1 = [], [], []
+        for lb, J in zip(p.limbs, Js):
+            n = J.shape[2]
+            if n > 6:
+                raise PKMStructureError(f"model '{p.model_name}': limb '{lb.name}' has {n} > 6 joints "
+                                        "(kinematically redundant limb)")
+            Q, R = np.linalg.qr(J, mode='complete')
+            d = np.abs(np.diagonal(R[:, :n, :n], axis1=1, axis2=2))
+            bad = d.min(axis=1, initial=np.inf) <= rcond * np.maximum(1.0, d.max(axis=1, initial=1.0))
+            if np.any(bad):
+                idx = np.nonzero(bad)[0]
+                raise PKMSingularityError(f"{p.model_name}: limb '{lb.name}': singular limb Jacobian "
+                                          f"at {len(idx)} of {S} samples (first {idx[0]})", idx,
+                                          np.where(bad, 2, 0))
+            self.Q1.append(Q[:, :, :n])
+            self.Q2.append(Q[:, :, n:])
+            self.R1.append(R[:, :n, :n])
+        H = np.concatenate([np.swapaxes(q, 1, 2) for q in self.Q2] + [T], 1)
+        Qh, Rh = np.linalg.qr(H)
+        d = np.abs(np.diagonal(Rh, axis1=1, axis2=2))
+        bad = d.min(axis=1) <= rcond * np.maximum(1.0, d.max(axis=1))
+        if np.any(bad):
+            idx = np.nonzero(bad)[0]
+            raise PKMSingularityError(f"{p.model_name}: parallel (constraint/task) singularity at "
+                                      f"{len(idx)} of {S} samples (first {idx[0]})", idx,
+                                      np.where(bad, 3, 0))
+        self.Qh, self.Rh = Qh, Rh
+
+    def solve(self, b):
+        """b (S, 6L + delta) or (S, 6L + delta, k) -> z (S, Ntot + 6 [, k])."""
+        vec = b.ndim == 2
+        if vec:
+            b = b[..., None]
+        L = len(self.p.limbs)
+        bl = [b[:, 6 * l:6 * l + 6] for l in range(L)]
+        rhs = np.concatenate([-np.swapaxes(q, 1, 2) @ x for q, x in zip(self.Q2, bl)]
+                             + [b[:, 6 * L:]], 1)
+        V = np.linalg.solve(self.Rh, np.swapaxes(self.Qh, 1, 2) @ rhs)
+        parts = [np.linalg.solve(R, np.swapaxes(q, 1, 2) @ (V + x)) if R.shape[1] else
+                 np.zeros((b.shape[0], 0, b.shape[2])) for R, q, x in zip(self.R1, self.Q1, bl)]
+        z = np.concatenate(parts + [V], 1)
+        return z[..., 0] if vec else z
 
 
 def _ne_limb(lb, th, Cs, g):
@@ -572,7 +634,7 @@ def _ne_limb(lb, th, Cs, g):
     A = []
     Vs = []
     for i in range(n):
-        Ci_rel = _inv(lb.B[i] @ exp_se3(lb.X[i] * th[0][:, i, None]))
+        Ci_rel = _inv(lb.B[i] @ _exp_unit(lb.X[i], th[0][:, i]))
         Ai = _Ad(Ci_rel)
         A.append(Ai)
         X, aX = lb.X[i], lb.adX[i]
@@ -677,9 +739,8 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         if np.all(res < tol) or it == max_iter:
             break
         Js = p.jacobians(Cs, Cp)
-        K = p.assemble_K(Js, np.eye(6)[None].repeat(S, 0) if pose else p.task_rows(Cp[:, :3, :3]))
-        dz = np.linalg.lstsq(K[0], np.concatenate([e, r], -1)[0], rcond=None)[0][None] if S == 1 \
-            else _mv(np.linalg.pinv(K), np.concatenate([e, r], -1))
+        ks = _KSolver(p, Js, np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(Cp[:, :3, :3]))
+        dz = ks.solve(np.concatenate([e, r], -1))
         th = th + dz[:, :Nt]
         Cp = Cp @ exp_se3(dz[:, Nt:])
     if np.any(res >= max(tol, 1e-9)):
@@ -700,11 +761,10 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     Js = p.jacobians(Cs, Cp)
     R = Cp[:, :3, :3]
     T0 = np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(R)
-    K = p.assemble_K(Js, T0)
-    Kp = _pinv(K, p.model_name, 'constraint/task system K: limb or parallel singularity')
+    ks = _KSolver(p, Js, T0)
     B = np.zeros((6 * L + d, d))
     B[6 * L:] = np.eye(d)
-    G = Kp @ B                                   # (S, Nt + 6, d)
+    G = ks.solve(np.broadcast_to(B, (S,) + B.shape))        # (S, Nt + 6, d)
     z = [None, _mv(G, D[0])]                     # z^(1) = (theta', V_p)
     TH = [th] + [None] * 4
     TH[1] = z[1][:, :Nt]
@@ -720,7 +780,7 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         for k in range(1, nu):
             Kk = _Kk(p, [jd[k - 1] for jd in Jd], R, None if pose else Gk[k - 1])
             rhs -= comb(nu - 1, k) * _mv(Kk, z[nu - k])
-        znu = _mv(Kp, rhs)
+        znu = ks.solve(rhs)
         z.append(znu)
         TH[nu] = znu[:, :Nt]
         VP.append(znu[:, Nt:])
@@ -729,8 +789,8 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     Gk = None if pose else _G_mats(VP[0][:, 3:], VP[1][:, 3:], np.zeros((S, 3)))
     K1 = _Kk(p, [j[0] for j in Jd], R, None if pose else Gk[0])
     K2 = _Kk(p, [j[1] for j in Jd], R, None if pose else Gk[1])
-    G1 = -Kp @ (K1 @ G)
-    G2 = -Kp @ (K2 @ G + 2 * K1 @ G1)
+    G1 = -ks.solve(K1 @ G)
+    G2 = -ks.solve(K2 @ G + 2 * K1 @ G1)
     # ---------------------------------------------------------------- dynamics
     Q = np.zeros((3, S, Nt))
     for lb, o, C in zip(p.limbs, p.offsets, Cs):
