@@ -64,7 +64,7 @@ from math import comb
 import numpy as np
 
 from ..errors import InputError
-from ..lie import exp_se3, log_se3
+from ..lie import exp_se3
 from .recursive import PKMSingularityError, PKMStructureError
 
 __all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
@@ -120,6 +120,20 @@ def _T(R, p):
 
 def _mv(A, x):
     return np.einsum('...ij,...j->...i', A, x)
+
+
+def _pose_error(Cl, Cp):
+    """Error twist of Cl^-1 Cp (S, 6), first-order equal to its log (Newton residual):
+    (R_l^T (p_p - p_l), vee of the rotation log; 0.5 vee(R - R^T) scaled by angle / sin)."""
+    Rl = Cl[:, :3, :3]
+    R = np.swapaxes(Rl, 1, 2) @ Cp[:, :3, :3]
+    v = np.einsum('sji,sj->si', Rl, Cp[:, :3, 3] - Cl[:, :3, 3])
+    a = 0.5 * np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], -1)
+    sn = np.linalg.norm(a, axis=-1)
+    cs = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0)
+    ang = np.arctan2(sn, cs)
+    f = np.where(sn > 1e-12, ang / np.where(sn > 1e-12, sn, 1.0), 1.0)
+    return np.concatenate([v, a * f[:, None]], -1)
 
 
 def _exp_unit(X, th):
@@ -727,7 +741,7 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         Cp = p.fk(th)[-1][:, -1]
     for it in range(max_iter + 1):
         Cs = p.fk(th)
-        e = np.concatenate([log_se3(_inv(C[:, -1]) @ Cp) for C in Cs], -1)
+        e = np.concatenate([_pose_error(C[:, -1], Cp) for C in Cs], -1)
         if pose:
             r = np.zeros((S, 6))
         else:

@@ -460,7 +460,8 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
     Order of ``u``: ``model.actuated`` (compiled) or ``general_pkm(model).actuated``."""
     if route not in ('auto', 'compiled', 'general'):
         raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
-    if route != 'general' and not getattr(model, '__class__', None).__name__ == 'GeneralPKM':
+    from .general import GeneralPKM, inverse_dynamics_d2_general
+    if route != 'general' and not isinstance(model, GeneralPKM):
         try:
             lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
         except PKMStructureError:
@@ -470,7 +471,6 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
         if lim is not None:
             r = inverse_dynamics_d2_full(lim, x, xd, xdd, xddd, xdddd, **kw)
             return r.u, r.ud, r.udd
-    from .general import inverse_dynamics_d2_general
     gkw = {k: v for k, v in kw.items() if k in ('platform', 'task', 'gravity', 'theta_guess', 'tol',
                                                  'max_iter')}
     bad = set(kw) - set(gkw)
