@@ -265,3 +265,15 @@ def test_shipped_planar_linkages(name):
         qdd = p.tree_q(r.theta[s, 2], np.zeros(m.nq))
         pid = rd.projected_inverse_dynamics(m, q, qd, u=qdd, actuated=p.actuated)
         assert _rel(r.u[s], pid.tau_actuated) < 1e-8
+
+
+@pytest.mark.parametrize('name', ['tripteron_3upu', 'planar_3rpr'])
+def test_check_lists_the_general_route(name):
+    from robot_dynamics.check import check_robot
+    rep = check_robot(os.path.join(DATA, name + '.urdf'))
+    facts = dict(rep.facts)
+    assert facts['degrees of freedom'].startswith('3 ')
+    assert float(facts['closure at reference'].split()[0]) < 1e-12
+    meth, ok, detail = rep.methods[2]
+    assert meth.startswith('recursive 2nd-order ID') and ok, detail
+    assert 'general route' in detail and '3 DOF' in detail

@@ -176,8 +176,9 @@ class GeneralPKM:
     (x, y, z, rx, ry, rz), ``R_ref`` (3, 3) platform orientation at the reference
     configuration (origin of angular task components), ``actuated`` joint names (order of u),
     ``act_index`` their stacked indices, ``platform`` frame name, ``gravity`` (3,), ``theta_ref``
-    (Ntot,) limb coordinates at the reference configuration, ``rotor_joints`` excluded SEA motor
-    joints, ``model_name``."""
+    (Ntot,) limb coordinates at the reference configuration, ``x_ref`` the task at the reference
+    configuration (4x4 pose if delta = 6, else (delta,)), ``lower``/``upper`` (Ntot,) URDF joint
+    limits (+-inf for virtual joints), ``rotor_joints`` excluded SEA motor joints, ``model_name``."""
 
     def __repr__(self):
         return (f'GeneralPKM({self.model_name!r}: {len(self.limbs)} limbs '
@@ -515,6 +516,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         p.delta = delta
         p.task_idx = np.array(sel, np.int64)
         p.task = [TASK_COMPONENTS[k] for k in sel]
+    p.x_ref = Cp[0].copy() if p.task == 'pose' else p.task_value(Cp)[0]
     if len(actuated) < p.delta:
         raise PKMStructureError(f"model '{name}': {len(actuated)} actuated joints for {p.delta} DOF "
                                 "(under-actuated)")

@@ -461,7 +461,7 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
     if route not in ('auto', 'compiled', 'general'):
         raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
     from .general import GeneralPKM, inverse_dynamics_d2_general
-    if route != 'general' and not isinstance(model, GeneralPKM):
+    if route != 'general' and not isinstance(model, GeneralPKM) and 'task' not in kw:
         try:
             lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
         except PKMStructureError:
