@@ -719,7 +719,10 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     coordinates (``pkm.task``: m, rad), ``xd .. xdddd`` their time derivatives 1..4.
     ``gravity`` (3,) world gravity [m/s^2] (default the model's). ``theta_guess`` (Ntot,) or
     (S, Ntot) Newton start of the position IK (default the reference configuration; each
-    sample is solved from it, batched). Returns :class:`GeneralID2Result`; raises
+    sample is solved from it, batched: a sample far from the start may converge to another
+    assembly mode, so pass e.g. the previous solution ``theta[:, 0]`` of a neighbouring sample
+    for large motions). Stacked limb coordinates: limb order ``pkm.limbs``, offsets
+    ``pkm.offsets``, names ``pkm.joint_label``. Returns :class:`GeneralID2Result`; raises
     :class:`PKMSingularityError` (IK failure, singular K or J_IK) or InputError.
     """
     p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
