@@ -277,3 +277,40 @@ def test_check_lists_the_general_route(name):
     meth, ok, detail = rep.methods[2]
     assert meth.startswith('recursive 2nd-order ID') and ok, detail
     assert 'general route' in detail and '3 DOF' in detail
+
+
+@pytest.mark.parametrize('ltype', ['spherical', 'point', 'universal', 'revolute', 'prismatic',
+                                   'cylindrical', 'planar', 'point_on_line', 'point_on_plane',
+                                   'weld'])
+def test_virtual_cut_joints_span_the_loop_freedom(ltype):
+    """The virtual joints of each cut type span exactly the relative twists the loader's
+    constraint rows (robot_dynamics.loops.loop_rows) leave free, at a closed cut with a generic
+    relative orientation (frame_b rotated about the axis for the axis-symmetric types)."""
+    from robot_dynamics.loops import loop_rows
+    from robot_dynamics.model import Loop
+    from robot_dynamics.pkm.general import _virtual
+    rng = np.random.default_rng(7)
+    k = rng.normal(size=3)
+    k /= np.linalg.norm(k)
+    a1 = np.cross(k, [1.0, 0, 0])
+    a1 /= np.linalg.norm(a1)
+    Ta = np.eye(4)
+    Ta[:3, 3] = rng.normal(size=3)
+    Tb = Ta.copy()                                    # universal: b rotated about a1
+    if ltype == 'universal':
+        c, s = np.cos(0.3), np.sin(0.3)
+        K = np.array([[0, -a1[2], a1[1]], [a1[2], 0, -a1[0]], [-a1[1], a1[0], 0]])
+        Tb[:3, :3] = np.eye(3) + s * K + (1 - c) * K @ K
+    a2_b = Tb[:3, :3].T @ np.cross(k, a1)             # second axis given in frame_b
+    axis = None if ltype in ('spherical', 'point', 'universal', 'weld') else k
+    axes = np.array([a1, a2_b]) if ltype == 'universal' else None
+    pos, rot, _ = loop_rows(ltype, axis=axis, axes=None if axes is None else
+                            (a1, Ta[:3, :3].T @ Tb[:3, :3] @ a2_b))
+    lp = Loop(name='cut', type=ltype, frame_a='a', frame_b='b', axis=axis, axes=axes)
+    Xs = np.array(_virtual(lp, Ta, Tb)).reshape(-1, 6)
+    rows = np.vstack([np.hstack([pos, np.zeros((len(pos), 3))]),
+                      np.array([np.r_[np.zeros(3), np.cross(u, w)] for u, w in rot]).reshape(-1, 6)])
+    assert len(Xs) == 6 - np.linalg.matrix_rank(rows)
+    if len(Xs):
+        assert np.linalg.matrix_rank(Xs) == len(Xs)
+        assert np.max(np.abs(rows @ Xs.T)) < 1e-12

@@ -71,10 +71,15 @@ __all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralI
            'TASK_COMPONENTS']
 
 TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
+#: virtual joints of each supported cut-joint type, in frame_a axes through its origin:
+#: R/P = revolute/prismatic about/along x, y, z ('Rx'...), k = the loop axis, t1/t2 its normals,
+#: a1/a2 the universal axes
 _CUT_JOINTS = {
-    'spherical': 'RRR', 'point': 'RRR', 'point3d': 'RRR', 'universal': 'UU', 'revolute': 'K',
-    'prismatic': 'P', 'cylindrical': 'PK', 'planar': 'TT K', 'point_on_line': 'PRRR',
-    'point_on_plane': 'TTRRR', 'weld': '', 'weld6d': ''}
+    'spherical': ('Rx', 'Ry', 'Rz'), 'point': ('Rx', 'Ry', 'Rz'), 'point3d': ('Rx', 'Ry', 'Rz'),
+    'universal': ('Ra1', 'Ra2'), 'revolute': ('Rk',), 'prismatic': ('Pk',),
+    'cylindrical': ('Pk', 'Rk'), 'planar': ('Pt1', 'Pt2', 'Rk'),
+    'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'), 'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
+    'weld': (), 'weld6d': ()}
 
 
 def _hat(w):
@@ -282,36 +287,29 @@ def _inertia6(m, c, I_o):
     return M
 
 
-def _virtual(lp):
-    """Virtual joint screws (in frame_a axes, through its origin) of a cut joint."""
+def _virtual(lp, Ta, Tb):
+    """Virtual joint screws (6,) (linear first, frame_a axes, through its origin) of a cut joint;
+    Ta, Tb: world poses of frame_a, frame_b at the reference (for the universal's 2nd axis)."""
     from ..loops import _basis
     code = _CUT_JOINTS.get(lp.type)
     if code is None:
         raise PKMStructureError(f"loop '{lp.name}' of type '{lp.type}' is not supported as a "
                                 f"limb-to-platform cut joint (supported: {sorted(_CUT_JOINTS)})")
-    k = None if lp.axis is None else np.asarray(lp.axis, float) / np.linalg.norm(lp.axis)
-    Xs = []
-    E = np.eye(3)
-    code = code.replace(' ', '')
-    if code == 'TTK' or code == 'TTRRR':
-        kk = k if k is not None else None
-        t1, t2 = _basis(kk)
-        Xs += [np.r_[t1, 0, 0, 0], np.r_[t2, 0, 0, 0]]
-        Xs += [np.r_[0, 0, 0, kk]] if code == 'TTK' else [np.r_[0, 0, 0, e] for e in E]
-        return Xs
-    if code == 'RRR':
-        return [np.r_[0, 0, 0, e] for e in E]
-    if code == 'UU':
-        return 'universal'
-    if code == 'K':
-        return [np.r_[0, 0, 0, k]]
-    if code == 'P':
-        return [np.r_[k, 0, 0, 0]]
-    if code == 'PK':
-        return [np.r_[k, 0, 0, 0], np.r_[0, 0, 0, k]]
-    if code == 'PRRR':
-        return [np.r_[k, 0, 0, 0]] + [np.r_[0, 0, 0, e] for e in E]
-    return []
+    dirs = {'x': np.eye(3)[0], 'y': np.eye(3)[1], 'z': np.eye(3)[2]}
+    if lp.axis is not None:
+        k = np.asarray(lp.axis, float) / np.linalg.norm(lp.axis)
+        dirs['k'] = k
+        dirs['t1'], dirs['t2'] = _basis(k)
+    if lp.axes is not None:
+        a1, a2 = (np.asarray(a, float) for a in lp.axes)
+        dirs['a1'] = a1 / np.linalg.norm(a1)
+        a2 = Ta[:3, :3].T @ Tb[:3, :3] @ a2            # 2nd axis: given in frame_b
+        dirs['a2'] = a2 / np.linalg.norm(a2)
+    out = []
+    for c in code:
+        e = dirs[c[1:]]
+        out.append(np.r_[np.zeros(3), e] if c[0] == 'R' else np.r_[e, np.zeros(3)])
+    return out
 
 
 def general_pkm(model, platform=None, task=None, tol=1e-9):
@@ -418,11 +416,10 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             if gap > 1e-8:
                 raise PKMStructureError(f"model '{name}': loop '{lp.name}' is open by {gap:.3g} at "
                                         "the sidecar's reference configuration (must be closed)")
-            vs = _virtual(lp)
-            if vs == 'universal':
-                a1 = np.asarray(lp.axes[0], float)
-                a2 = Ta[:3, :3].T @ Tb[:3, :3] @ np.asarray(lp.axes[1], float)
-                vs = [np.r_[0, 0, 0, a1 / np.linalg.norm(a1)], np.r_[0, 0, 0, a2 / np.linalg.norm(a2)]]
+            try:
+                vs = _virtual(lp, Ta, Tb)
+            except PKMStructureError as exc:
+                raise PKMStructureError(f"model '{name}': {exc}") from None
             for k, Xv in enumerate(vs):
                 B.append(_T(model.frame_R[fa], model.frame_p[fa]) if k == 0 else np.eye(4))
                 X.append(Xv)
@@ -536,7 +533,7 @@ w (S, 3, delta): ``J_IK^T u`` (task-space generalized force) and derivatives
 Cp (S, 4, 4): platform pose; Vp (S, 4, 6): body-fixed platform twist (v, w) and derivatives 1..3"""
 
 
-def _jac_derivs(J, adX_unused, thd, order):
+def _jac_derivs(J, thd, order):
     """J^(1..order) (list of (S, 6, N)) of J (S, 6, N) by backward suffix sums (Lemma 1,
     corrected eq. 25). thd: list [theta', theta'', theta'''] (S, N) (>= order entries)."""
     S, _, N = J.shape
@@ -790,7 +787,7 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     VP = [z[1][:, Nt:]]
     for nu in range(2, 5):
         thd = TH[1:nu]                           # known theta^(1..nu-1)
-        Jd = [_jac_derivs(J[:, :, :], None, [t[:, o:o + J.shape[2]] for t in thd], nu - 1)
+        Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in thd], nu - 1)
               for J, o in zip(Js, p.offsets)]
         Gk = None if pose else _G_mats(*(VP[k][:, 3:] if k < len(VP) else np.zeros((S, 3))
                                         for k in range(3)))
@@ -804,7 +801,7 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         TH[nu] = znu[:, :Nt]
         VP.append(znu[:, Nt:])
     # ---------------------------------------------------------------- G derivatives
-    Jd = [_jac_derivs(J, None, [t[:, o:o + J.shape[2]] for t in TH[1:3]], 2) for J, o in zip(Js, p.offsets)]
+    Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in TH[1:3]], 2) for J, o in zip(Js, p.offsets)]
     Gk = None if pose else _G_mats(VP[0][:, 3:], VP[1][:, 3:], np.zeros((S, 3)))
     K1 = _Kk(p, [j[0] for j in Jd], R, None if pose else Gk[0])
     K2 = _Kk(p, [j[1] for j in Jd], R, None if pose else Gk[1])
