@@ -314,3 +314,18 @@ def test_virtual_cut_joints_span_the_loop_freedom(ltype):
     if len(Xs):
         assert np.linalg.matrix_rank(Xs) == len(Xs)
         assert np.max(np.abs(rows @ Xs.T)) < 1e-12
+
+
+def test_loop_written_from_the_platform_side(tmp_path, rpr):
+    """A cut joint whose frame_a is on the platform (sides exchanged) gives the same u."""
+    src = open(os.path.join(DATA, 'planar_3rpr.loops.yaml')).read()
+    old = 'frame_a: leg1_tip, frame_b: platform_b1'
+    assert old in src
+    (tmp_path / 'swapped.loops.yaml').write_text(src.replace(old, 'frame_a: platform_b1, frame_b: leg1_tip'))
+    (tmp_path / 'swapped.urdf').write_text(open(os.path.join(DATA, 'planar_3rpr.urdf')).read())
+    m = rd.load_model(str(tmp_path / 'swapped.urdf'))
+    args = _args('rpr', np.array([0.1, 0.3]))
+    a = inverse_dynamics_d2_general(m, *args)
+    b = inverse_dynamics_d2_general(rpr, *args)
+    for x, y in ((a.u, b.u), (a.ud, b.ud), (a.udd, b.udd)):
+        assert _rel(x, y) < 1e-12

@@ -312,6 +312,15 @@ def _virtual(lp, Ta, Tb):
     return out
 
 
+def _swapped(lp, Ta, Tb):
+    """The same cut joint with frame_a and frame_b exchanged (axis re-expressed in the new
+    frame_a at the reference; universal axes swapped: the first is given in frame_a)."""
+    import dataclasses
+    axis = None if lp.axis is None else Tb[:3, :3].T @ Ta[:3, :3] @ np.asarray(lp.axis, float)
+    axes = None if lp.axes is None else np.array([lp.axes[1], lp.axes[0]], float)
+    return dataclasses.replace(lp, frame_a=lp.frame_b, frame_b=lp.frame_a, axis=axis, axes=axes)
+
+
 def general_pkm(model, platform=None, task=None, tol=1e-9):
     """Build (and cache on the model) the :class:`GeneralPKM` of a robot_dynamics Model.
 
@@ -331,15 +340,20 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     name = model.name
     if not model.loops:
         raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
-    fbs = {lp.frame_b for lp in model.loops}
-    bodies = {int(model.frame_parent[model.frame_index(f)]) for f in fbs}
+    body = lambda f: int(model.frame_parent[model.frame_index(f)])     # noqa: E731
     if platform is None:
-        if len(bodies) != 1:
-            raise PKMStructureError(f"model '{name}': the loops' frame_b are not all on one body; "
-                                    "pass platform=<frame name>")
-        jp = next(iter(bodies))
-        if len(fbs) == 1:
-            platform = next(iter(fbs))
+        common = set.intersection(*({body(lp.frame_a), body(lp.frame_b)} for lp in model.loops))
+        common.discard(-1)
+        fbb = {body(lp.frame_b) for lp in model.loops}
+        if len(common) > 1 and len(fbb) == 1 and fbb <= common:
+            common = fbb                    # ambiguous (one loop): the frame_b side
+        if len(common) != 1:
+            raise PKMStructureError(f"model '{name}': no single body is cut by every loop (the "
+                                    "platform); pass platform=<frame name>")
+        jp = common.pop()
+        fr = {lp.frame_b if body(lp.frame_b) == jp else lp.frame_a for lp in model.loops}
+        if len(fr) == 1:
+            platform = fr.pop()
         else:
             cands = [f for i, f in enumerate(model.frame_names) if model.frame_parent[i] == jp]
             platform = 'platform' if 'platform' in cands else cands[0]
@@ -362,9 +376,9 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     for lp in model.loops:
         fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
         ja, jb = int(model.frame_parent[fa]), int(model.frame_parent[fb])
-        if jb != jP and ja == jP:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}': frame_a '{lp.frame_a}' is on "
-                                    f"the platform; write the limb side as frame_a")
+        if jb != jP and ja == jP:           # platform side written as frame_a: swap the sides
+            lp = _swapped(lp, Tw[fa], Tw[fb])
+            fa, fb, ja, jb = fb, fa, jb, ja
         if jb != jP:
             raise PKMStructureError(f"model '{name}': loop '{lp.name}' does not end on the platform "
                                     f"'{platform}' (a loop inside a limb: hybrid limbs are outside "
