@@ -324,8 +324,9 @@ def _swapped(lp, Ta, Tb):
 def general_pkm(model, platform=None, task=None, tol=1e-9):
     """Build (and cache on the model) the :class:`GeneralPKM` of a robot_dynamics Model.
 
-    ``platform``: platform frame (default: the common ``frame_b`` of all loops if they share
-    one, else the frame ``platform`` or the link of the body carrying every ``frame_b``).
+    ``platform``: platform frame (default: on the one body every loop cuts, the loops' frame
+    there if they all use the same one, else the frame ``platform`` or that body's link; a loop
+    whose ``frame_a`` is on the platform is used with its sides exchanged).
     ``task``: list of world components of the platform frame (subset of x, y, z, rx, ry, rz) for
     a lower-mobility platform (default: automatic, see the module docstring); ignored when the
     platform has 6 DOF (task = body-fixed pose). Raises :class:`PKMStructureError` (naming the
@@ -349,7 +350,8 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             common = fbb                    # ambiguous (one loop): the frame_b side
         if len(common) != 1:
             raise PKMStructureError(f"model '{name}': no single body is cut by every loop (the "
-                                    "platform); pass platform=<frame name>")
+                                    "platform): loops inside limbs (hybrid limbs) are outside the "
+                                    "general route; otherwise pass platform=<frame name>")
         jp = common.pop()
         fr = {lp.frame_b if body(lp.frame_b) == jp else lp.frame_a for lp in model.loops}
         if len(fr) == 1:
