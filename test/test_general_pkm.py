@@ -6,9 +6,10 @@ URDF + loops sidecar, checked against independent routes:
 * ud, udd against 6th-order central differences of u, ud along smooth task trajectories;
 * = the compiled 6x6 route on the Gough-Stewart platform, = PlanarID2 (pkm/planar_sea.py) on
   the planar 3RRR SEA-PKM;
-on two robots written only as URDF + sidecar (test/data/tripteron_3upu: translational 3-UPU
+on three robots written only as URDF + sidecar (test/data/tripteron_3upu: translational 3-UPU
 with universal cuts; test/data/planar_3rpr: planar 3-RPR in the vertical x-z plane, revolute
-cuts), the Gough-Stewart (spherical cuts) and the 3RRR (revolute cuts, redundant actuation)."""
+cuts; test/data/rps_3: 3-RPS with spherical cuts, task = a tool point above the platform, the
+platform rotation dependent), the Gough-Stewart (spherical cuts) and the 3RRR (revolute cuts, redundant actuation)."""
 import dataclasses
 import os
 
@@ -42,6 +43,11 @@ def rpr():
 
 
 @pytest.fixture(scope='module')
+def rps():
+    return _model(os.path.join(DATA, 'rps_3.urdf'))
+
+
+@pytest.fixture(scope='module')
 def gs():
     return _model(os.path.join(URDF, 'gough_stewart.urdf'))
 
@@ -65,6 +71,7 @@ def _sines(t, x0, comps):
 TRAJ = {
     'upu': (np.array([0.0, 0.0, 0.40]), [(0.03, 5.0, 0.0), (0.025, 6.9, 0.4), (0.02, 4.4, 1.0)]),
     'rpr': (np.array([0.0, 0.6, 0.0]), [(0.04, 5.0, 0.0), (0.03, 6.3, 0.5), (0.15, 4.0, 0.2)]),
+    'rps': (np.array([0.0, 0.0, 0.52]), [(0.02, 5.0, 0.0), (0.02, 6.1, 0.7), (0.02, 4.4, 0.3)]),
 }
 
 
@@ -95,11 +102,13 @@ def _rel(a, b):
     return np.max(np.abs(a - b)) / np.max(np.abs(b))
 
 
-def test_structure_read_from_the_sidecar(upu, rpr, gs, rrr):
+def test_structure_read_from_the_sidecar(upu, rpr, rps, gs, rrr):
     p = general_pkm(upu)
     assert p.delta == 3 and p.task == ['x', 'y', 'z'] and [lb.N for lb in p.limbs] == [5, 5, 5]
     p = general_pkm(rpr)
     assert p.delta == 3 and p.task == ['x', 'z', 'ry'] and [lb.N for lb in p.limbs] == [3, 3, 3]
+    p = general_pkm(rps)           # tool point above the platform: its rotation is dependent
+    assert p.delta == 3 and p.task == ['x', 'y', 'z'] and [lb.N for lb in p.limbs] == [5, 5, 5]
     p = general_pkm(gs)
     assert p.delta == 6 and p.task == 'pose' and [lb.N for lb in p.limbs] == [6] * 6
     p = general_pkm(rrr)           # SEA: link-side arm joints actuated, motor rotors excluded
@@ -137,7 +146,7 @@ def test_general_equals_planar_id2_on_3rrr_urdf(rrr, g):
     np.testing.assert_allclose(u[0], ref.u[3], rtol=1e-10)
 
 
-@pytest.mark.parametrize('name', ['upu', 'rpr', 'gs', 'rrr'])
+@pytest.mark.parametrize('name', ['upu', 'rpr', 'rps', 'gs', 'rrr'])
 def test_u_equals_projection_engine(name, request):
     model = request.getfixturevalue(name)
     p = general_pkm(model)
@@ -164,7 +173,7 @@ def test_u_equals_projection_engine(name, request):
 _W6 = np.array([-1 / 60, 3 / 20, -3 / 4, 0, 3 / 4, -3 / 20, 1 / 60])
 
 
-@pytest.mark.parametrize('name', ['upu', 'rpr', 'rrr'])
+@pytest.mark.parametrize('name', ['upu', 'rpr', 'rps', 'rrr'])
 def test_derivatives_against_finite_differences(name, request):
     model = request.getfixturevalue(name)
     ts = np.array([0.07, 0.21, 0.38])
@@ -267,7 +276,7 @@ def test_shipped_planar_linkages(name):
         assert _rel(r.u[s], pid.tau_actuated) < 1e-8
 
 
-@pytest.mark.parametrize('name', ['tripteron_3upu', 'planar_3rpr'])
+@pytest.mark.parametrize('name', ['tripteron_3upu', 'planar_3rpr', 'rps_3'])
 def test_check_lists_the_general_route(name):
     from robot_dynamics.check import check_robot
     rep = check_robot(os.path.join(DATA, name + '.urdf'))

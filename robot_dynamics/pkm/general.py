@@ -28,8 +28,9 @@ platform frame, chosen automatically in the order x, y, z, rx, ry, rz as the fir
 that parametrise the platform's motion (e.g. planar: (x, y, phi), translational 3-DOF: (x, y,
 z), 3RRR point platform: (x, y)); ``T = S blockdiag(R, R)``; an angular component ``rk`` is
 the rotation angle about the world axis k from the reference orientation (only for platforms
-whose rotations are about that single axis; a 3D-rotating lower-mobility platform (3-RPS) is
-refused). ``K`` has full column rank away from singularities; it is solved by its
+whose rotations are about that single axis; for a lower-mobility platform that rotates in 3D,
+e.g. a 3-RPS, the task is the position of a platform point off the platform plane, its
+rotation then follows from the closure). ``K`` has full column rank away from singularities; it is solved by its
 pseudo-inverse (least squares = exact here), so limbs with ``N_l < 6`` (planar or
 lower-mobility limbs) need no constant selector ``P_t``.
 
