@@ -393,13 +393,11 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
                                     "the same body; each limb needs exactly one cut joint")
         cut_of[ja] = lp
     limbs, plat_limb = [], None
-    used = set()
     for c in _limb_chains(model, name):
         jn = [model.joint_names[j] for j in c]
         if all(j in rotor for j in jn):
             continue
         cuts = [j for j in c if j in cut_of]
-        lname = jn[-1]
         if jP in c:
             if c[-1] != jP:
                 raise PKMStructureError(f"model '{name}': the platform body (joint '{model.joint_names[jP]}') "
@@ -416,7 +414,6 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
                 + ' (every limb must end at exactly one cut joint to the platform)')
         lp = cut_of[c[-1]]
         limbs.append((lp.name, c, lp))
-        used.update(c)
     if plat_limb is None:
         raise PKMStructureError(f"model '{name}': no limb carries the platform '{platform}'")
     limbs.append(plat_limb)
@@ -775,7 +772,8 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         ks = _KSolver(p, Js, np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(Cp[:, :3, :3]))
         dz = ks.solve(np.concatenate([e, r], -1))
         th = th + dz[:, :Nt]
-        Cp = Cp @ exp_se3(dz[:, Nt:])
+        if not pose:                        # the pose task fixes the platform
+            Cp = Cp @ exp_se3(dz[:, Nt:])
     if np.any(res >= max(tol, 1e-9)):
         idx = np.nonzero(res >= max(tol, 1e-9))[0]
         raise PKMSingularityError(f"{p.model_name}: position IK did not converge at {len(idx)} of {S} "
