@@ -54,7 +54,9 @@ __all__ = ['PKMStructureError', 'PKMSingularityError', 'PKMLimbs', 'limbs_from_m
 class PKMStructureError(RobotDynamicsError):
     """The model is not a PKM this algorithm handles (limbs not disjoint serial chains, limbs of
     different length, a cut joint that is not spherical, an unclosed reference configuration,
-    no actuated joint in a limb ...). The message names the model and the limb/loop/joint."""
+    no actuated joint in a limb ...). The message names the model and the limb/loop/joint.
+    Raised as well by the general route (:mod:`robot_dynamics.pkm.general`) for what is outside
+    it (hybrid or branching limbs, unsupported cut types, under-actuation ...)."""
 
 
 class PKMSingularityError(RobotDynamicsError):
