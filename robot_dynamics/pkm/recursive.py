@@ -464,12 +464,18 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
         raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
     from .general import GeneralPKM, inverse_dynamics_d2_general
     if route != 'general' and not isinstance(model, GeneralPKM) and 'task' not in kw:
-        try:
-            lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
-        except PKMStructureError:
-            if route == 'compiled':
-                raise
-            lim = None
+        cache = {} if isinstance(model, PKMLimbs) else model.__dict__.setdefault('_pkm_cache', {})
+        key = ('_compiled_refused', kw.get('platform'))
+        if route == 'auto' and key in cache:
+            lim = None                      # known not to fit the compiled route
+        else:
+            try:
+                lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
+            except PKMStructureError:
+                if route == 'compiled':
+                    raise
+                cache[key] = True
+                lim = None
         if lim is not None:
             r = inverse_dynamics_d2_full(lim, x, xd, xdd, xddd, xdddd, **kw)
             return r.u, r.ud, r.udd
