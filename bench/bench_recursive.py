@@ -10,13 +10,17 @@ microseconds per call, single sample and batched per sample, in the same run as
   (one batched kernel call per sample; ud, udd from the stencil);
 * (a2) finite differences of the projection-method inverse dynamics (seed 002,
   ``rd.projected_inverse_dynamics`` on the 21-DOF tree with 15 constraints, 5 calls);
+* the general numpy route (``rd.pkm.general.inverse_dynamics_d2_general``, any serial-limb
+  PKM from URDF + sidecar; batched Newton IK from the reference configuration) on the same
+  Gough-Stewart motion (general vs compiled) and on the translational 3-UPU test robot
+  (test/data/tripteron_3upu.urdf, a smooth x-y-z motion) (``--only-general``: just these rows);
 * (b) Pinocchio: ``pinocchio.rnea`` on the same 21-DOF spanning tree (the limb inverse dynamics
   part only, no constraint elimination: a lower bound of a Pinocchio-based first-order ID).
   Pinocchio has no 2nd-order time derivatives of the ID; 5 calls are what an FD of it costs.
 
 Example::
 
-    .venv/bin/python bench/bench_recursive.py [--batch 1000] [--repeats 5] [--ik both|closed|newton]
+    .venv/bin/python bench/bench_recursive.py [--batch 1000] [--repeats 5] [--ik both|closed|newton] [--only-general]
 """
 import argparse
 import os
@@ -64,6 +68,8 @@ def main():
     ap.add_argument('--repeats', type=int, default=5)
     ap.add_argument('--ik', choices=('both', 'closed', 'newton'), default='both',
                     help='limb IK of the "ours" rows: closed form, Newton forced, or both')
+    ap.add_argument('--only-general', action='store_true',
+                    help='only the general-route rows (and the compiled rows to compare)')
     a = ap.parse_args()
     model = rd.load_model(os.path.join(ROOT, 'urdf', 'gough_stewart.urdf'))
     lim = limbs_from_model(model)
@@ -78,6 +84,11 @@ def main():
         b, m = timeit(f, a.repeats)
         rows.append((name, b / per * 1e6, m / per * 1e6))
 
+    general_rows(a, model, args1, argsB, add)
+    if a.only_general:
+        add('ours: compiled route (inverse_dynamics_d2), single call', lambda: inverse_dynamics_d2(model, *args1))
+        add(f'ours: compiled route, batch {a.batch}, per sample', lambda: inverse_dynamics_d2(model, *argsB), a.batch)
+        return report(rows)
     iks = {'both': ('closed', 'newton'), 'closed': ('closed',), 'newton': ('newton',)}[a.ik]
     api_ik = {'closed': 'auto', 'newton': 'newton'}
     # kernel ik_mode: 1 closed form (+ block inverse of J_t), 2 the same with Newton IK forced
@@ -141,11 +152,36 @@ def main():
             lambda: pin.rnea(pm, pdata, qp[2], vp[2], ap_[2]))
     except ImportError:
         rows.append(('(b) Pinocchio not installed', float('nan'), float('nan')))
+    report(rows)
+
+
+def report(rows):
     print(f'# {platform.processor() or platform.machine()}, python {platform.python_version()}, '
           f'numpy {np.__version__}; paper: 0.75 ms/call (MATLAB, i7-4810MQ)')
     print(f'{"what":80s} {"best us":>10s} {"median us":>10s}')
     for name, b, m in rows:
         print(f'{name:80s} {b:10.2f} {m:10.2f}')
+
+
+def general_rows(a, model, args1, argsB, add):
+    """The general numpy route: Gough-Stewart (same motion as the compiled rows) and the
+    translational 3-UPU of test/data (x, y, z sinusoids, 4 derivatives analytic)."""
+    from robot_dynamics.pkm.general import inverse_dynamics_d2_general
+    add('general route: Gough-Stewart, single call', lambda: inverse_dynamics_d2_general(model, *args1))
+    add(f'general route: Gough-Stewart, batch {a.batch}, per sample',
+        lambda: inverse_dynamics_d2_general(model, *argsB), a.batch)
+    upu = rd.load_model(os.path.join(ROOT, 'test', 'data', 'tripteron_3upu.urdf'))
+    ts = np.linspace(0, 1, a.batch, endpoint=False)
+    comps = [(0.03, 5.0, 0.0), (0.025, 6.9, 0.4), (0.02, 4.4, 1.0)]
+    P = np.zeros((len(ts), 5, 3))
+    P[:, 0, 2] = 0.4
+    for c, (A, w, ph) in enumerate(comps):
+        for k in range(5):
+            P[:, k, c] += A * w ** k * np.sin(w * ts + ph + k * np.pi / 2)
+    add('general route: 3-UPU (test/data), single call',
+        lambda: inverse_dynamics_d2_general(upu, *(P[13, k] for k in range(5))))
+    add(f'general route: 3-UPU, batch {a.batch}, per sample',
+        lambda: inverse_dynamics_d2_general(upu, *(P[:, k] for k in range(5))), a.batch)
 
 
 if __name__ == '__main__':

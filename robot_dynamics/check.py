@@ -56,9 +56,16 @@ def _embedding(m):
 
 
 def _recursive(m):
-    from .pkm.recursive import limbs_from_model
-    lm = limbs_from_model(m)
-    return f"{lm.L} serial limb(s) of {lm.N} bodies to the platform '{lm.platform}'"
+    from .pkm.recursive import PKMStructureError, limbs_from_model
+    try:
+        lm = limbs_from_model(m)
+        return (f"compiled route: {lm.L} serial limb(s) of {lm.N} bodies to the platform "
+                f"'{lm.platform}'")
+    except PKMStructureError as exc:
+        from .pkm.general import general_pkm
+        why = " ".join(str(exc).split())
+        why = why.split(': ', 1)[-1] if why.startswith("model '") else why
+        return f'general route (pkm.general): {general_pkm(m).describe()} [compiled route: {why[:120]}]'
 
 
 def _partitioning(m):

@@ -54,7 +54,9 @@ __all__ = ['PKMStructureError', 'PKMSingularityError', 'PKMLimbs', 'limbs_from_m
 class PKMStructureError(RobotDynamicsError):
     """The model is not a PKM this algorithm handles (limbs not disjoint serial chains, limbs of
     different length, a cut joint that is not spherical, an unclosed reference configuration,
-    no actuated joint in a limb ...). The message names the model and the limb/loop/joint."""
+    no actuated joint in a limb ...). The message names the model and the limb/loop/joint.
+    Raised as well by the general route (:mod:`robot_dynamics.pkm.general`) for what is outside
+    it (hybrid or branching limbs, unsupported cut types, under-actuation ...)."""
 
 
 class PKMSingularityError(RobotDynamicsError):
@@ -446,11 +448,43 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     return res
 
 
-def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, **kw):
-    """``(u, ud, udd)`` of :func:`inverse_dynamics_d2_full` (same arguments): the actuator forces
-    of the PKM for the platform motion up to snap, and their 1st and 2nd time derivatives,
-    (6,) each or (S, 6) for a batch, in the order of ``model.actuated``."""
-    r = inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, **kw)
+def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
+    """``(u, ud, udd)``: the actuator forces of the PKM for the platform motion up to snap, and
+    their 1st and 2nd time derivatives, (n_a,) each or (S, n_a) for a batch.
+
+    ``route``: ``'auto'`` (default) the compiled 6-limb x 6-joint route
+    (:func:`inverse_dynamics_d2_full`, same arguments) when the model fits it, otherwise the
+    general numpy route :func:`robot_dynamics.pkm.general.inverse_dynamics_d2_general` (any
+    number of serial limbs of any length, several cut-joint types, lower-mobility platforms
+    with world task coordinates ``x`` (delta,), redundant actuation with least-norm ``u``; see
+    its docstring for the arguments); ``'compiled'`` / ``'general'`` force one of them (the
+    general route gives the same numbers on the Gough-Stewart platform, to round-off).
+    Order of ``u``: ``model.actuated`` (compiled) or ``general_pkm(model).actuated``."""
+    if route not in ('auto', 'compiled', 'general'):
+        raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
+    from .general import GeneralPKM, inverse_dynamics_d2_general
+    if route != 'general' and not isinstance(model, GeneralPKM) and 'task' not in kw:
+        cache = {} if isinstance(model, PKMLimbs) else model.__dict__.setdefault('_pkm_cache', {})
+        key = ('_compiled_refused', kw.get('platform'))
+        if route == 'auto' and key in cache:
+            lim = None                      # known not to fit the compiled route
+        else:
+            try:
+                lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
+            except PKMStructureError:
+                if route == 'compiled':
+                    raise
+                cache[key] = True
+                lim = None
+        if lim is not None:
+            r = inverse_dynamics_d2_full(lim, x, xd, xdd, xddd, xdddd, **kw)
+            return r.u, r.ud, r.udd
+    gkw = {k: v for k, v in kw.items() if k in ('platform', 'task', 'gravity', 'theta_guess', 'tol',
+                                                 'max_iter')}
+    bad = set(kw) - set(gkw)
+    if bad:
+        raise InputError(f'the general route takes no {sorted(bad)}')
+    r = inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, **gkw)
     return r.u, r.ud, r.udd
 
 

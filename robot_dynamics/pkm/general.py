@@ -1,0 +1,866 @@
+"""General route of the 2nd-order inverse dynamics (seed 004) for ANY PKM with serial limbs,
+read from the URDF spanning tree + loops sidecar (plain numpy, batch axis over time samples).
+
+Scope: ``L >= 2`` serial limbs of any lengths (1-DOF revolute/prismatic URDF joints) from the
+world to one platform body; every limb but the one that carries the platform body in the URDF
+tree ends at exactly one cut joint to the platform, of sidecar type ``spherical``/``point``/
+``point3d``, ``universal``, ``revolute``, ``prismatic``, ``cylindrical``, ``planar``,
+``point_on_line``, ``point_on_plane`` or ``weld``. A cut joint becomes 0..5 massless virtual
+1-DOF joints at the end of its limb (spherical: R(x) R(y) R(z) about the axes of ``frame_a``;
+universal: R(a1) R(a2); revolute: R(k); prismatic: P(k); cylindrical: P(k) R(k); planar:
+P(t1) P(t2) R(k); point_on_line: P(k) R(x) R(y) R(z); point_on_plane: P(t1) P(t2) R(x) R(y)
+R(z)), all zero at the sidecar's reference configuration. SEA models (actuators of type
+``sea``): the link-side spring-output ``joint`` of each SEA is the actuated joint and the
+motor-rotor chains (``motor_joint``) are not part of the PKM (``u`` = spring forces).
+
+Formulation (``delta`` = mobility of the platform, detected at the reference configuration):
+all limbs must reach the same platform frame ``C_p``; with ``J_p(l)`` the body-fixed platform
+Jacobian of limb ``l`` (eq. 22, columns ``Ad_{C_p^-1 C_i} X_i``), the unknowns
+``z = (theta_dot of all limb joints, V_p)`` (V_p = body-fixed platform twist, linear first)
+solve the stacked, consistent system::
+
+    K z = [0; xdot],    K = [[blockdiag J_p(l), -1_6 per limb], [0, T]]
+
+``T`` (delta x 6) are the task rows. Tasks: ``delta = 6``: ``T = I``, the task is the platform
+pose (``x`` a 4x4 homogeneous matrix, ``xd .. xdddd`` the body-fixed twist and its
+derivatives, exactly as the compiled 6x6 route); ``delta < 6``: world components of the
+platform frame, chosen automatically in the order x, y, z, rx, ry, rz as the first ``delta``
+that parametrise the platform's motion (e.g. planar: (x, y, phi), translational 3-DOF: (x, y,
+z), 3RRR point platform: (x, y)); ``T = S blockdiag(R, R)``; an angular component ``rk`` is
+the rotation angle about the world axis k from the reference orientation (only for platforms
+whose rotations are about that single axis; for a lower-mobility platform that rotates in 3D,
+e.g. a 3-RPS, the task is the position of a platform point off the platform plane, its
+rotation then follows from the closure). ``K`` has full column rank away from singularities; it is solved by its
+pseudo-inverse (least squares = exact here), so limbs with ``N_l < 6`` (planar or
+lower-mobility limbs) need no constant selector ``P_t``.
+
+Higher orders: differentiating ``K z = [0; xdot]`` gives, for nu = 2..4,
+``K z^(nu) = [0; x^(nu)] - sum_k binom(nu-1, k) K^(k) z^(nu-k)`` (= eqs. 15-18 with the
+errata E1/E2 corrected), ``J_p^(k)`` from Lemma 1 by backward suffix sums (corrected eq. 25),
+``T^(k) = S blockdiag(R G_k, R G_k)``, ``G_1 = w^, G_2 = w^2 + wd^, G_3 = w^3 + 2 w^ wd^ +
+wd^ w^ + wdd^`` (w = body angular velocity of the platform). Position level: Newton on the
+same system (``J_p Dtheta - DV = log(C_l^-1 C_p)``, task residual), batched over samples.
+
+Dynamics: ``G = K^+ [0; I]`` (``theta_dot = G_theta xdot``), ``Gd = -K^+ Kd G``,
+``Gdd = -K^+ (Kdd G + 2 Kd Gd)``; the recursive body-fixed Newton-Euler of each limb with its
+1st/2nd derivatives over the tree bodies (virtual bodies are massless: their generalized
+forces vanish, erratum E7), gravity option G1 of the brief (exact for any inertia);
+``w = G_theta^T Q`` (eq. 14) and derivatives; ``J_IK`` = actuated rows of ``G_theta``::
+
+    J_IK^T u = w,  J_IK^T ud = wd - Jd_IK^T u,  J_IK^T udd = wdd - Jdd_IK^T u - 2 Jd_IK^T ud
+
+Redundant actuation (n_a > delta): ``u`` is the least-norm solution at every instant,
+``u = A^T y``, ``A A^T y = w`` with ``A = J_IK^T``, differentiated exactly (so ``ud``, ``udd``
+are the derivatives of the least-norm ``u``; equal to the preload route with ``lambda = 0``).
+
+Units SI; twists linear first ``(v, w)``; ``u`` in N / N m in the order of
+:attr:`GeneralPKM.actuated`. Cost: one SVD of ``K`` ((6L + delta) x (sum N_l + 6)) per sample
+and Newton iteration; speed is secondary here (the compiled 6x6 route is the fast path).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from math import comb
+
+import numpy as np
+
+from ..errors import InputError
+from ..lie import exp_se3
+from .recursive import PKMSingularityError, PKMStructureError
+
+__all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
+           'TASK_COMPONENTS']
+
+TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
+#: virtual joints of each supported cut-joint type, in frame_a axes through its origin:
+#: R/P = revolute/prismatic about/along x, y, z ('Rx'...), k = the loop axis, t1/t2 its normals,
+#: a1/a2 the universal axes
+_CUT_JOINTS = {
+    'spherical': ('Rx', 'Ry', 'Rz'), 'point': ('Rx', 'Ry', 'Rz'), 'point3d': ('Rx', 'Ry', 'Rz'),
+    'universal': ('Ra1', 'Ra2'), 'revolute': ('Rk',), 'prismatic': ('Pk',),
+    'cylindrical': ('Pk', 'Rk'), 'planar': ('Pt1', 'Pt2', 'Rk'),
+    'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'), 'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
+    'weld': (), 'weld6d': ()}
+
+
+def _hat(w):
+    S = np.zeros(w.shape[:-1] + (3, 3))
+    S[..., 0, 1], S[..., 0, 2] = -w[..., 2], w[..., 1]
+    S[..., 1, 0], S[..., 1, 2] = w[..., 2], -w[..., 0]
+    S[..., 2, 0], S[..., 2, 1] = -w[..., 1], w[..., 0]
+    return S
+
+
+def _ad(V):
+    A = np.zeros(V.shape[:-1] + (6, 6))
+    W = _hat(V[..., 3:])
+    A[..., :3, :3] = W
+    A[..., 3:, 3:] = W
+    A[..., :3, 3:] = _hat(V[..., :3])
+    return A
+
+
+def _Ad(C):
+    R, p = C[..., :3, :3], C[..., :3, 3]
+    A = np.zeros(C.shape[:-2] + (6, 6))
+    A[..., :3, :3] = R
+    A[..., 3:, 3:] = R
+    A[..., :3, 3:] = _hat(p) @ R
+    return A
+
+
+def _inv(C):
+    Ci = np.zeros_like(C)
+    Rt = np.swapaxes(C[..., :3, :3], -1, -2)
+    Ci[..., :3, :3] = Rt
+    Ci[..., :3, 3] = -np.einsum('...ij,...j->...i', Rt, C[..., :3, 3])
+    Ci[..., 3, 3] = 1.0
+    return Ci
+
+
+def _T(R, p):
+    C = np.eye(4)
+    C[:3, :3], C[:3, 3] = R, p
+    return C
+
+
+def _mv(A, x):
+    return np.einsum('...ij,...j->...i', A, x)
+
+
+def _pose_error(Cl, Cp):
+    """Error twist of Cl^-1 Cp (S, 6), first-order equal to its log (Newton residual):
+    (R_l^T (p_p - p_l), vee of the rotation log; 0.5 vee(R - R^T) scaled by angle / sin)."""
+    Rl = Cl[:, :3, :3]
+    R = np.swapaxes(Rl, 1, 2) @ Cp[:, :3, :3]
+    v = np.einsum('sji,sj->si', Rl, Cp[:, :3, 3] - Cl[:, :3, 3])
+    a = 0.5 * np.stack([R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]], -1)
+    sn = np.linalg.norm(a, axis=-1)
+    cs = 0.5 * (R[:, 0, 0] + R[:, 1, 1] + R[:, 2, 2] - 1.0)
+    ang = np.arctan2(sn, cs)
+    f = np.where(sn > 1e-12, ang / np.where(sn > 1e-12, sn, 1.0), 1.0)
+    return np.concatenate([v, a * f[:, None]], -1)
+
+
+def _exp_unit(X, th):
+    """exp(hat(X) th) (S, 4, 4) of a unit joint screw X = (v, w) (6,) (|w| = 1: revolute or
+    helical; w = 0: prismatic), th (S,)."""
+    S = th.shape[0]
+    C = np.zeros((S, 4, 4))
+    C[:, 3, 3] = 1.0
+    v, w = X[:3], X[3:]
+    if np.dot(w, w) < 0.25:
+        C[:, 0, 0] = C[:, 1, 1] = C[:, 2, 2] = 1.0
+        C[:, :3, 3] = th[:, None] * v
+        return C
+    W = _hat(w)
+    W2 = W @ W
+    s, c = np.sin(th)[:, None, None], np.cos(th)[:, None, None]
+    C[:, :3, :3] = np.eye(3) + s * W + (1 - c) * W2
+    C[:, :3, 3] = th[:, None] * v + (1 - c[:, 0]) * (W @ v) + (th[:, None] - s[:, 0]) * (W2 @ v)
+    return C
+
+
+class _Limb:
+    """One serial limb: B (N, 4, 4) reference placements, X (N, 6) screws, M (n, 6, 6) inertias
+    of the tree bodies (the first n joints are URDF joints, the rest virtual), tree (n,) model
+    joint indices, act (list) local indices of the actuated joints."""
+
+    def __init__(self, name, B, X, M, tree, act):
+        self.name, self.B, self.X, self.M = name, np.asarray(B), np.asarray(X), np.asarray(M)
+        self.tree, self.act = np.asarray(tree, np.int64), list(act)
+        self.N, self.n = len(self.X), len(self.tree)
+        self.adX = _ad(self.X)
+
+
+class GeneralPKM:
+    """Limb data of a PKM for :func:`inverse_dynamics_d2_general` (built by :func:`general_pkm`).
+
+    Attributes: ``limbs`` (list, platform limb last), ``offsets`` (L + 1,) of each limb in the
+    stacked joint vector (``Ntot = offsets[-1]``), ``delta`` platform mobility, ``task``
+    component names (``'pose'`` when delta = 6: body-fixed), ``task_idx`` their indices in
+    (x, y, z, rx, ry, rz), ``R_ref`` (3, 3) platform orientation at the reference
+    configuration (origin of angular task components), ``actuated`` joint names (order of u),
+    ``act_index`` their stacked indices, ``platform`` frame name, ``gravity`` (3,), ``theta_ref``
+    (Ntot,) limb coordinates at the reference configuration, ``x_ref`` the task at the reference
+    configuration (4x4 pose if delta = 6, else (delta,)), ``lower``/``upper`` (Ntot,) URDF joint
+    limits (+-inf for virtual joints), ``rotor_joints`` excluded SEA motor joints, ``model_name``."""
+
+    def __repr__(self):
+        return (f'GeneralPKM({self.model_name!r}: {len(self.limbs)} limbs '
+                f'{[lb.N for lb in self.limbs]} joints, platform {self.platform!r}, '
+                f'delta {self.delta}, task {self.task}, actuated {self.actuated})')
+
+    def describe(self):
+        return (f"{len(self.limbs)} serial limb(s) of {[lb.N for lb in self.limbs]} joints "
+                f"(cut joints as virtual joints) to the platform '{self.platform}', "
+                f"{self.delta} DOF, task {self.task}, {len(self.actuated)} actuated"
+                + (' (redundant: least-norm u)' if len(self.actuated) > self.delta else ''))
+
+    def tree_q(self, theta, q_fill):
+        """Model coordinates (..., nq) from stacked limb coordinates ``theta`` (..., Ntot): the
+        tree joints of every limb; the other entries (SEA rotors) from ``q_fill`` (nq,)."""
+        theta = np.asarray(theta, float)
+        q = np.array(np.broadcast_to(np.asarray(q_fill, float), theta.shape[:-1] + (len(q_fill),)))
+        for lb, o in zip(self.limbs, self.offsets):
+            q[..., lb.tree] = theta[..., o:o + lb.n]
+        return q
+
+    # ------------------------------------------------------------------ kinematics
+    def fk(self, th):
+        """Per limb the body poses (S, N, 4, 4) for stacked limb coordinates th (S, Ntot)."""
+        out = []
+        S = th.shape[0]
+        for lb, o in zip(self.limbs, self.offsets):
+            C = np.broadcast_to(np.eye(4), (S, 4, 4))
+            Cs = np.empty((S, lb.N, 4, 4))
+            for i in range(lb.N):
+                C = C @ lb.B[i] @ _exp_unit(lb.X[i], th[:, o + i])
+                Cs[:, i] = C
+            out.append(Cs)
+        return out
+
+    def jacobians(self, Cs, Cref):
+        """Per limb ``J (S, 6, N)``, columns ``Ad(Cref^-1 C_i) X_i``."""
+        Ci = _inv(Cref)
+        return [np.einsum('sijk,ik->sji', _Ad(Ci[:, None] @ C), lb.X) for lb, C in zip(self.limbs, Cs)]
+
+    def task_value(self, Cp):
+        """World task coordinates (S, delta) of platform poses Cp (S, 4, 4) (delta < 6)."""
+        vals = []
+        M = Cp[:, :3, :3] @ self.R_ref.T
+        for k in self.task_idx:
+            if k < 3:
+                vals.append(Cp[:, k, 3])
+            else:
+                a = k - 3
+                i, j = (a + 1) % 3, (a + 2) % 3
+                vals.append(np.arctan2(M[:, j, i], M[:, i, i]))
+        return np.stack(vals, -1)
+
+    def task_rows(self, R):
+        """T (S, delta, 6) = S blockdiag(R, R)."""
+        S = R.shape[0]
+        T = np.zeros((S, self.delta, 6))
+        for r, k in enumerate(self.task_idx):
+            if k < 3:
+                T[:, r, :3] = R[:, k]
+            else:
+                T[:, r, 3:] = R[:, k - 3]
+        return T
+
+    def assemble_K(self, Js, T):
+        S = Js[0].shape[0]
+        L = len(self.limbs)
+        K = np.zeros((S, 6 * L + self.delta, self.offsets[-1] + 6))
+        for l, J in enumerate(Js):
+            o = self.offsets[l]
+            K[:, 6 * l:6 * l + 6, o:o + J.shape[2]] = J
+            K[:, 6 * l:6 * l + 6, -6:] = -np.eye(6)
+        K[:, 6 * L:, -6:] = T
+        return K
+
+
+def _limb_chains(model, name):
+    """Root-to-leaf chains of the URDF tree (lists of joint indices); branching -> error."""
+    chains = []
+    for j in range(model.nq):
+        if model.parents[j] < 0:
+            c = [j]
+            while model.children[c[-1]]:
+                kids = model.children[c[-1]]
+                if len(kids) > 1:
+                    raise PKMStructureError(
+                        f"model '{name}': joint '{model.joint_names[c[-1]]}' has {len(kids)} child "
+                        f"joints {[model.joint_names[k] for k in kids]}; the general route needs "
+                        "serial limbs (no branching inside a limb)")
+                c.append(kids[0])
+            chains.append(c)
+    return chains
+
+
+def _inertia6(m, c, I_o):
+    M = np.zeros((6, 6))
+    M[:3, :3] = m * np.eye(3)
+    M[:3, 3:] = -m * _hat(np.asarray(c))
+    M[3:, :3] = m * _hat(np.asarray(c))
+    M[3:, 3:] = I_o
+    return M
+
+
+def _virtual(lp, Ta, Tb):
+    """Virtual joint screws (6,) (linear first, frame_a axes, through its origin) of a cut joint;
+    Ta, Tb: world poses of frame_a, frame_b at the reference (for the universal's 2nd axis)."""
+    from ..loops import _basis
+    code = _CUT_JOINTS.get(lp.type)
+    if code is None:
+        raise PKMStructureError(f"loop '{lp.name}' of type '{lp.type}' is not supported as a "
+                                f"limb-to-platform cut joint (supported: {sorted(_CUT_JOINTS)})")
+    dirs = {'x': np.eye(3)[0], 'y': np.eye(3)[1], 'z': np.eye(3)[2]}
+    if lp.axis is not None:
+        k = np.asarray(lp.axis, float) / np.linalg.norm(lp.axis)
+        dirs['k'] = k
+        dirs['t1'], dirs['t2'] = _basis(k)
+    if lp.axes is not None:
+        a1, a2 = (np.asarray(a, float) for a in lp.axes)
+        dirs['a1'] = a1 / np.linalg.norm(a1)
+        a2 = Ta[:3, :3].T @ Tb[:3, :3] @ a2            # 2nd axis: given in frame_b
+        dirs['a2'] = a2 / np.linalg.norm(a2)
+    out = []
+    for c in code:
+        e = dirs[c[1:]]
+        out.append(np.r_[np.zeros(3), e] if c[0] == 'R' else np.r_[e, np.zeros(3)])
+    return out
+
+
+def _swapped(lp, Ta, Tb):
+    """The same cut joint with frame_a and frame_b exchanged (axis re-expressed in the new
+    frame_a at the reference; universal axes swapped: the first is given in frame_a)."""
+    import dataclasses
+    axis = None if lp.axis is None else Tb[:3, :3].T @ Ta[:3, :3] @ np.asarray(lp.axis, float)
+    axes = None if lp.axes is None else np.array([lp.axes[1], lp.axes[0]], float)
+    return dataclasses.replace(lp, frame_a=lp.frame_b, frame_b=lp.frame_a, axis=axis, axes=axes)
+
+
+def general_pkm(model, platform=None, task=None, tol=1e-9):
+    """Build (and cache on the model) the :class:`GeneralPKM` of a robot_dynamics Model.
+
+    ``platform``: platform frame (default: on the one body every loop cuts, the loops' frame
+    there if they all use the same one, else the frame ``platform`` or that body's link; a loop
+    whose ``frame_a`` is on the platform is used with its sides exchanged).
+    ``task``: list of world components of the platform frame (subset of x, y, z, rx, ry, rz) for
+    a lower-mobility platform (default: automatic, see the module docstring); ignored when the
+    platform has 6 DOF (task = body-fixed pose). Raises :class:`PKMStructureError` (naming the
+    model, limb, loop or joint) for what is outside the route.
+    """
+    key = ('_general_pkm', platform, None if task is None else tuple(task))
+    cache = model.__dict__.setdefault('_pkm_cache', {})
+    if key in cache:
+        return cache[key]
+    from ..constraints import loop_errors
+    from ..kinematics import forward_kinematics
+    name = model.name
+    if not model.loops:
+        raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
+    body = lambda f: int(model.frame_parent[model.frame_index(f)])     # noqa: E731
+    if platform is None:
+        common = set.intersection(*({body(lp.frame_a), body(lp.frame_b)} for lp in model.loops))
+        common.discard(-1)
+        fbb = {body(lp.frame_b) for lp in model.loops}
+        if len(common) > 1 and len(fbb) == 1 and fbb <= common:
+            common = fbb                    # ambiguous (one loop): the frame_b side
+        if len(common) != 1:
+            raise PKMStructureError(f"model '{name}': no single body is cut by every loop (the "
+                                    "platform): loops inside limbs (hybrid limbs) are outside the "
+                                    "general route; otherwise pass platform=<frame name>")
+        jp = common.pop()
+        fr = {lp.frame_b if body(lp.frame_b) == jp else lp.frame_a for lp in model.loops}
+        if len(fr) == 1:
+            platform = fr.pop()
+        else:
+            cands = [f for i, f in enumerate(model.frame_names) if model.frame_parent[i] == jp]
+            platform = 'platform' if 'platform' in cands else cands[0]
+    fp = model.frame_index(platform)
+    jP = int(model.frame_parent[fp])
+    if jP < 0:
+        raise PKMStructureError(f"model '{name}': platform '{platform}' is fixed to the world")
+    q_ref = model.reference_q()
+    Tw = forward_kinematics(model, q_ref, as_array=True)
+    loop_err = loop_errors(model, q_ref)
+    T_p = Tw[fp]
+    seas = [a for a in model.actuators.values() if a.get('type') == 'sea']
+    rotor = {a.get('motor_joint') for a in seas} - {None}
+    if seas:
+        actuated = [a['joint'] for a in seas]
+    else:
+        actuated = list(model.actuated)
+    act_set = {model.joint_index(j) for j in actuated}
+    cut_of = {}                      # body joint index -> loop (limb side)
+    for lp in model.loops:
+        fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
+        ja, jb = int(model.frame_parent[fa]), int(model.frame_parent[fb])
+        if jb != jP and ja == jP:           # platform side written as frame_a: swap the sides
+            lp = _swapped(lp, Tw[fa], Tw[fb])
+            fa, fb, ja, jb = fb, fa, jb, ja
+        if jb != jP:
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}' does not end on the platform "
+                                    f"'{platform}' (a loop inside a limb: hybrid limbs are outside "
+                                    "the general route)")
+        if ja < 0:
+            raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
+        if ja in cut_of:
+            raise PKMStructureError(f"model '{name}': loops '{cut_of[ja].name}' and '{lp.name}' cut "
+                                    "the same body; each limb needs exactly one cut joint")
+        cut_of[ja] = lp
+    limbs, plat_limb = [], None
+    for c in _limb_chains(model, name):
+        jn = [model.joint_names[j] for j in c]
+        if all(j in rotor for j in jn):
+            continue
+        cuts = [j for j in c if j in cut_of]
+        if jP in c:
+            if c[-1] != jP:
+                raise PKMStructureError(f"model '{name}': the platform body (joint '{model.joint_names[jP]}') "
+                                        f"is not the last body of its limb {jn}")
+            if cuts:
+                raise PKMStructureError(f"model '{name}': loop '{cut_of[cuts[0]].name}' cuts the "
+                                        "platform's own limb")
+            plat_limb = ('platform_limb', c, None)
+            continue
+        if len(cuts) != 1 or cuts[0] != c[-1]:
+            raise PKMStructureError(
+                f"model '{name}': limb {jn} " + ('is not connected to the platform by a loop' if not cuts
+                                                  else 'is cut at a body that is not its last one')
+                + ' (every limb must end at exactly one cut joint to the platform)')
+        lp = cut_of[c[-1]]
+        limbs.append((lp.name, c, lp))
+    if plat_limb is None:
+        raise PKMStructureError(f"model '{name}': no limb carries the platform '{platform}'")
+    limbs.append(plat_limb)
+    out = []
+    for lname, c, lp in limbs:
+        B = [_T(model.R_fixed[j], model.p_fixed[j]) for j in c]
+        X = [model.screw_local[j].copy() for j in c]
+        M = [_inertia6(model.mass[j], model.com[j], model.inertia_origin[j]) for j in c]
+        act = [i for i, j in enumerate(c) if j in act_set]
+        if lp is not None:
+            fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
+            Ta, Tb = Tw[fa], Tw[fb]
+            gap = max(loop_err[lp.name])
+            if gap > 1e-8:
+                raise PKMStructureError(f"model '{name}': loop '{lp.name}' is open by {gap:.3g} at "
+                                        "the sidecar's reference configuration (must be closed)")
+            try:
+                vs = _virtual(lp, Ta, Tb)
+            except PKMStructureError as exc:
+                raise PKMStructureError(f"model '{name}': {exc}") from None
+            for k, Xv in enumerate(vs):
+                B.append(_T(model.frame_R[fa], model.frame_p[fa]) if k == 0 else np.eye(4))
+                X.append(Xv)
+            Tend = Ta if vs else Tw[fa] @ np.linalg.inv(_T(model.frame_R[fa], model.frame_p[fa]))
+            Tr = np.linalg.inv(Tend) @ T_p
+        else:
+            Tr = _T(model.frame_R[fp], model.frame_p[fp])
+        Ti = np.linalg.inv(Tr)
+        B[-1] = B[-1] @ Tr
+        X[-1] = _Ad(Ti) @ X[-1]
+        if len(M) == len(X):                # last body is a tree body: re-base its inertia
+            AdT = _Ad(Tr)
+            M[-1] = AdT.T @ M[-1] @ AdT
+        out.append(_Limb(lname, np.array(B), np.array(X), np.array(M), c, act))
+    p = GeneralPKM()
+    p.model_name, p.platform, p.limbs = name, platform, out
+    p.offsets = np.cumsum([0] + [lb.N for lb in out])
+    p.gravity = np.asarray(model.gravity, float)
+    p.rotor_joints = sorted(rotor)
+    th_ref = np.zeros(p.offsets[-1])
+    for lb, o in zip(out, p.offsets):
+        th_ref[o:o + lb.n] = q_ref[lb.tree]
+    p.theta_ref = th_ref
+    p.lower = np.full(p.offsets[-1], -np.inf)
+    p.upper = np.full(p.offsets[-1], np.inf)
+    p.joint_label = []
+    for lb, o in zip(out, p.offsets):
+        p.lower[o:o + lb.n] = model.lower[lb.tree]
+        p.upper[o:o + lb.n] = model.upper[lb.tree]
+        p.joint_label += [model.joint_names[j] for j in lb.tree]
+        p.joint_label += [f'{lb.name}/virtual{k}' for k in range(lb.N - lb.n)]
+    all_tree = {int(j) for lb in out for j in lb.tree}
+    stray = [model.joint_names[j] for j in range(model.nq)
+             if j not in all_tree and model.joint_names[j] not in rotor]
+    if stray:
+        raise PKMStructureError(f"model '{name}': joints {stray} belong to no limb")
+    stacked = {int(lb.tree[i]) + 0: o + i for lb, o in zip(out, p.offsets) for i in range(lb.n)}
+    for j in actuated:
+        if model.joint_index(j) not in stacked:
+            raise PKMStructureError(f"model '{name}': actuated joint '{j}' is not in a limb")
+    p.actuated = actuated
+    p.act_index = np.array([stacked[model.joint_index(j)] for j in actuated], np.int64)
+    # closure of every limb at the reference configuration and mobility
+    Cs = p.fk(th_ref[None])
+    Cp = Cs[-1][:, -1]
+    if np.linalg.norm(Cp[0] - T_p) > 1e-8:
+        raise PKMStructureError(f"model '{name}': internal error: platform limb FK != platform frame")
+    Js = p.jacobians(Cs, Cp)
+    p.delta = 6
+    p.task, p.task_idx = 'pose', np.arange(6)
+    K0 = p.assemble_K(Js, np.zeros((1, 6, 6)))[0, :6 * len(out)]
+    sv, Vt = np.linalg.svd(K0)[1:]
+    rank = int(np.sum(sv > tol * max(1.0, sv[0])))
+    delta = K0.shape[1] - rank
+    if delta == 0:
+        raise PKMStructureError(f"model '{name}': the platform cannot move (0 DOF at the reference)")
+    Nsp = Vt[rank:].T                       # (Ntot + 6, delta) null space
+    Rp = Cp[0, :3, :3]
+    Vw = np.vstack([Rp @ Nsp[-6:-3], Rp @ Nsp[-3:]])     # world-aligned platform twists
+    if delta > 6:
+        raise PKMStructureError(f"model '{name}': {delta} DOF > 6: the limbs have internal "
+                                "mobility (kinematically redundant limbs are outside the route)")
+    p.R_ref = Rp.copy()
+    if delta < 6:
+        if task is None:
+            sel = []
+            for k in range(6):
+                if np.linalg.matrix_rank(Vw[sel + [k]], 1e-8) == len(sel) + 1:
+                    sel.append(k)
+                if len(sel) == delta:
+                    break
+        else:
+            bad = [c for c in task if c not in TASK_COMPONENTS]
+            if bad or len(task) != delta:
+                raise PKMStructureError(f"model '{name}': task {task}: need {delta} components of "
+                                        f"{TASK_COMPONENTS}")
+            sel = [TASK_COMPONENTS.index(c) for c in task]
+        if len(sel) != delta or np.linalg.matrix_rank(Vw[sel], 1e-8) != delta:
+            raise PKMStructureError(f"model '{name}': the world components {[TASK_COMPONENTS[k] for k in sel]} "
+                                    f"do not parametrise the platform's {delta}-DOF motion")
+        wrank = np.linalg.matrix_rank(Vw[3:], 1e-8)
+        if any(k >= 3 for k in sel):
+            axes = [k - 3 for k in sel if k >= 3]
+            other = [a for a in range(3) if a not in axes]
+            if wrank > 1 or np.max(np.abs(Vw[3 + np.array(other)]), initial=0) > 1e-8:
+                raise PKMStructureError(
+                    f"model '{name}': the {delta}-DOF platform rotates about more than one world "
+                    "axis; angular task coordinates are only supported for a fixed rotation axis "
+                    "(planar motion). Lower-mobility platforms with 3D rotation (e.g. 3-RPS) are "
+                    "outside the general route")
+        p.delta = delta
+        p.task_idx = np.array(sel, np.int64)
+        p.task = [TASK_COMPONENTS[k] for k in sel]
+    p.x_ref = Cp[0].copy() if p.task == 'pose' else p.task_value(Cp)[0]
+    if len(actuated) < p.delta:
+        raise PKMStructureError(f"model '{name}': {len(actuated)} actuated joints for {p.delta} DOF "
+                                "(under-actuated)")
+    cache[key] = p
+    return p
+
+
+GeneralID2Result = namedtuple('GeneralID2Result', 'u ud udd theta theta_a J_IK w Cp Vp')
+GeneralID2Result.__doc__ = """Result of :func:`inverse_dynamics_d2_general` (S samples; squeezed for
+a single sample):
+
+u, ud, udd (S, n_a): actuator forces [N | N m] and 1st/2nd time derivatives (order ``actuated``)
+theta (S, 5, Ntot): stacked limb coordinates (virtual cut joints included) and derivatives 0..4
+theta_a (S, 5, n_a): actuated joint coordinates and derivatives 0..4
+J_IK (S, 3, n_a, delta): ``theta_a_dot = J_IK x_dot`` and its 1st/2nd time derivatives
+w (S, 3, delta): ``J_IK^T u`` (task-space generalized force) and derivatives
+Cp (S, 4, 4): platform pose; Vp (S, 4, 6): body-fixed platform twist (v, w) and derivatives 1..3"""
+
+
+def _jac_derivs(J, thd, order):
+    """J^(1..order) (list of (S, 6, N)) of J (S, 6, N) by backward suffix sums (Lemma 1,
+    corrected eq. 25). thd: list [theta', theta'', theta'''] (S, N) (>= order entries)."""
+    S, _, N = J.shape
+    out = [np.zeros_like(J) for _ in range(order)]
+    dV = [np.zeros((S, 6)) for _ in range(order)]       # DV, DVd, DVdd of body i
+    for i in range(N - 1, -1, -1):
+        if i < N - 1:
+            j = i + 1
+            Jk = [J[:, :, j]] + [o[:, :, j] for o in out]
+            # DV^(m) += sum_{k=0..m} binom(m, k) J^(k)_{j} theta^(m-k+1)_j
+            for m in range(order):
+                dV[m] = dV[m] + sum(comb(m, k) * Jk[k] * thd[m - k][:, j, None] for k in range(m + 1))
+        a = [_ad(d) for d in dV]
+        Ji = J[:, :, i]
+        if order >= 1:
+            J1 = -_mv(a[0], Ji)
+            out[0][:, :, i] = J1
+        if order >= 2:
+            J2 = -_mv(a[1], Ji) - _mv(a[0], J1)
+            out[1][:, :, i] = J2
+        if order >= 3:
+            out[2][:, :, i] = -_mv(a[2], Ji) - 2 * _mv(a[1], J1) - _mv(a[0], J2)
+    return out
+
+
+def _G_mats(w, wd, wdd):
+    W, Wd, Wdd = _hat(w), _hat(wd), _hat(wdd)
+    G1 = W
+    G2 = W @ W + Wd
+    G3 = W @ W @ W + 2 * W @ Wd + Wd @ W + Wdd
+    return [G1, G2, G3]
+
+
+def _Kk(p, Jks, R, Gk):
+    """K^(k) for k >= 1: blockdiag(J^(k)) and the task rows S blockdiag(R G_k, R G_k)."""
+    S = R.shape[0]
+    L = len(p.limbs)
+    K = np.zeros((S, 6 * L + p.delta, p.offsets[-1] + 6))
+    for l, J in enumerate(Jks):
+        o = p.offsets[l]
+        K[:, 6 * l:6 * l + 6, o:o + J.shape[2]] = J
+    if p.task != 'pose':
+        K[:, 6 * L:, -6:] = p.task_rows(R @ Gk)
+    return K
+
+
+class _KSolver:
+    """Solves ``K z = b`` (consistent right-hand sides) by limb elimination: per limb the QR
+    factorisation ``J_l = [Q1 Q2] [R1; 0]`` (6 x N_l); the platform twist from the stacked
+    ``Q2_l^T (V_p + b_l) = 0`` and task rows ``T V_p = b_t`` (QR least squares, 6 unknowns),
+    then ``theta_l = R1^-1 Q1^T (V_p + b_l)``. Equal to ``K^+ b`` for consistent b. Raises
+    :class:`PKMSingularityError` when a limb Jacobian or the platform system is rank deficient."""
+
+    def __init__(self, p, Js, T, rcond=1e-10):
+        self.p = p
+        S = Js[0].shape[0]
+        self.Q1, self.Q2, self.R1 = [], [], []
+        for lb, J in zip(p.limbs, Js):
+            n = J.shape[2]
+            if n > 6:
+                raise PKMStructureError(f"model '{p.model_name}': limb '{lb.name}' has {n} > 6 joints "
+                                        "(kinematically redundant limb)")
+            Q, R = np.linalg.qr(J, mode='complete')
+            d = np.abs(np.diagonal(R[:, :n, :n], axis1=1, axis2=2))
+            bad = d.min(axis=1, initial=np.inf) <= rcond * np.maximum(1.0, d.max(axis=1, initial=1.0))
+            if np.any(bad):
+                idx = np.nonzero(bad)[0]
+                raise PKMSingularityError(f"{p.model_name}: limb '{lb.name}': singular limb Jacobian "
+                                          f"at {len(idx)} of {S} samples (first {idx[0]})", idx,
+                                          np.where(bad, 2, 0))
+            self.Q1.append(Q[:, :, :n])
+            self.Q2.append(Q[:, :, n:])
+            self.R1.append(R[:, :n, :n])
+        H = np.concatenate([np.swapaxes(q, 1, 2) for q in self.Q2] + [T], 1)
+        Qh, Rh = np.linalg.qr(H)
+        d = np.abs(np.diagonal(Rh, axis1=1, axis2=2))
+        bad = d.min(axis=1) <= rcond * np.maximum(1.0, d.max(axis=1))
+        if np.any(bad):
+            idx = np.nonzero(bad)[0]
+            raise PKMSingularityError(f"{p.model_name}: parallel (constraint/task) singularity at "
+                                      f"{len(idx)} of {S} samples (first {idx[0]})", idx,
+                                      np.where(bad, 3, 0))
+        self.Qh, self.Rh = Qh, Rh
+
+    def solve(self, b):
+        """b (S, 6L + delta) or (S, 6L + delta, k) -> z (S, Ntot + 6 [, k])."""
+        vec = b.ndim == 2
+        if vec:
+            b = b[..., None]
+        L = len(self.p.limbs)
+        bl = [b[:, 6 * l:6 * l + 6] for l in range(L)]
+        rhs = np.concatenate([-np.swapaxes(q, 1, 2) @ x for q, x in zip(self.Q2, bl)]
+                             + [b[:, 6 * L:]], 1)
+        V = np.linalg.solve(self.Rh, np.swapaxes(self.Qh, 1, 2) @ rhs)
+        parts = [np.linalg.solve(R, np.swapaxes(q, 1, 2) @ (V + x)) if R.shape[1] else
+                 np.zeros((b.shape[0], 0, b.shape[2])) for R, q, x in zip(self.R1, self.Q1, bl)]
+        z = np.concatenate(parts + [V], 1)
+        return z[..., 0] if vec else z
+
+
+def _ne_limb(lb, th, Cs, g):
+    """Body-fixed Newton-Euler with 1st/2nd time derivatives over the tree bodies of a limb.
+    th: list of 5 arrays (S, N) (theta .. theta''''); Cs (S, N, 4, 4) body poses.
+    Returns Q, Qd, Qdd (S, n)."""
+    S = th[0].shape[0]
+    n = lb.n
+    if n == 0:
+        z = np.zeros((S, 0))
+        return z, z, z
+    V = [np.zeros((S, 6)) for _ in range(4)]
+    A = []
+    Vs = []
+    for i in range(n):
+        Ci_rel = _inv(lb.B[i] @ _exp_unit(lb.X[i], th[0][:, i]))
+        Ai = _Ad(Ci_rel)
+        A.append(Ai)
+        X, aX = lb.X[i], lb.adX[i]
+        t1, t2, t3, t4 = (th[k][:, i, None] for k in range(1, 5))
+        V0 = _mv(Ai, V[0]) + X * t1
+        V1 = _mv(Ai, V[1]) - t1 * (V0 @ aX.T) + X * t2
+        V2 = (_mv(Ai, V[2]) + X * t3 - (t2 * V0 + 2 * t1 * V1) @ aX.T
+              - t1 ** 2 * (V0 @ (aX @ aX).T))
+        V3 = (_mv(Ai, V[3]) + X * t4 - (t3 * V0 + 3 * t2 * V1 + 3 * t1 * V2) @ aX.T
+              - 3 * t1 * ((t2 * V0 + t1 * V1) @ (aX @ aX).T) - t1 ** 3 * (V0 @ (aX @ aX @ aX).T))
+        V = [V0, V1, V2, V3]
+        Vs.append(V)
+    Q = np.empty((3, S, n))
+    W = [np.zeros((S, 6)) for _ in range(3)]
+    for i in range(n - 1, -1, -1):
+        V0, V1, V2, V3 = Vs[i]
+        M = lb.M[i]
+        R = Cs[:, i, :3, :3]
+        a0 = np.zeros((S, 6))
+        a0[:, :3] = -np.einsum('sji,j->si', R, g)
+        a1 = -_mv(_ad(V0), a0)
+        a2 = -_mv(_ad(V1), a0) + _mv(_ad(V0), _mv(_ad(V0), a0))
+        MV0, MV1, MV2 = V0 @ M.T, V1 @ M.T, V2 @ M.T
+        adT = lambda V_, x: np.einsum('sji,sj->si', _ad(V_), x)     # noqa: E731  ad(V)^T x
+        Wb0 = (V1 + a0) @ M.T - adT(V0, MV0)
+        Wb1 = (V2 + a1) @ M.T - adT(V0, MV1) - adT(V1, MV0)
+        Wb2 = (V3 + a2) @ M.T - adT(V0, MV2) - 2 * adT(V1, MV1) - adT(V2, MV0)
+        if i < n - 1:
+            Aj = A[i + 1]
+            aXT = lb.adX[i + 1].T
+            d1 = th[1][:, i + 1, None]
+            d2 = th[2][:, i + 1, None]
+            AT = lambda x: np.einsum('sji,sj->si', Aj, x)             # noqa: E731
+            t0 = AT(W[0])
+            t1_ = AT(W[1] - d1 * (W[0] @ aXT.T))
+            t2_ = AT(W[2] - 2 * d1 * (W[1] @ aXT.T) + d1 ** 2 * (W[0] @ (aXT @ aXT).T)
+                     - d2 * (W[0] @ aXT.T))
+            W = [Wb0 + t0, Wb1 + t1_, Wb2 + t2_]
+        else:
+            W = [Wb0, Wb1, Wb2]
+        for k in range(3):
+            Q[k, :, i] = W[k] @ lb.X[i]
+    return Q[0], Q[1], Q[2]
+
+
+def _batch(a, shape, name, S=None):
+    a = np.asarray(a, float)
+    if a.shape == shape:
+        a = a[None]
+    elif not (a.ndim == len(shape) + 1 and a.shape[1:] == shape):
+        raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), got {a.shape}')
+    if S is not None and a.shape[0] != S:
+        raise InputError(f'{name} has {a.shape[0]} samples, expected {S}')
+    if not np.all(np.isfinite(a)):
+        raise InputError(f'{name} contains non-finite values')
+    return a
+
+
+def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None, task=None,
+                                gravity=None, theta_guess=None, tol=1e-12, max_iter=50):
+    """2nd-order inverse dynamics of a general PKM (module docstring): ``u, ud, udd``.
+
+    ``model``: Model (or a :class:`GeneralPKM`). ``delta = 6``: ``x`` (4, 4) or (S, 4, 4) platform
+    pose in the world, ``xd .. xdddd`` (6,) or (S, 6) body-fixed platform twist ``(v, w)`` [m/s,
+    rad/s] and derivatives 1..3. ``delta < 6``: ``x`` (delta,) or (S, delta) world task
+    coordinates (``pkm.task``: m, rad), ``xd .. xdddd`` their time derivatives 1..4.
+    ``gravity`` (3,) world gravity [m/s^2] (default the model's). ``theta_guess`` (Ntot,) or
+    (S, Ntot) Newton start of the position IK (default the reference configuration; each
+    sample is solved from it, batched: a sample far from the start may converge to another
+    assembly mode, so pass e.g. the previous solution ``theta[:, 0]`` of a neighbouring sample
+    for large motions). Stacked limb coordinates: limb order ``pkm.limbs``, offsets
+    ``pkm.offsets``, names ``pkm.joint_label``. Returns :class:`GeneralID2Result`; raises
+    :class:`PKMSingularityError` (IK failure, singular K or J_IK) or InputError.
+    """
+    p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
+    d = p.delta
+    pose = p.task == 'pose'
+    X = _batch(x, (4, 4) if pose else (d,), 'x')
+    single = np.asarray(x).ndim == (2 if pose else 1)
+    S = X.shape[0]
+    nd = 6 if pose else d
+    D = [_batch(v, (nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
+    g = p.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
+    L, Nt = len(p.limbs), p.offsets[-1]
+    th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else
+                                  np.asarray(theta_guess, float), (S, Nt)))
+    # ---------------------------------------------------------------- position IK (Newton)
+    if pose:
+        if np.max(np.abs(np.einsum('sji,sjk->sik', X[:, :3, :3], X[:, :3, :3]) - np.eye(3))) > 1e-9:
+            raise InputError('x: the rotation part is not orthonormal')
+        Cp = X.copy()
+    else:
+        Cp = p.fk(th)[-1][:, -1]
+    for it in range(max_iter + 1):
+        Cs = p.fk(th)
+        e = np.concatenate([_pose_error(C[:, -1], Cp) for C in Cs], -1)
+        if pose:
+            r = np.zeros((S, 6))
+        else:
+            r = X - p.task_value(Cp)
+            for c, k in enumerate(p.task_idx):
+                if k >= 3:
+                    r[:, c] = (r[:, c] + np.pi) % (2 * np.pi) - np.pi
+        res = np.max(np.abs(np.concatenate([e, r], -1)), -1)
+        if np.all(res < tol) or it == max_iter:
+            break
+        Js = p.jacobians(Cs, Cp)
+        ks = _KSolver(p, Js, np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(Cp[:, :3, :3]))
+        dz = ks.solve(np.concatenate([e, r], -1))
+        th = th + dz[:, :Nt]
+        if not pose:                        # the pose task fixes the platform
+            Cp = Cp @ exp_se3(dz[:, Nt:])
+    if np.any(res >= max(tol, 1e-9)):
+        idx = np.nonzero(res >= max(tol, 1e-9))[0]
+        raise PKMSingularityError(f"{p.model_name}: position IK did not converge at {len(idx)} of {S} "
+                                  f"samples (first {idx[0]}, residual {res[idx[0]]:.3g}): pose outside "
+                                  "the workspace or singular", idx, np.where(res >= max(tol, 1e-9), 1, 0))
+    out_lim = np.any((th < p.lower - 1e-12) | (th > p.upper + 1e-12), axis=1)
+    if np.any(out_lim):
+        idx = np.nonzero(out_lim)[0]
+        s0 = idx[0]
+        j = int(np.nonzero((th[s0] < p.lower - 1e-12) | (th[s0] > p.upper + 1e-12))[0][0])
+        raise PKMSingularityError(f"{p.model_name}: IK solution outside the URDF joint limits at "
+                                  f"{len(idx)} of {S} samples (first {s0}: joint '{p.joint_label[j]}' "
+                                  f"= {th[s0, j]:.6g})", idx, np.where(out_lim, 5, 0))
+    # ---------------------------------------------------------------- velocity level
+    Cs = p.fk(th)
+    Js = p.jacobians(Cs, Cp)
+    R = Cp[:, :3, :3]
+    T0 = np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(R)
+    ks = _KSolver(p, Js, T0)
+    B = np.zeros((6 * L + d, d))
+    B[6 * L:] = np.eye(d)
+    G = ks.solve(np.broadcast_to(B, (S,) + B.shape))        # (S, Nt + 6, d)
+    z = [None, _mv(G, D[0])]                     # z^(1) = (theta', V_p)
+    TH = [th] + [None] * 4
+    TH[1] = z[1][:, :Nt]
+    VP = [z[1][:, Nt:]]
+    for nu in range(2, 5):
+        thd = TH[1:nu]                           # known theta^(1..nu-1)
+        Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in thd], nu - 1)
+              for J, o in zip(Js, p.offsets)]
+        Gk = None if pose else _G_mats(*(VP[k][:, 3:] if k < len(VP) else np.zeros((S, 3))
+                                        for k in range(3)))
+        rhs = np.zeros((S, 6 * L + d))
+        rhs[:, 6 * L:] = D[nu - 1]
+        for k in range(1, nu):
+            Kk = _Kk(p, [jd[k - 1] for jd in Jd], R, None if pose else Gk[k - 1])
+            rhs -= comb(nu - 1, k) * _mv(Kk, z[nu - k])
+        znu = ks.solve(rhs)
+        z.append(znu)
+        TH[nu] = znu[:, :Nt]
+        VP.append(znu[:, Nt:])
+    # ---------------------------------------------------------------- G derivatives
+    Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in TH[1:3]], 2) for J, o in zip(Js, p.offsets)]
+    Gk = None if pose else _G_mats(VP[0][:, 3:], VP[1][:, 3:], np.zeros((S, 3)))
+    K1 = _Kk(p, [j[0] for j in Jd], R, None if pose else Gk[0])
+    K2 = _Kk(p, [j[1] for j in Jd], R, None if pose else Gk[1])
+    G1 = -ks.solve(K1 @ G)
+    G2 = -ks.solve(K2 @ G + 2 * K1 @ G1)
+    # ---------------------------------------------------------------- dynamics
+    Q = np.zeros((3, S, Nt))
+    for lb, o, C in zip(p.limbs, p.offsets, Cs):
+        ths = [t[:, o:o + lb.N] for t in TH]
+        q0, q1, q2 = _ne_limb(lb, ths, C, g)
+        Q[0, :, o:o + lb.n], Q[1, :, o:o + lb.n], Q[2, :, o:o + lb.n] = q0, q1, q2
+    Gt, G1t, G2t = G[:, :Nt], G1[:, :Nt], G2[:, :Nt]
+    tT = lambda A, v: np.einsum('sji,sj->si', A, v)        # noqa: E731
+    w0 = tT(Gt, Q[0])
+    w1 = tT(Gt, Q[1]) + tT(G1t, Q[0])
+    w2 = tT(Gt, Q[2]) + 2 * tT(G1t, Q[1]) + tT(G2t, Q[0])
+    ai = p.act_index
+    J0, J1, J2 = Gt[:, ai], G1t[:, ai], G2t[:, ai]            # (S, n_a, d)
+    A0, A1, A2 = (np.swapaxes(J, 1, 2) for J in (J0, J1, J2))  # A = J_IK^T (S, d, n_a)
+    sv = np.linalg.svd(A0, compute_uv=False)
+    bad = sv[:, -1] <= 1e-10 * sv[:, 0]
+    if np.any(bad):
+        idx = np.nonzero(bad)[0]
+        raise PKMSingularityError(f"{p.model_name}: singular IK Jacobian J_IK (actuation singularity) "
+                                  f"at {len(idx)} samples, first {idx[0]}", idx, np.where(bad, 3, 0))
+    sol = lambda A, b: np.linalg.solve(A, b[..., None])[..., 0]   # noqa: E731
+    if len(ai) == d:
+        u = sol(A0, w0)
+        ud = sol(A0, w1 - _mv(A1, u))
+        udd = sol(A0, w2 - _mv(A2, u) - 2 * _mv(A1, ud))
+    else:                                   # least norm: u = A^T y, (A A^T) y = w
+        AT = lambda A, v: np.einsum('sji,sj->si', A, v)        # noqa: E731
+        N0 = A0 @ J0
+        N1 = A1 @ J0 + A0 @ J1
+        N2 = A2 @ J0 + 2 * A1 @ J1 + A0 @ J2
+        y0 = sol(N0, w0)
+        y1 = sol(N0, w1 - _mv(N1, y0))
+        y2 = sol(N0, w2 - _mv(N2, y0) - 2 * _mv(N1, y1))
+        u = AT(A0, y0)
+        ud = AT(A1, y0) + AT(A0, y1)
+        udd = AT(A2, y0) + 2 * AT(A1, y1) + AT(A0, y2)
+    THs = np.stack(TH, 1)
+    res = GeneralID2Result(u, ud, udd, THs, THs[:, :, ai], np.stack([J0, J1, J2], 1),
+                           np.stack([w0, w1, w2], 1), Cp, np.stack(VP, 1))
+    if single:
+        res = GeneralID2Result(*(r[0] for r in res))
+    return res
