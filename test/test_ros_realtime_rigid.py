@@ -43,6 +43,7 @@ def test_rigid_plant_runs_in_wall_clock_time_from_its_start_topic(robot):
     sim = next(s for s in b.nodes if s.executable == 'sim_node')
     topic = sim.parameters['start_topic']
     assert sim.parameters['publish_clock'] and not sim.parameters['lockstep']
+    sim.parameters['start_with_command'] = False        # sim_node alone: no controller here
     b = replace(b, nodes=[sim])
     model = rd.load_model(b.urdf, loops=b.loops or None)
     launcher = Launcher(b)

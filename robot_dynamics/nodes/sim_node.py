@@ -19,7 +19,9 @@ the same instant subscribes to this one topic). Services ``~/reset`` (Trigger),
 ``~/hold`` (SetBool). ``lockstep: true``: one publish period per received command, no
 wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no command came.
 ``start_topic`` (real time, default '' = at once): the plant clock starts with the first message
-of that JointState topic (e.g. the reference); until then the initial state is published without
+of that JointState topic (e.g. the reference) and, with ``start_with_command`` (default true),
+a valid command or a publisher on the command topic (a controller that is not up yet does not
+find the plant seconds into its motion); until then the initial state is published without
 stepping, like a braked robot waiting for its reference.
 """
 import time
@@ -55,7 +57,10 @@ class SimNode(Node):
                            'every state; lock-step: always with every state)', (0.0, 1e6)),
             'joint_states_rate': (0.0, 'real time, plants with extra states: joint_states at most this '
                                   'often [Hz of plant time] (the extra-states topic carries every joint '
-                                  'with each state; 0 = with every state)', (0.0, 1e6))})
+                                  'with each state; 0 = with every state)', (0.0, 1e6)),
+            'start_with_command': (True, 'real time with start_topic: the plant clock also waits for a '
+                                   'valid command or a publisher on the command topic (the controller is live)', None)})
+        self.start_seen, self.cmd_seen = False, not bool(C['start_with_command'])
         self.publish_clock = bool(C['publish_clock'])
         self.clock_period = 0.0 if self.lockstep or not C['clock_rate'] else 1.0 / float(C['clock_rate'])
         self.js_period = 0.0 if self.lockstep or not C['joint_states_rate'] else 1.0 / float(C['joint_states_rate'])
@@ -128,6 +133,9 @@ class SimNode(Node):
         steps, reason = self.sim.command(msg.data, self._now())
         if reason:
             return self._log('warning', f'rejected command: {reason}', 'command')
+        if self.waiting and not self.cmd_seen:
+            self.cmd_seen = True
+            self._maybe_start('a command')
         self.last_cmd_wall = time.monotonic()
         if steps:
             self.sim.advance(steps, self._now())
@@ -159,15 +167,24 @@ class SimNode(Node):
         return response
 
     def on_start(self, msg):
-        """start_topic: its first message starts the plant clock (plant t = 0 is now)."""
-        if self.waiting:
+        """start_topic: its first message (and, with ``start_with_command``, a valid command)
+        starts the plant clock (plant t = 0 is now)."""
+        if self.waiting and not self.start_seen:
+            self.start_seen = True
+            self._maybe_start('the start message')
+
+    def _maybe_start(self, what):
+        if self.waiting and self.start_seen and self.cmd_seen:
             self.waiting = False
             self.sim.start(time.monotonic())
             self.ros0 = self.get_clock().now().nanoseconds * 1e-9
-            self.get_logger().info('start_topic: first message, plant clock started')
+            self.get_logger().info(f'start_topic: plant clock started with {what}')
 
     def tick(self):
         if self.waiting:                        # start_topic: no step before its first message
+            if self.start_seen and not self.cmd_seen and self.count_publishers(self.sub_cmd.topic_name):
+                self.cmd_seen = True            # the controller's command publisher is up
+                return self._maybe_start("the controller's command publisher")
             self.sim.start(time.monotonic())
             self.ros0 = self.get_clock().now().nanoseconds * 1e-9
             return self.publish()
