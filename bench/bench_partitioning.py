@@ -66,21 +66,7 @@ def main():
         pm = PartitionedModel(m, kind)
         maps = [pm.loop_map.evaluate(r[0]) for r in R]
         for law in ('paper', 'pdplus'):
-            c = IPController(pm, law)
-            # agreement on the reference
-            worst = 0.0
-            for r, lm in zip(R, maps):
-                ours = c.compute(r[0], r[1], r[0], r[1], r[2]).Q
-                proj = rd.projected_inverse_dynamics(m, lm.q, lm.G @ r[1], r[2]).tau_actuated
-                worst = max(worst, np.abs(ours - proj).max() / np.abs(proj).max())
-            t_ours = best_of(lambda r: c.compute(r[0], r[1], r[0], r[1], r[2]), R, a.repeats)
-            t_proj = best_of(lambda rl: rd.projected_inverse_dynamics(
-                m, rl[1].q, rl[1].G @ rl[0][1], rl[0][2]), list(zip(R, maps)), a.repeats)
-            t_terms = best_of(lambda r: pm.terms(r[0]), R, a.repeats)
-            print(f'{kind:11s} law {law:7s}: controller step {t_ours:8.1f} us (aim <= {aim:.0f}; '
-                  f'Gamma, dGamma, Qg alone {t_terms:7.1f} us) | projection method '
-                  f'{t_proj:8.1f} us | ratio ours/projection {t_ours / t_proj:5.2f} | max rel '
-                  f'torque difference {worst:.1e}')
+            _bench_law(a, m, pm, IPController(pm, law), R, maps, kind, law, aim)
     bench_cylinder_elbow(a)
 
 
@@ -96,19 +82,24 @@ def bench_cylinder_elbow(a):
     print(f'cylinder_elbow_3dof (loop map {pm.loop_map.kind}), {a.n} states of the Cartesian '
           f'pick-and-place through the inverse output map ({t_ref:.0f} us per reference sample)')
     for law in ('paper', 'pdplus'):
-        c = IPController(pm, law, kp=4000.0, kv=800.0)
-        worst = 0.0
-        for r, lm in zip(R, maps):
-            ours = c.compute(r[0], r[1], r[0], r[1], r[2]).Q
-            proj = rd.projected_inverse_dynamics(m, lm.q, lm.G @ r[1], r[2]).tau_actuated
-            worst = max(worst, np.abs(ours - proj).max() / np.abs(proj).max())
-        t_ours = best_of(lambda r: c.compute(r[0], r[1], r[0], r[1], r[2]), R, a.repeats)
-        t_proj = best_of(lambda rl: rd.projected_inverse_dynamics(
-            m, rl[1].q, rl[1].G @ rl[0][1], rl[0][2]), list(zip(R, maps)), a.repeats)
-        t_terms = best_of(lambda r: pm.terms(r[0]), R, a.repeats)
-        print(f'numeric     law {law:7s}: controller step {t_ours:8.1f} us (aim <= {AIM_NUMERIC:.0f}; '
-              f'Gamma, dGamma, Qg alone {t_terms:7.1f} us) | projection method {t_proj:8.1f} us | '
-              f'ratio ours/projection {t_ours / t_proj:5.2f} | max rel torque difference {worst:.1e}')
+        _bench_law(a, m, pm, IPController(pm, law, kp=4000.0, kv=800.0), R, maps, 'numeric', law, AIM_NUMERIC)
+
+
+def _bench_law(a, m, pm, c, R, maps, kind, law, aim):
+    """One row: our controller step vs the projection method on the same states (agreement
+    on the reference, min-of-passes timings)."""
+    worst = 0.0
+    for r, lm in zip(R, maps):
+        ours = c.compute(r[0], r[1], r[0], r[1], r[2]).Q
+        proj = rd.projected_inverse_dynamics(m, lm.q, lm.G @ r[1], r[2]).tau_actuated
+        worst = max(worst, np.abs(ours - proj).max() / np.abs(proj).max())
+    t_ours = best_of(lambda r: c.compute(r[0], r[1], r[0], r[1], r[2]), R, a.repeats)
+    t_proj = best_of(lambda rl: rd.projected_inverse_dynamics(
+        m, rl[1].q, rl[1].G @ rl[0][1], rl[0][2]), list(zip(R, maps)), a.repeats)
+    t_terms = best_of(lambda r: pm.terms(r[0]), R, a.repeats)
+    print(f'{kind:11s} law {law:7s}: controller step {t_ours:8.1f} us (aim <= {aim:.0f}; '
+          f'Gamma, dGamma, Qg alone {t_terms:7.1f} us) | projection method {t_proj:8.1f} us | '
+          f'ratio ours/projection {t_ours / t_proj:5.2f} | max rel torque difference {worst:.1e}')
 
 
 if __name__ == '__main__':

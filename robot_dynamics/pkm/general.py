@@ -65,7 +65,7 @@ from math import comb
 import numpy as np
 
 from ..errors import InputError
-from ..lie import exp_se3
+from ..lie import _ad, _hat, exp_se3  # (unchecked batched hat / ad: linear-first twists)
 from .recursive import PKMSingularityError, PKMStructureError
 
 __all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
@@ -81,23 +81,6 @@ _CUT_JOINTS = {
     'cylindrical': ('Pk', 'Rk'), 'planar': ('Pt1', 'Pt2', 'Rk'),
     'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'), 'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
     'weld': (), 'weld6d': ()}
-
-
-def _hat(w):
-    S = np.zeros(w.shape[:-1] + (3, 3))
-    S[..., 0, 1], S[..., 0, 2] = -w[..., 2], w[..., 1]
-    S[..., 1, 0], S[..., 1, 2] = w[..., 2], -w[..., 0]
-    S[..., 2, 0], S[..., 2, 1] = -w[..., 1], w[..., 0]
-    return S
-
-
-def _ad(V):
-    A = np.zeros(V.shape[:-1] + (6, 6))
-    W = _hat(V[..., 3:])
-    A[..., :3, :3] = W
-    A[..., 3:, 3:] = W
-    A[..., :3, 3:] = _hat(V[..., :3])
-    return A
 
 
 def _Ad(C):
