@@ -94,5 +94,7 @@ def test_embedding_robot_graph_tracks_and_closes_loops(robot):
         if case['rot'] is not None:
             assert e_rot.max() < case['rot'], e_rot.max()
         assert phi < case['phi'], phi
-    log = run_graph(os.path.join(DATA, f'{robot}.yaml'), body, timing='lockstep')
+    # timeout: the graph ready (dynamics_node's tracking error flowing) within 150 s, room for
+    # the numba compilation of a fresh clone (~40 s in sim_node, once)
+    log = run_graph(os.path.join(DATA, f'{robot}.yaml'), body, timeout=150.0, timing='lockstep')
     assert 'IK failed' not in log
