@@ -6,7 +6,8 @@ The single source of truth for both launch paths: the real ROS 2 launch files
 :func:`load_bringup` and start exactly the nodes it returns. The config::
 
     robot: five_bar
-    urdf: urdf/five_bar.urdf            # relative to the package share dir (or absolute)
+    urdf: urdf/five_bar.urdf            # relative to the package share dir, else to the
+                                        # config file's directory (or absolute)
     loops: urdf/five_bar.loops.yaml     # optional (default: <stem>.loops.yaml beside the URDF)
     rviz: config/rviz/five_bar.rviz     # optional, used by the ROS launch file
     namespace: ''                       # optional, applied to every node
@@ -215,10 +216,20 @@ def config_path(robot: str) -> str:
     return p
 
 
-def _abs(base, p):
+def _abs(base, p, config_dir=None):
+    """Absolute path of a config entry: ``p`` itself if absolute, else ``base/p`` (the package
+    share dir) when that exists, else ``config_dir/p`` when that exists (a config kept beside its
+    URDF, e.g. ``test/data/planar_3rpr.yaml``), else ``base/p`` (reported as missing)."""
     if not p:
         return ''
-    return p if os.path.isabs(p) else os.path.join(base, p)
+    if os.path.isabs(p):
+        return p
+    q = os.path.join(base, p)
+    if not os.path.exists(q) and config_dir:
+        c = os.path.join(config_dir, p)
+        if os.path.exists(c):
+            return os.path.abspath(c)
+    return q
 
 
 def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str | None = None,
@@ -257,18 +268,18 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
     for k in ('robot', 'urdf'):
         if not isinstance(data.get(k), str):
             raise BringupError(path, k, 'required string is missing')
-    base = share_dir()
-    urdf = _abs(base, data['urdf'])
+    base, cdir = share_dir(), os.path.dirname(os.path.abspath(path))
+    urdf = _abs(base, data['urdf'], cdir)
     if not os.path.isfile(urdf):
         raise BringupError(path, 'urdf', f'file not found: {urdf}')
-    loops = _abs(base, data.get('loops') or '')
+    loops = _abs(base, data.get('loops') or '', cdir)
     if not loops:
         stem = urdf[:-5] if urdf.endswith('.urdf') else urdf
         cand = stem + '.loops.yaml'
         loops = cand if os.path.isfile(cand) else ''
     elif not os.path.isfile(loops):
         raise BringupError(path, 'loops', f'file not found: {loops}')
-    rviz = _abs(base, data.get('rviz') or '')
+    rviz = _abs(base, data.get('rviz') or '', cdir)
     ns = (data.get('namespace') or '') if namespace is None else namespace
     if not isinstance(ns, str) or (ns and not _NAMESPACE.match(ns)):
         raise BringupError(path, 'namespace', f'not a ROS namespace: {ns!r} (letters, digits, _ and '

@@ -97,6 +97,36 @@ METHODS = [
 ]
 
 
+def launch_hint(urdf_path):
+    """How to start the ROS graph of the robot in ``urdf_path``: ``robot-dynamics launch ...``
+    for every bringup config that runs this URDF file: the packaged ``config/<name>.yaml`` (by
+    name) and a ``<stem>.yaml`` beside the URDF (by path, e.g. ``test/data/planar_3rpr.yaml``);
+    '' when there is none (or ``urdf_path`` is not a file)."""
+    import glob
+    import os
+    from .bringup import BringupError, load_bringup, share_dir
+    if not isinstance(urdf_path, str) or not os.path.isfile(urdf_path):
+        return ''
+    me = os.path.realpath(urdf_path)
+    stem = urdf_path[:-5] if urdf_path.endswith('.urdf') else urdf_path
+    cands = sorted(glob.glob(os.path.join(share_dir(), 'config', '*.yaml'))) + [stem + '.yaml']
+    out = []
+    for c in cands:
+        if not os.path.isfile(c):
+            continue
+        try:
+            b = load_bringup(c)
+        except (BringupError, OSError, ValueError):
+            continue
+        if os.path.realpath(b.urdf) == me:
+            packaged = os.path.dirname(os.path.realpath(c)) == os.path.realpath(
+                os.path.join(share_dir(), 'config'))
+            out.append(f'robot-dynamics launch '
+                       f'{os.path.basename(c)[:-5] if packaged else os.path.relpath(c)}'
+                       f' (timing {b.timing})')
+    return '; '.join(out)
+
+
 def check_robot(source, loops=None, allow_xacro=False):
     """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
     when the description itself is malformed)."""
@@ -124,6 +154,9 @@ def check_robot(source, loops=None, allow_xacro=False):
         r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nq}'))
     else:
         r.facts.append(('degrees of freedom', f'{m.nq} (tree)'))
+    hint = launch_hint(source)
+    if hint:
+        r.facts.append(('launch', hint))
     for name, fn in METHODS:
         try:
             r.methods.append((name, True, fn(m)))

@@ -18,7 +18,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'DecayingOffset', 'GoalMoves',
+__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'Sin2PoseMove', 'DecayingOffset',
+           'GoalMoves',
            'make_profile', 'rest_to_rest_profile']
 
 
@@ -204,7 +205,9 @@ def make_profile(kind, **p):
     'circle': center, radius, frequency, e1, e2, phase;
     'sin2_pick_place' (:class:`Sin2PickPlace`): r0, a, b, frequency, phase, or from
     trajectory_node's task-mode parameters r0 = ``center``, a = ``e1``, b = ``e2`` (NOT
-    normalised: displacement vectors in metres), ``frequency`` = nu / T (``radius`` ignored).
+    normalised: displacement vectors in metres), ``frequency`` = nu / T (``radius`` ignored);
+    'sin2_pose' (:class:`Sin2PoseMove`): the same position plus a rotation ``rot_angle`` s(t)
+    [rad] about the world axis ``rot_axis`` (6 columns: position, rotation vector).
     """
     if kind == 'sinusoid':
         return Sinusoid(p['amplitude'], p['frequency'], p.get('phase', 0.0), p.get('offset', 0.0))
@@ -220,7 +223,12 @@ def make_profile(kind, **p):
     if kind == 'sin2_pick_place':
         return Sin2PickPlace(p.get('r0', p.get('center')), p.get('a', p.get('e1')),
                              p.get('b', p.get('e2')), p['frequency'], p.get('phase', 0.0))
-    raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle, sin2_pick_place)")
+    if kind == 'sin2_pose':
+        return Sin2PoseMove(p.get('r0', p.get('center')), p.get('a', p.get('e1')),
+                            p.get('b', p.get('e2')), p['frequency'], p.get('rot_axis', (0.0, 0.0, 1.0)),
+                            p.get('rot_angle', 0.0), p.get('phase', 0.0))
+    raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle, sin2_pick_place, "
+                     f"sin2_pose)")
 
 
 class Sin2PickPlace:
@@ -258,6 +266,43 @@ class Sin2PickPlace:
                 s, h = s + 0.5, h + 0.125
             out.append(s * self.a + h * self.b + (self.r0 if k == 0 else 0.0))
         return np.stack(out)
+
+
+class Sin2PoseMove(Sin2PickPlace):
+    """Pick-and-place of a platform pose: the position of :class:`Sin2PickPlace`
+    (``r0 + s a + s (1 - s) b``) and a rotation by ``theta(t) = rot_angle * s`` about the fixed
+    world axis ``rot_axis`` (e.g. the planar platform angle phi about z), same
+    ``s = sin^2(omega t + phase)``, ``omega = pi * frequency``.
+
+    Output (order + 1, N, 6) (or (order + 1, 6) for scalar t): columns 0-2 the position [m] and
+    its derivatives (velocity [m/s], acceleration [m/s^2], ...), columns 3-5 the rotation vector
+    ``r = theta u`` [rad] (world axes, relative to the start orientation) and its derivatives.
+    Because the axis u is fixed, ``dr/dt = w`` (the world angular velocity [rad/s]) and
+    ``d^2r/dt^2 = dw/dt`` exactly: rows 1 and 2 are the twist (v, w) and its derivative, linear
+    part first. ``|rot_angle|`` < pi (the rotation vector is then the principal logarithm).
+    Starts at rest at ``(r0, 0)`` (s(0) = s'(0) = 0).
+    """
+
+    def __init__(self, r0, a, b, frequency, rot_axis=(0.0, 0.0, 1.0), rot_angle=0.0, phase=0.0):
+        super().__init__(r0, a, b, frequency, phase)
+        u = np.asarray(rot_axis, float)
+        if u.shape != (3,) or not np.all(np.isfinite(u)) or np.linalg.norm(u) < 1e-12:
+            raise InputError(f'Sin2PoseMove: rot_axis must be a finite non-zero 3-vector, got {rot_axis!r}')
+        if not np.isfinite(rot_angle) or abs(rot_angle) >= np.pi:
+            raise InputError(f'Sin2PoseMove: rot_angle must be finite with |rot_angle| < pi [rad], '
+                             f'got {rot_angle!r}')
+        self.rot_axis, self.rot_angle = u / np.linalg.norm(u), float(rot_angle)
+        self.n = 6
+
+    def __call__(self, t, order=2):
+        pos = super().__call__(t, order)                       # (order + 1, ..., 3)
+        w = np.pi * self.frequency
+        arg = w * _t_array(t)[..., None] + self.phase
+        rot = []
+        for k in range(order + 1):
+            s = -0.5 * (2 * w) ** k * np.cos(2 * arg + k * np.pi / 2) + (0.5 if k == 0 else 0.0)
+            rot.append(self.rot_angle * s * self.rot_axis)
+        return np.concatenate([pos, np.stack(rot)], axis=-1)
 
 
 class GoalMoves:

@@ -255,3 +255,34 @@ def test_lockstep_runs_every_auxiliary_output_realtime_decimates_them():
     assert rt['ik_node']['aux_rate'] == 50.0 and ls['ik_node']['aux_rate'] == 0.0
     assert rt['kinematics_node']['rate'] == 100.0 and ls['kinematics_node']['rate'] == 0.0
     assert rt['trajectory_node']['sync_topic'] == '' and ls['trajectory_node']['sync_topic'] == 'joint_states'
+
+
+@pytest.mark.parametrize('robot', ['planar_3rpr', 'delta_parallelogram'])
+def test_test_data_configs_resolve_beside_the_config(robot):
+    """test/data/<robot>.yaml (issue 14): urdf/loops relative to the config file's directory
+    (not found under the share dir), lock-step by default, the embedding graph's nodes."""
+    b = load_bringup(os.path.join(ROOT, 'test', 'data', f'{robot}.yaml'))
+    assert b.urdf == os.path.join(ROOT, 'test', 'data', f'{robot}.urdf')
+    assert b.loops == os.path.join(ROOT, 'test', 'data', f'{robot}.loops.yaml')
+    assert b.timing == 'lockstep'
+    assert [s.executable for s in b.nodes] == ['sim_node', 'kinematics_node', 'trajectory_node',
+                                               'ik_node', 'controller_node']
+    ik = next(s for s in b.nodes if s.name == 'ik_node')
+    assert ik.parameters['robot_description'] == b.urdf and ik.parameters['use_sim_time'] is True
+
+
+def test_relative_paths_share_dir_first_then_config_dir(tmp_path):
+    """A relative path found under the share dir wins (packaged configs unchanged); else the
+    config file's directory; missing in both: BringupError naming the key."""
+    src = os.path.join(ROOT, 'test', 'data', 'planar_3rpr.urdf')
+    (tmp_path / 'mine.urdf').write_text(open(src, encoding='utf-8').read())
+    nodes = {'sim_node': {'executable': 'sim_node'}}
+    cfg = tmp_path / 'c.yaml'
+    cfg.write_text(yaml.safe_dump({'robot': 'x', 'urdf': 'mine.urdf', 'nodes': nodes}))
+    assert load_bringup(str(cfg)).urdf == str(tmp_path / 'mine.urdf')
+    cfg.write_text(yaml.safe_dump({'robot': 'x', 'urdf': 'urdf/five_bar.urdf', 'nodes': nodes}))
+    assert load_bringup(str(cfg)).urdf == os.path.join(ROOT, 'urdf', 'five_bar.urdf')
+    cfg.write_text(yaml.safe_dump({'robot': 'x', 'urdf': 'mine.urdf', 'loops': 'nope.yaml',
+                                   'nodes': nodes}))
+    with pytest.raises(BringupError, match='loops'):
+        load_bringup(str(cfg))

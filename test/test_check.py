@@ -40,3 +40,20 @@ def test_cli_check(capsys):
     assert 'degrees of freedom    1' in out and '[x] projection' in out and '[ ] VDC' in out
     with pytest.raises(SystemExit):
         cli.main(['check', 'no_such_robot'])
+
+
+def test_check_names_the_launch_command_of_a_bringup_config(tmp_path):
+    """The 'launch' fact: the bringup configs that run this URDF (a <stem>.yaml beside it such
+    as test/data/planar_3rpr.yaml, or packaged config/<name>.yaml); none for a URDF without."""
+    import os
+    import shutil
+    import robot_dynamics as rd
+    for robot in ('planar_3rpr', 'delta_parallelogram'):
+        facts = dict(check_robot(rd.data_path(f'test/data/{robot}.urdf')).facts)
+        assert facts['launch'].startswith('robot-dynamics launch ')
+        assert facts['launch'].endswith(os.path.join('test', 'data', f'{robot}.yaml (timing lockstep)'))
+    facts = dict(check_robot(urdf('irsbot2')).facts)
+    assert 'robot-dynamics launch irsbot2_t1 (timing lockstep)' in facts['launch']
+    for ext in ('urdf', 'loops.yaml'):      # the same robot elsewhere, no config beside it
+        shutil.copy(rd.data_path(f'test/data/planar_3rpr.{ext}'), tmp_path / f'p.{ext}')
+    assert 'launch' not in dict(check_robot(str(tmp_path / 'p.urdf')).facts)

@@ -256,3 +256,49 @@ def test_check_reports_embedding():
         (row,) = [r for r in rep.methods if r[0].startswith('constraint embedding')]
         assert row[1], row
         assert ('rz' in row[2]) == (which == 'rpr')
+
+
+@pytest.mark.parametrize('which', ['rpr', 'delta', 'gs'])
+def test_task_reference_of_a_pose_sample_round_trips_through_the_ik(which, models):
+    """task_reference (the message-independent part of ik_node): the IK solution's platform
+    pose (position, orientation as a ROS quaternion x, y, z, w) maps back to the task target x
+    (rx, ry, rz = rotation vector of R R_ref^T), and the twist (v, w) / accel (6,) to their task
+    components in the order of pkm.task; bad input raises the package's InputError."""
+    from robot_dynamics.lie import matrix_to_quat_xyzw
+    m = _model(models, which)
+    pk = E.get_pkm(m)
+    sol = None
+    for t in (0.05, 0.2, 0.4):
+        x, xd, xdd = _traj(pk, which, t)
+        sol = pk.solve_ik(x, seed=sol)
+        T = rd.forward_kinematics(m, sol.q)[pk.platform_frame]
+        tw, ac = _twist6(pk, xd), _twist6(pk, xdd)
+        tw[[i for i in range(6) if tw[i] == 0.0]] = 7.0     # components outside the task: ignored
+        x2, xd2, xdd2 = E.task_reference(pk, T[:3, 3], matrix_to_quat_xyzw(T[:3, :3]), tw, ac)
+        assert np.abs(x2 - x).max() <= 1e-9, (x2, x)
+        assert np.array_equal(xd2, xd) and np.array_equal(xdd2, xdd)
+    # the quaternion's sign and norm do not matter; None = the reference orientation
+    q = -3.0 * matrix_to_quat_xyzw(T[:3, :3])
+    assert np.abs(E.task_reference(m, T[:3, 3], q)[0] - x).max() <= 1e-9
+    x0, xd0, xdd0 = E.task_reference(pk, pk.x_ref_full)
+    assert np.allclose(x0, pk.x_ref, atol=1e-15) and not xd0.any() and not xdd0.any()
+    for bad in (dict(position=[0.0, 0.0]), dict(quat_xyzw=[0.0, 0.0, 0.0, 0.0]),
+                dict(quat_xyzw=[0.0, 0.0, 0.0, np.nan]), dict(twist=np.zeros(3)),
+                dict(accel=[np.inf] + [0.0] * 5)):
+        args = {"position": pk.x_ref_full, **bad}
+        with pytest.raises(rd.InputError):
+            E.task_reference(pk, **args)
+
+
+def test_task_reference_planar_angle_is_rz():
+    """3-RPR (R_ref = I): a platform rotated by phi about world z gives rz = phi exactly (also
+    for |phi| near pi), the angular parts of twist / accel give the rz rate / acceleration."""
+    from robot_dynamics.lie import exp_so3, matrix_to_quat_xyzw
+    m = _load('rpr')
+    pk = E.get_pkm(m)
+    assert pk.task == ['x', 'y', 'rz'] and np.allclose(pk.R_ref, np.eye(3))
+    for phi in (-3.0, -0.4, 0.0, 1e-7, 0.3, 3.1):
+        q = matrix_to_quat_xyzw(exp_so3(np.array([0.0, 0.0, phi])))
+        x, xd, xdd = E.task_reference(pk, [0.1, -0.2, 0.0], q, [1, 2, 3, 4, 5, 6], [-1, -2, -3, -4, -5, -6])
+        assert np.allclose(x, [0.1, -0.2, phi], rtol=0, atol=1e-12), (phi, x)
+        assert xd.tolist() == [1, 2, 6] and xdd.tolist() == [-1, -2, -6]

@@ -124,3 +124,36 @@ def test_decaying_offset_boundary_values_and_derivatives():
         DecayingOffset([0.0], [0.0], 0.0)
     with pytest.raises(rd.InputError):
         d(2.0, order=3)
+
+
+def test_sin2_pose_move_derivatives_twist_and_start_at_rest():
+    """Sin2PoseMove (trajectory_node profile 'sin2_pose'): position = Sin2PickPlace, rotation
+    vector theta(t) u with theta = rot_angle s (fixed axis: its derivatives are w and dw/dt),
+    derivatives vs central differences up to 4th order, start at rest at (r0, 0), bad input."""
+    from robot_dynamics.lie import exp_so3, log_so3
+    from robot_dynamics.trajectories import Sin2PickPlace, Sin2PoseMove, make_profile
+    r0, a, b = [0.01, -0.02, 0.3], [0.1, 0.05, 0.0], [0.0, 0.2, 0.0]
+    tr = make_profile('sin2_pose', center=r0, e1=a, e2=b, frequency=1.3, rot_axis=[0, 0, 2.0],
+                      rot_angle=0.3, radius=0.05)
+    assert isinstance(tr, Sin2PoseMove)
+    t = np.linspace(0.0, 1.2, 31) + 0.0071
+    x = tr(t, order=4)
+    assert x.shape == (5, len(t), 6)
+    assert np.array_equal(x[..., :3], Sin2PickPlace(r0, a, b, 1.3)(t, order=4))
+    for k in range(1, 5):
+        assert np.allclose(_fd(tr, t, k, h=1e-5), x[k], rtol=1e-6, atol=1e-6 * np.abs(x[k]).max()), k
+    s = np.sin(np.pi * 1.3 * t) ** 2
+    assert np.allclose(x[0][:, 3:], 0.3 * s[:, None] * [0.0, 0.0, 1.0], atol=1e-15)
+    # the angular velocity of R(t) = exp(r(t)^): (R(t+h) R(t-h)^T) / 2h -> w = row 1
+    h = 1e-6
+    for tk in t[::6]:
+        Rp, Rm = exp_so3(tr(tk + h)[0][3:]), exp_so3(tr(tk - h)[0][3:])
+        assert np.allclose(log_so3(Rp @ Rm.T) / (2 * h), tr(tk)[1][3:], atol=1e-7)
+    x0 = tr(0.0, order=2)
+    assert np.allclose(x0[0], r0 + [0, 0, 0]) and np.allclose(x0[1], 0.0, atol=1e-15)
+    tilted = Sin2PoseMove(r0, a, b, 1.0, rot_axis=[1.0, 1.0, 0.0], rot_angle=-0.5)
+    assert np.allclose(tilted(0.5)[0][3:], -0.5 * np.array([1, 1, 0]) / np.sqrt(2))
+    for bad in (dict(rot_axis=[0, 0, 0]), dict(rot_axis=[0, 1]), dict(rot_angle=np.pi),
+                dict(rot_angle=np.nan)):
+        with pytest.raises(rd.InputError):
+            Sin2PoseMove(r0, a, b, 1.0, **bad)

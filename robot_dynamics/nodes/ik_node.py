@@ -2,8 +2,9 @@
 
 Subscribes the task reference ``reference/pose`` (PoseStamped), ``reference/twist``
 (TwistStamped), ``reference/accel`` (AccelStamped) as published by trajectory_node in task mode
-(the components of the PKM task, e.g. world x and z of the platform frame, are taken from the
-position / linear parts), and ``~/ee_wrench`` (WrenchStamped, force/torque on the platform,
+(the components of the PKM task: x, y, z from the position / linear parts, rx, ry, rz from the
+rotation vector of R R_ref^T of the pose's orientation quaternion and from the angular parts of
+twist and accel, :func:`robot_dynamics.pkm.embedding.task_reference`), and ``~/ee_wrench`` (WrenchStamped, force/torque on the platform,
 world axes, about the platform frame origin) for the feed-forward. A sample is processed when
 its three parts carry the same header stamp.
 
@@ -43,9 +44,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded,
                                           load_model_param, spin_node)
-from robot_dynamics.pkm.embedding import IKTracker
-
-_AX = {'x': 0, 'y': 1, 'z': 2}
+from robot_dynamics.pkm.embedding import IKTracker, task_reference
 
 
 def _stamp(h):
@@ -71,7 +70,6 @@ class IKNode(Node):
         self.tracker = IKTracker(m, scheme=P['scheme'], kappa_warn=float(P['kappa_warn']),
                                  tol=float(P['tol']), max_outer=int(P['max_outer']))
         pk = self.tracker.pkm
-        self.comp = [_AX[c] for c in pk.task]
         self.act_idx = m.actuated_indices
         self.ind_idx = m.independent_indices
         self.parts = {}
@@ -113,16 +111,21 @@ class IKNode(Node):
 
     def on_part(self, k, msg):
         if k == 0:
-            v = msg.pose.position
-        elif k == 1:
-            v = msg.twist.linear
+            p, o = msg.pose.position, msg.pose.orientation
+            v = [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
         else:
-            v = msg.accel.linear
-        self.parts[k] = (_stamp(msg.header), np.array([v.x, v.y, v.z])[self.comp], msg.header)
+            a = msg.twist if k == 1 else msg.accel
+            v = [a.linear.x, a.linear.y, a.linear.z, a.angular.x, a.angular.y, a.angular.z]
+        self.parts[k] = (_stamp(msg.header), np.array(v), msg.header)
         if len(self.parts) == 3 and len({p[0] for p in self.parts.values()}) == 1:
-            x, xd, xdd = (self.parts[i][1] for i in range(3))
+            pose, tw, ac = (self.parts[i][1] for i in range(3))
             header = self.parts[0][2]
             self.parts = {}
+            try:
+                x, xd, xdd = task_reference(self.tracker.pkm, pose[:3], pose[3:], tw, ac)
+            except RobotDynamicsError as exc:
+                self.get_logger().warn(f'task reference rejected: {exc}', throttle_duration_sec=1.0)
+                return
             self.process(header, x, xd, xdd)
 
     def process(self, header, x, xd, xdd):

@@ -9,7 +9,11 @@ reference configuration), ``waypoints`` (flat list K*n) / ``durations`` / ``repe
 Publishes (relative names): joint mode ``reference/joint_trajectory``
 (trajectory_msgs/JointTrajectory, one point with positions, velocities, accelerations);
 task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
-``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); both modes
+``reference/twist`` (TwistStamped) and ``reference/accel`` (AccelStamped); task mode, ``profile:
+sin2_pose`` (:class:`robot_dynamics.trajectories.Sin2PoseMove`: the ``sin2_pick_place`` position
+and a rotation ``rot_angle`` s(t) [rad] about the fixed world axis ``rot_axis``): the pose's
+orientation exp(r^) (quaternion x, y, z, w; r the rotation vector, world axes, relative to the
+identity), the twist's and accel's angular parts w, dw/dt [rad/s, rad/s^2]; both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
 ``mode: pkm_d2`` (seed 004, ``profile: roll`` with ``roll_min``/``roll_max`` [rad], ``roll_period``
@@ -58,6 +62,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.lie import exp_so3, matrix_to_quat_xyzw
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, declare_params, load_model_param, spin_node
 from robot_dynamics.trajectories import make_profile
 
@@ -120,6 +125,10 @@ class TrajectoryNode(Node):
             params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
                           frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
                           e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
+            if kind == 'sin2_pose':             # position + rotation vector (6 columns)
+                self.joints = ['x', 'y', 'z', 'rx', 'ry', 'rz']
+                params.update(rot_axis=dp('rot_axis', [0.0, 0.0, 1.0]).value,
+                              rot_angle=float(dp('rot_angle', 0.0).value))
         if self.d2 is None and self.mode != 'boom_task' and kind == 'goals':
             if self.mode == 'task_ik':
                 raise ValueError("mode 'task_ik' supports profiles 'circle' and 'sin2_pick_place'")
@@ -175,9 +184,11 @@ class TrajectoryNode(Node):
         'mode': ('reference kind: joint trajectory, task-space pose, PKM roll with 2nd-order ID '
                  'feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
                  ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')),
-        'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | goals '
-                    '(task), roll (pkm_d2)',
-                    ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'goals', 'roll')),
+        'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | sin2_pose | '
+                    'goals (task), roll (pkm_d2)',
+                    ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'sin2_pose', 'goals', 'roll')),
+        'rot_axis': ('sin2_pose: fixed world axis of the platform rotation', None),
+        'rot_angle': ('sin2_pose: rotation at s = 1 [rad] (|rot_angle| < pi)', None),
         'rate': ('samples per second [Hz] (real time)', (1e-3, 1e5)),
         'joints': ('joint names of a joint reference (default: the independent joints)', None),
         'amplitude': ('sinusoid amplitude per joint [rad | m]', None),
@@ -310,14 +321,19 @@ class TrajectoryNode(Node):
         else:
             ps = PoseStamped()
             ps.header.stamp, ps.header.frame_id = stamp, self.world
-            ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = map(float, x[0])
+            ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = map(float, x[0][:3])
             ps.pose.orientation.w = 1.0
             tw = TwistStamped()
             tw.header = ps.header
-            tw.twist.linear.x, tw.twist.linear.y, tw.twist.linear.z = map(float, x[1])
+            tw.twist.linear.x, tw.twist.linear.y, tw.twist.linear.z = map(float, x[1][:3])
             ac = AccelStamped()
             ac.header = ps.header
-            ac.accel.linear.x, ac.accel.linear.y, ac.accel.linear.z = map(float, x[2])
+            ac.accel.linear.x, ac.accel.linear.y, ac.accel.linear.z = map(float, x[2][:3])
+            if x.shape[1] == 6:                 # + rotation vector about a fixed axis: dr/dt = w
+                o = ps.pose.orientation
+                o.x, o.y, o.z, o.w = map(float, matrix_to_quat_xyzw(exp_so3(x[0][3:])))
+                tw.twist.angular.x, tw.twist.angular.y, tw.twist.angular.z = map(float, x[1][3:])
+                ac.accel.angular.x, ac.accel.angular.y, ac.accel.angular.z = map(float, x[2][3:])
             self.pub_pose.publish(ps)
             self.pub_twist.publish(tw)
             self.pub_acc.publish(ac)

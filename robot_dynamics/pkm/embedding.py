@@ -87,7 +87,7 @@ from . import _embedding_kernels as _K
 __all__ = ['PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
            'PKM', 'Limb', 'get_pkm', 'IKSolution', 'TaskMotion', 'TaskDynamics', 'solve_ik',
            'task_motion', 'task_dynamics', 'inverse_dynamics', 'forward_dynamics',
-           'forward_kinematics_pkm', 'IKTracker']
+           'forward_kinematics_pkm', 'IKTracker', 'task_reference']
 
 
 # --------------------------------------------------------------------------- errors
@@ -1013,6 +1013,45 @@ def forward_dynamics(model, q_act, qd_act, u, wrench=None, seed=None):
 def forward_kinematics_pkm(model, q_act, seed=None):
     """Task coordinates (and the full IK solution) from the actuated joint values."""
     return get_pkm(model).forward_kinematics(q_act, seed)
+
+
+def task_reference(pkm, position, quat_xyzw=None, twist=None, accel=None):
+    """Task vectors of one platform reference sample (message-independent part of ik_node).
+
+    ``pkm``: a :class:`PKM` (or a model, via :func:`get_pkm`); ``position`` (3,) [m]: origin of
+    the platform frame, world axes; ``quat_xyzw`` (4,): its orientation, ROS order (x, y, z, w),
+    world frame (None: the reference orientation R_ref); ``twist`` (6,): (v, w) [m/s, rad/s],
+    linear velocity of the platform origin and world angular velocity (LWA, world axes);
+    ``accel`` (6,): its time derivative (classical linear acceleration [m/s^2], dw/dt
+    [rad/s^2]). None for twist/accel: zero.
+
+    Returns ``(x, xd, xdd)``, each (ntask,) in the order of ``pkm.task``: x, y, z from the
+    position / linear parts; rx, ry, rz from the rotation vector ``log(R R_ref^T)`` (principal
+    logarithm, |r| <= pi; world axes) and from the angular parts of twist / accel (the task
+    velocity is the twist, see the module docstring). Raises :class:`InputError` for a wrong
+    shape, a non-finite value or a zero quaternion.
+    """
+    from ..lie import log_so3, quat_xyzw_to_matrix
+    if not isinstance(pkm, PKM):
+        pkm = get_pkm(pkm)
+
+    def vec(v, n, what):
+        a = np.zeros(n) if v is None else np.asarray(v, float)
+        if a.shape != (n,) or not np.all(np.isfinite(a)):
+            raise InputError(f'task reference: {what} must be {n} finite numbers, got {v!r}')
+        return a
+    p = vec(position, 3, 'position')
+    tw, ac = vec(twist, 6, 'twist (v, w)'), vec(accel, 6, 'accel (dv/dt, dw/dt)')
+    r = np.zeros(3)
+    if quat_xyzw is not None:
+        q = vec(quat_xyzw, 4, 'orientation quaternion (x, y, z, w)')
+        if np.linalg.norm(q) < 1e-12:
+            raise InputError('task reference: orientation quaternion has zero norm')
+        if any(c in _ROT for c in pkm.task):
+            r = log_so3(quat_xyzw_to_matrix(q) @ pkm.R_ref.T)
+    full = np.concatenate([p, r])
+    i = np.array([_COMP[c] for c in pkm.task])
+    return full[i], tw[i], ac[i]
 
 
 class IKTracker:
