@@ -52,8 +52,18 @@ def _ns(stamp):
     return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
-def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
-    cfg = yaml.safe_load(open(config_path('planar_3rrr_sea'), encoding='utf-8'))
+@pytest.mark.parametrize('robot', ['planar_3rrr_sea', 'test/data/planar_3rrr_sea_long.yaml'])
+def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path, robot):
+    """The shipped prototype, and test/data/planar_3rrr_sea_long: an SEA-PKM written only as
+    URDF + sidecar + config (0.22 / 0.25 m links, other masses, springs and joint names legk_*),
+    whose plant and law read every number from its URDF: the same bounds hold."""
+    import os
+    src = config_path(robot) if not robot.endswith('.yaml') else os.path.join(os.path.dirname(__file__), '..', robot)
+    cfg = yaml.safe_load(open(src, encoding='utf-8'))
+    for k in ('urdf', 'loops'):                  # the copy lives elsewhere: absolute model paths
+        if not os.path.isabs(cfg[k]) and os.path.exists(os.path.join(os.path.dirname(src), cfg[k])):
+            cfg[k] = os.path.abspath(os.path.join(os.path.dirname(src), cfg[k]))
+    cfg.pop('rviz', None)
     cfg['nodes']['sea_controller']['parameters'].update(preload=PRELOAD, diagnostics_rate=1000.0)
     path = tmp_path / 'planar_3rrr_sea.yaml'
     path.write_text(yaml.safe_dump(cfg))
@@ -77,7 +87,8 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path):
         n_ex0 = int(reports()[-1]['extrapolated'])       # during the start-up (graph matching)
         params = sea_params_from_model(model)
         names = list(model.joint_names)
-        ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
+        from robot_dynamics.sea import sea_limbs
+        ia, ie, im = ([names.index(lb[i]) for lb in sea_limbs(model)] for i in range(3))
 
         def qv(msg):
             idx = [list(msg.name).index(n) for n in names]
