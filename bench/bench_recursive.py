@@ -100,6 +100,11 @@ def main():
     for ik in iks:
         add(f'ours: inverse_dynamics_d2, batch {a.batch}, per sample ({lbl[ik]})',
             lambda ik=ik: inverse_dynamics_d2(model, *argsB, ik=api_ik[ik]), a.batch)
+    # the per-period workspace (Model/Data split): what a controller calls every period
+    from robot_dynamics.pkm.recursive import ID2Data
+    d2data = ID2Data(model)
+    d2data(*args1)
+    add('ours: ID2Data (workspace, warm-started), single call (closed-form IK)', lambda: d2data(*args1))
     # compiled kernel alone
     X, V, Vd, Vdd, Vddd = argsB
     R = np.ascontiguousarray(X[:, :3, :3])

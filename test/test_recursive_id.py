@@ -270,3 +270,34 @@ def test_errors(model):
     with pytest.raises(PKMStructureError):
         limbs_from_model(rd.load_model(os.path.join(HERE, '..', 'urdf', 'five_bar.urdf')))
     assert issubclass(PKMStructureError, rd.RobotDynamicsError)
+
+
+def test_id2data_workspace_equals_the_batch_entry_and_rejects_bad_input():
+    """ID2Data (one sample per call, preallocated, warm-started) gives the batch entry's numbers
+    bit for bit along the roll, and the same errors."""
+    from robot_dynamics.errors import InputError
+    from robot_dynamics.pkm.gough_stewart import RollMotion
+    from robot_dynamics.pkm.recursive import ID2Data, PKMSingularityError, inverse_dynamics_d2_full
+    m = rd.load_model(rd.data_path('urdf/gough_stewart.urdf'))
+    Xs = RollMotion()(np.linspace(0.0, 1.0, 101))
+    full = inverse_dynamics_d2_full(m, *Xs)
+    d = ID2Data(m)
+    for k in range(101):
+        u = d(*[a[k] for a in Xs])
+        np.testing.assert_array_equal(u, np.stack([full.u[k], full.ud[k], full.udd[k]]))
+        np.testing.assert_array_equal(d.theta_a, full.theta_a[k])
+    X = [a[10].copy() for a in Xs]
+    bad = [x.copy() for x in X]
+    bad[0][:3, :3] *= 1.01
+    with pytest.raises(InputError, match='orthonormal'):
+        d(*bad)
+    bad = [x.copy() for x in X]
+    bad[2][0] = np.nan
+    with pytest.raises(InputError, match='non-finite'):
+        d(*bad)
+    with pytest.raises(InputError, match='shape|\\(6,\\)'):
+        d(X[0], X[1][:5], X[2], X[3], X[4])
+    far = [x.copy() for x in X]
+    far[0][:3, 3] = [0.0, 0.0, 5.0]                  # 5 m above the base: out of reach
+    with pytest.raises(PKMSingularityError):
+        d(*far)
