@@ -52,11 +52,32 @@ from .errors import InputError, RobotDynamicsError
 REFUSED_EVENTS = ('branch_jump', 'branch_left', 'projection_failed')
 
 
+class Decimator:
+    """At most one output per ``period`` of a time axis (plant or state time [s]): :meth:`due`
+    says whether the output at ``t`` goes out. ``period`` <= 0: every time. A time that goes
+    backwards (a reset, a new plant clock) is always due."""
+
+    def __init__(self, period=0.0):
+        self.period, self.last = float(period), None
+
+    @classmethod
+    def from_rate(cls, rate):
+        """``rate`` [Hz]; 0 or None = every time."""
+        return cls(1.0 / float(rate) if rate else 0.0)
+
+    def due(self, t):
+        if (self.period <= 0.0 or self.last is None or t < self.last
+                or t - self.last >= self.period - 1e-9):
+            self.last = t
+            return True
+        return False
+
+
 class AssemblyModeError(RobotDynamicsError):
     """A plant step left the assembly mode (a refused step, see :class:`SimRunner`)."""
 
 
-__all__ = ['SimRunner', 'sim_params']
+__all__ = ['SimRunner', 'sim_params', 'Decimator', 'runner_from_params']
 
 
 class SimRunner:
@@ -336,5 +357,36 @@ def sim_params(model):
         'extra_states_topic': ('hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
         'refuse_assembly_jumps': (True, 'refuse a step that leaves the assembly mode (plant holds)', None),
+        'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
+                       'every state; lock-step: always with every state)', (0.0, 1e6)),
+        'joint_states_rate': (0.0, 'real time, plants with extra states: joint_states at most this '
+                              'often [Hz of plant time] (the extra-states topic carries every joint '
+                              'with each state; 0 = with every state)', (0.0, 1e6)),
+        'start_with_command': (True, 'real time with start_topic: the plant clock also waits for a '
+                               'valid command or a publisher on the command topic (the controller is up)', None),
         'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),
     }
+
+
+def runner_from_params(model, P, log=None):
+    """The :class:`SimRunner` (with its plant, :func:`robot_dynamics.plants.make_plant`) of the
+    simulator node's parameters ``P`` (:func:`sim_params`). The hydraulic plant takes valve
+    voltages: its hold 'gravity' becomes 'zero' (valves closed), reported through ``log``."""
+    from .plants import make_plant
+    rate, kind, hold = float(P['rate']), P['plant'], P['hold']
+    if kind == 'hydraulic' and hold == 'gravity':
+        if log:
+            log('warning', "plant 'hydraulic' takes valve voltages: hold 'gravity' replaced by "
+                "'zero' (valves closed)")
+        hold = 'zero'
+    plant = make_plant(kind, model, np.asarray(P['initial_positions'], float), dt=1.0 / rate)
+    return SimRunner(
+        model, plant, P['joints'], rate=rate, publish_rate=float(P['publish_rate']),
+        command_timeout=float(P['command_timeout']), hold=hold, hold_damping=float(P['hold_damping']),
+        lockstep=bool(P['lockstep']), max_catchup=int(P['max_catchup']),
+        external_wrench_reference=P['external_wrench_reference'],
+        external_wrench_timeout=float(P['external_wrench_timeout']),
+        max_external_force=float(P['max_external_force']),
+        max_external_moment=float(P['max_external_moment']),
+        refuse_assembly_jumps=bool(P['refuse_assembly_jumps']), log=log)
+

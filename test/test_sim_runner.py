@@ -166,3 +166,24 @@ def test_a_step_that_leaves_the_assembly_mode_is_refused_and_the_plant_holds():
     assert out[False][0] > 0 and out[False][1] == 0, out          # it jumps when allowed
     assert out[True][1] > 0 and out[True][2] > 0, out             # refused and held
     assert out[True][3] < 1e-8, out
+
+
+def test_decimator_and_runner_from_params():
+    """Decimator: at most one output per period of its time axis, a reset always due; the node's
+    parameters build the runner (hydraulic: hold 'gravity' becomes 'zero', reported)."""
+    from robot_dynamics.sim_runner import Decimator, runner_from_params, sim_params
+    d = Decimator.from_rate(250.0)
+    out = [t for t in np.arange(0.0, 0.02, 1e-3) if d.due(t)]
+    np.testing.assert_allclose(out, [0.0, 0.004, 0.008, 0.012, 0.016], atol=1e-12)
+    assert d.due(0.0005)                                  # time went backwards: due
+    assert all(Decimator.from_rate(0).due(t) for t in (0.0, 0.0, 1e-9))
+    m = model('four_bar')
+    P = {k: v[0] for k, v in sim_params(m).items()}
+    r = runner_from_params(m, dict(P, rate=500.0, publish_rate=250.0))
+    assert r.rate == 500.0 and r.substeps == 2 and r.hold_mode == 'gravity'
+    logged = []
+    import robot_dynamics as rd
+    hb = rd.load_model(rd.data_path('urdf/hydraulic_boom.urdf'))
+    P = {k: v[0] for k, v in sim_params(hb).items()}
+    r = runner_from_params(hb, dict(P, plant='hydraulic'), log=lambda lv, text, key=None: logged.append(text))
+    assert r.hold_mode == 'zero' and 'valves closed' in logged[0]

@@ -310,3 +310,20 @@ def warn_throttled(node, cache, text, period=2.0):
         cache[key] = now
         node.get_logger().warning(text)
 
+
+def extra_states_msg(ex, stamp, js=None):
+    """JointState of the plant extra states (cylinders: see the module doc), after the joints of
+    ``js`` (the /joint_states message of the same step) when given."""
+    from sensor_msgs.msg import JointState
+    msg = JointState()
+    msg.header.stamp = stamp
+    names = list(ex['names'])
+    n = len(names)
+    head = (list(js.name), list(js.position), list(js.velocity), list(js.effort)) if js is not None \
+        else ([], [], [], [])
+    msg.name = head[0] + names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
+    msg.position = head[1] + [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n)
+                                                             for k in ('pa', 'pb', 'u')]
+    msg.velocity = head[2] + [float(v) for v in ex['xd']] + [0.0] * (3 * n)
+    msg.effort = head[3] + [float(v) for v in ex['fp']] + [0.0] * (3 * n)
+    return msg

@@ -42,6 +42,7 @@ from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, RUNTIME, c
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, guarded, load_model_param, spin_node,
                                           stamp_sec, time_msg, warn_throttled, wrench_stamped)
+from robot_dynamics.sim_runner import Decimator
 
 
 
@@ -55,7 +56,8 @@ class ControllerNode(Node):
         self.law = self._build_law(p)
         law = self.law.name
         self.loop = ControlLoop.from_params(self.law, p)
-        self.enabled, self.task, self._warned, self._last_err = True, {}, {}, -1e9
+        self.enabled, self.task, self._warned = True, {}, {}
+        self.err_out = Decimator.from_rate(p['error_rate'])      # auxiliary outputs (real time)
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
         self.get_logger().info(f'law prepared in {time.monotonic() - t0:.2f} s')
@@ -191,9 +193,8 @@ class ControllerNode(Node):
         if 'not_controllable' in c.info:
             self._warn(f'not controllable: {c.info["not_controllable"]}')
         self._on_command(c)
-        if c.stamp is not None and self.p['error_rate'] and 0.0 <= c.stamp - self._last_err < 1.0 / self.p['error_rate']:
+        if c.stamp is not None and not self.err_out.due(c.stamp):
             return
-        self._last_err = -1e9 if c.stamp is None else c.stamp
         self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
         if self.pub_ff is not None:
             n_ex = float(self.loop.count['extrapolated'])

@@ -45,6 +45,7 @@ from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded,
                                           load_model_param, spin_node)
 from robot_dynamics.pkm.embedding import IKTracker, task_reference
+from robot_dynamics.sim_runner import Decimator
 
 
 def _stamp(h):
@@ -65,8 +66,7 @@ class IKNode(Node):
             'aux_rate': (0.0, '~/joint_trajectory, ~/joint_states, ~/feedforward, ~/diagnostics at most '
                          'this often [Hz of sample time] (0 = every sample; the controller topics '
                          'always go with every sample)', (0.0, 1e6))})
-        self.aux_period = 1.0 / float(P['aux_rate']) if P['aux_rate'] else 0.0
-        self.last_aux = -1e18
+        self.aux_out = Decimator.from_rate(P['aux_rate'])
         self.tracker = IKTracker(m, scheme=P['scheme'], kappa_warn=float(P['kappa_warn']),
                                  tol=float(P['tol']), max_outer=int(P['max_outer']))
         pk = self.tracker.pkm
@@ -152,9 +152,8 @@ class IKNode(Node):
         self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
                                         velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
         t = header.stamp.sec + 1e-9 * header.stamp.nanosec
-        if self.aux_period and 0.0 <= t - self.last_aux < self.aux_period - 1e-9:
+        if not self.aux_out.due(t):
             return                     # the auxiliary topics are decimated (aux_rate)
-        self.last_aux = t
         pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
                                   accelerations=mo.qdd.tolist())
         self.pub_jt.publish(JointTrajectory(header=header, joint_names=names, points=[pt]))

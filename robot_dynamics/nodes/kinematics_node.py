@@ -23,6 +23,7 @@ import robot_dynamics as rd
 from robot_dynamics.lie import matrix_to_quat_xyzw
 from robot_dynamics.nodes._common import (QOS_STATE, JointStateParser, declare_params, guarded,
                                           load_model_param, spin_node)
+from robot_dynamics.sim_runner import Decimator
 
 
 class KinematicsNode(Node):
@@ -41,14 +42,12 @@ class KinematicsNode(Node):
                                   '[Hz] (0: every state)', (0.0, None)),
             'rate': (0.0, 'poses, twists, loop residuals at most this often, by state stamp [Hz] '
                           '(0: every state)', (0.0, None))})
-        self.period = 1.0 / P['rate'] if P['rate'] > 0 else 0.0
-        self._last = None
+        self.out = Decimator.from_rate(P['rate'])
         self.frames = list(P['frames'])
         for f in self.frames:
             m.frame_index(f)                                 # raises KeyError if unknown
         self.residual_warn = P['residual_warn']
-        self.marker_period = 1.0 / P['marker_rate'] if P['marker_rate'] > 0 else 0.0
-        self._last_marker = None
+        self.marker_out = Decimator.from_rate(P['marker_rate'])
         self.world = m.root_link
         self.parser = JointStateParser(m)
         self.pub_pose = {f: self.create_publisher(PoseStamped, f'~/{f}/pose', QOS_STATE)
@@ -62,9 +61,8 @@ class KinematicsNode(Node):
 
     def on_joint_states(self, msg):
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if self.period and self._last is not None and 0.0 <= t - self._last < self.period - 1e-9:
+        if not self.out.due(t):
             return                                           # decimated (rate)
-        self._last = t
         q, qd, why = self.parser.parse(msg)
         if why:
             self.rejected += 1
@@ -95,9 +93,7 @@ class KinematicsNode(Node):
             arr.data = [float(v) for e in errs.values() for v in e]
             self.pub_res.publish(arr)
             t = stamp.sec + 1e-9 * stamp.nanosec
-            if (self._last_marker is None or t - self._last_marker >= self.marker_period - 1e-9
-                    or t < self._last_marker):               # (a clock reset: publish)
-                self._last_marker = t
+            if self.marker_out.due(t):                       # (a clock reset: due)
                 self.pub_mk.publish(self._markers(q, errs, stamp))
 
     def _markers(self, q, errs, stamp):

@@ -26,7 +26,6 @@ stepping, like a braked robot waiting for its reference.
 """
 import time
 
-import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock as SteadyClock, ClockType
 from rclpy.node import Node
@@ -37,9 +36,9 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
-                                          declare_params, guarded, load_model_param, spin_node)
-from robot_dynamics.plants import make_plant
-from robot_dynamics.sim_runner import SimRunner, sim_params
+                                          declare_params, extra_states_msg, guarded, load_model_param,
+                                          spin_node)
+from robot_dynamics.sim_runner import Decimator, runner_from_params, sim_params
 from robot_dynamics.visuals import with_stick_visuals
 
 
@@ -49,38 +48,19 @@ class SimNode(Node):
     def __init__(self):
         super().__init__('sim_node')
         self.model = m = load_model_param(self)
+        self._warned = {}
         P = declare_params(self, sim_params(m))
         self.lockstep = bool(P['lockstep'])
-        C = declare_params(self, {
-            'publish_clock': (self.lockstep, '/clock + plant-time stamps (default = lockstep)', None),
-            'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
-                           'every state; lock-step: always with every state)', (0.0, 1e6)),
-            'joint_states_rate': (0.0, 'real time, plants with extra states: joint_states at most this '
-                                  'often [Hz of plant time] (the extra-states topic carries every joint '
-                                  'with each state; 0 = with every state)', (0.0, 1e6)),
-            'start_with_command': (True, 'real time with start_topic: the plant clock also waits for a '
-                                   'valid command or a publisher on the command topic (the controller is live)', None)})
-        self.start_seen, self.cmd_seen = False, not bool(C['start_with_command'])
-        self.publish_clock = bool(C['publish_clock'])
-        self.clock_period = 0.0 if self.lockstep or not C['clock_rate'] else 1.0 / float(C['clock_rate'])
-        self.js_period = 0.0 if self.lockstep or not C['joint_states_rate'] else 1.0 / float(C['joint_states_rate'])
-        self.last_clock, self.last_js, self.last_hold = -1e9, -1e9, (None, -1e9)
-        rate, kind, controller, hold = float(P['rate']), P['plant'], P['controller'], P['hold']
-        if kind == 'hydraulic' and hold == 'gravity':
-            self.get_logger().warning("plant 'hydraulic' takes valve voltages: hold 'gravity' "
-                                      "replaced by 'zero' (valves closed)")
-            hold = 'zero'
-        self.sim = SimRunner(
-            m, make_plant(kind, m, np.asarray(P['initial_positions'], float), dt=1.0 / rate), P['joints'],
-            rate=rate, publish_rate=float(P['publish_rate']), command_timeout=float(P['command_timeout']),
-            hold=hold, hold_damping=float(P['hold_damping']), lockstep=self.lockstep,
-            max_catchup=int(P['max_catchup']), external_wrench_reference=P['external_wrench_reference'],
-            external_wrench_timeout=float(P['external_wrench_timeout']),
-            max_external_force=float(P['max_external_force']),
-            max_external_moment=float(P['max_external_moment']),
-            refuse_assembly_jumps=bool(P['refuse_assembly_jumps']), log=self._log)
+        self.publish_clock = bool(declare_params(self, {'publish_clock': (
+            self.lockstep, '/clock + plant-time stamps (default = lockstep)', None)})['publish_clock'])
+        self.start_seen, self.cmd_seen = False, not bool(P['start_with_command'])
+        rt = 0.0 if self.lockstep else 1.0             # the decimations are real-time economies
+        self.clock_out = Decimator.from_rate(rt and P['clock_rate'])
+        self.js_out = Decimator.from_rate(rt and P['joint_states_rate'])
+        self.hold_out, self.last_hold = Decimator(0.05), None
+        self.sim = runner_from_params(m, P, log=self._log)
+        controller = P['controller']
         self.plant = self.sim.plant
-        self._warned = {}
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
         self.pub_hold = self.create_publisher(Bool, '~/holding', QOS_STATE)
         self.pub_clock = self.create_publisher(Clock, '/clock', QOS_STATE) if self.publish_clock else None
@@ -206,8 +186,7 @@ class SimNode(Node):
         p, js = self.plant, JointState()
         if self.pub_clock is not None:          # simulated time: stamps = plant time
             js.header.stamp = Time(nanoseconds=int(round(p.t * 1e9))).to_msg()
-            if p.t - self.last_clock >= self.clock_period - 1e-9 or p.t < self.last_clock:
-                self.last_clock = p.t           # (every node on use_sim_time takes each /clock)
+            if self.clock_out.due(p.t):         # (every node on use_sim_time takes each /clock)
                 self.pub_clock.publish(Clock(clock=js.header.stamp))
         elif self.lockstep:
             js.header.stamp = self.get_clock().now().to_msg()
@@ -215,32 +194,13 @@ class SimNode(Node):
             js.header.stamp = Time(nanoseconds=int(round((self.ros0 + self.sim.slip + p.t) * 1e9))).to_msg()
         js.name, js.position, js.velocity = list(self.model.joint_names), p.q.tolist(), p.qd.tolist()
         js.effort = self.sim.applied.tolist()
-        if self.pub_extra is None or p.t - self.last_js >= self.js_period - 1e-9 or p.t < self.last_js:
-            self.last_js = p.t
+        if self.pub_extra is None or self.js_out.due(p.t):
             self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
-        now = time.monotonic()                  # the hold flag: on change, else at 20 Hz
-        if self.sim.holding != self.last_hold[0] or now - self.last_hold[1] >= 0.05:
-            self.last_hold = (self.sim.holding, now)
+        if self.hold_out.due(time.monotonic()) | (self.sim.holding != self.last_hold):
+            self.last_hold = self.sim.holding      # the hold flag: on change, else at 20 Hz
             self.pub_hold.publish(Bool(data=self.sim.holding))
-
-
-def extra_states_msg(ex, stamp, js=None):
-    """JointState of the plant extra states (cylinders: see the module doc), after the joints of
-    ``js`` (the /joint_states message of the same step) when given."""
-    msg = JointState()
-    msg.header.stamp = stamp
-    names = list(ex['names'])
-    n = len(names)
-    head = (list(js.name), list(js.position), list(js.velocity), list(js.effort)) if js is not None \
-        else ([], [], [], [])
-    msg.name = head[0] + names + [f'{c}/{k}' for c in names for k in ('p_a', 'p_b', 'u')]
-    msg.position = head[1] + [float(v) for v in ex['x']] + [float(ex[k][i]) for i in range(n)
-                                                             for k in ('pa', 'pb', 'u')]
-    msg.velocity = head[2] + [float(v) for v in ex['xd']] + [0.0] * (3 * n)
-    msg.effort = head[3] + [float(v) for v in ex['fp']] + [0.0] * (3 * n)
-    return msg
 
 
 def main(args=None):
