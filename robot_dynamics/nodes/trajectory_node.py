@@ -13,7 +13,13 @@ task mode ``reference/pose`` (PoseStamped, position only, orientation identity),
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
 ``mode: pkm_d2`` (seed 004, ``profile: roll`` with ``roll_min``/``roll_max`` [rad], ``roll_period``
-[s], ``roll_center`` [m]): the platform motion goes through the 2nd-order recursive inverse
+[s], ``roll_center`` [m]: the Gough-Stewart's compiled route; or, for any PKM of the general route
+(robot_dynamics.pkm.general, lower-mobility platform), ``profile`` circle | waypoints |
+sin2_pick_place with the task-mode parameters in the TASK coordinates ``general_pkm(model).task``
+(e.g. world x, y, z of the platform frame; default centre / start the reference configuration's,
+circle plane default e1 = x, e2 = y), precomputed once at start-up on a grid of ``table_step`` s
+(default 0.001 = the lock-step plant period; :class:`robot_dynamics.control.d2_feedforward.
+TabulatedD2Feedforward`): the platform motion goes through the 2nd-order recursive inverse
 dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/velocity/
 acceleration and the feed-forward u in the point's ``effort``; ``~/feedforward``
 (Float64MultiArray [t, u, u', u'']) and ``~/reference`` (JointState: all tree coordinates and
@@ -81,15 +87,31 @@ class TrajectoryNode(Node):
         if self.mode == 'pkm_d2':
             # platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated
             # joint reference with the feed-forward u in the trajectory point's effort
-            from robot_dynamics.control.d2_feedforward import D2Feedforward
+            from robot_dynamics.control.d2_feedforward import D2Feedforward, TabulatedD2Feedforward
             from robot_dynamics.pkm.gough_stewart import RollMotion
-            if kind != 'roll':
-                raise ValueError(f"mode 'pkm_d2' supports profile 'roll', got {kind!r}")
-            self.d2 = D2Feedforward(m, RollMotion(
-                theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
-                period=float(dp('roll_period', 1.0).value),
-                p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
-            self.joints = list(m.actuated)
+            if kind not in ('roll', 'circle', 'waypoints', 'sin2_pick_place'):
+                raise ValueError(f"mode 'pkm_d2' supports profiles 'roll' (Gough-Stewart), 'circle', "
+                                 f"'waypoints' and 'sin2_pick_place' (general route), got {kind!r}")
+            if kind == 'roll':
+                self.d2 = D2Feedforward(m, RollMotion(
+                    theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
+                    period=float(dp('roll_period', 1.0).value),
+                    p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
+            else:
+                # general route (any PKM of robot_dynamics.pkm.general): the task-coordinate profile
+                # (default centre / start: the platform at the sidecar's reference configuration)
+                # precomputed once on a grid of table_step [s] (the lock-step plant period)
+                from robot_dynamics.pkm.general import general_pkm
+                x0 = np.asarray(general_pkm(m).x_ref, float)
+                self.d2 = TabulatedD2Feedforward(m, make_profile(
+                    kind, center=dp('center', x0.tolist()).value, radius=dp('radius', 0.01).value,
+                    frequency=dp('frequency', 0.5).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
+                    e2=dp('e2', [0.0, 1.0, 0.0]).value, phase=dp('phase', 0.0).value, n=len(x0),
+                    waypoints=dp('waypoints', np.tile(x0, 2).tolist()).value,
+                    durations=dp('durations', [1.0]).value), dt=float(dp('table_step', 0.001).value))
+                self.get_logger().info(f'pkm_d2 table: {self.d2.n + 1} samples of the general route '
+                                       f'over {self.d2.T:.4g} s ({self.d2.kind}), task {self.d2.pkm.task}')
+            self.joints = list(m.actuated) if kind == 'roll' else list(self.d2.joints)
             self.profile = self._d2_profile
             self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
             from sensor_msgs.msg import JointState
