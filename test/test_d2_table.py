@@ -183,3 +183,19 @@ def test_bad_input(upu):
     tb = TabulatedD2Feedforward(upu, circ, dt=0.05)
     with pytest.raises(InputError, match='finite'):
         tb.reference(np.nan)
+
+
+def test_from_node_parameters(upu, table):
+    """trajectory_node's flat parameters (the config's) build the same table; defaults: the
+    circle around the reference configuration's task."""
+    from robot_dynamics.control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
+    d = tabulated_d2_defaults(upu)
+    np.testing.assert_allclose(d['center'], [0.0, 0.0, 0.4], atol=1e-12)
+    tb = tabulated_d2_from_params(upu, 'circle', {**CIRCLE, 'table_step': 0.001})
+    np.testing.assert_array_equal(tb.u, table.u)
+    np.testing.assert_array_equal(tb.theta, table.theta)
+    rest = tabulated_d2_from_params(upu, 'waypoints', {'waypoints': [0.0, 0.0, 0.4, 0.01, 0.0, 0.39],
+                                                       'durations': [0.2], 'table_step': 0.01})
+    assert rest.kind == 'rest' and rest.n == 20
+    with pytest.raises(InputError, match='profile'):
+        tabulated_d2_from_params(upu, 'roll', {})

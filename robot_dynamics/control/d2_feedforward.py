@@ -11,6 +11,14 @@ motion ``theta_a`` (5, n_a) (position .. 4th derivative, limb IK) and the tree c
 the actuator command ``tau = u + kp (theta_a - q_a) + kd (thetad_a - qd_a)`` (order of
 ``model.actuated``): exact feed-forward plus a joint-space PD on the actuated joints that only
 has to correct the discretisation (ZOH) and initial errors. Units: N (prismatic) or N m, m, rad, s.
+
+``TabulatedD2Feedforward(model, profile, dt)``: the same interface for ANY PKM of the general
+route (:mod:`robot_dynamics.pkm.general`, lower-mobility platform, task = world coordinates of
+the platform frame) along a :mod:`robot_dynamics.trajectories` profile in task coordinates:
+precomputed once (one batched call per chunk over one period / the whole rest-to-rest move on
+the grid ``dt``), served exactly at grid times and by quintic Hermite interpolation from
+(u, u', u'') between them. :func:`tabulated_d2_from_params` builds it from trajectory_node's
+flat parameters.
 """
 from __future__ import annotations
 
@@ -21,7 +29,8 @@ import numpy as np
 from ..errors import InputError
 from ..pkm.recursive import inverse_dynamics_d2_full, limb_to_tree, limbs_from_model
 
-__all__ = ['D2Feedforward', 'D2Reference', 'TabulatedD2Feedforward', 'hermite5']
+__all__ = ['D2Feedforward', 'D2Reference', 'TabulatedD2Feedforward', 'hermite5',
+           'tabulated_d2_defaults', 'tabulated_d2_from_params']
 
 
 @dataclass
@@ -288,3 +297,31 @@ class TabulatedD2Feedforward:
         e = ref.theta_a[0] - q[self.idx_a]
         ed = ref.theta_a[1] - qd[self.idx_a]
         return ref.u + self.kp * e + self.kd * ed, ref, e, ed
+
+
+def tabulated_d2_defaults(model):
+    """Defaults of trajectory_node's ``mode: pkm_d2`` parameters for a general-route profile
+    (flat, ROS-parameter types): ``center`` (delta,) = the task at the sidecar's reference
+    configuration [m | rad], ``radius`` 0.01 m, ``frequency`` 0.5 Hz, ``e1``/``e2`` the task
+    axes 1, 2 (circle plane; sin2_pick_place: displacements), ``phase`` 0 rad, ``waypoints``
+    (flat K * delta, default the reference task twice = no motion), ``durations`` [s],
+    ``table_step`` 0.001 s (grid of the table = the lock-step plant period)."""
+    from ..pkm.general import general_pkm
+    x0 = np.asarray(general_pkm(model).x_ref, float)
+    return dict(center=x0.tolist(), radius=0.01, frequency=0.5, e1=[1.0, 0.0, 0.0],
+                e2=[0.0, 1.0, 0.0], phase=0.0, waypoints=np.tile(x0, 2).tolist(), durations=[1.0],
+                table_step=0.001)
+
+
+def tabulated_d2_from_params(model, kind, params):
+    """:class:`TabulatedD2Feedforward` from trajectory_node's flat parameters (``kind`` circle |
+    waypoints | sin2_pick_place of :func:`robot_dynamics.trajectories.make_profile`, in the task
+    coordinates; ``params`` as :func:`tabulated_d2_defaults`, missing keys take those)."""
+    from ..trajectories import make_profile
+    if kind not in ('circle', 'waypoints', 'sin2_pick_place'):
+        raise InputError(f"general-route feed-forward: profile 'circle', 'waypoints' or "
+                         f"'sin2_pick_place', got {kind!r}")
+    p = {**tabulated_d2_defaults(model), **params}
+    n = len(tabulated_d2_defaults(model)['center'])             # delta
+    prof = make_profile(kind, n=n, **{k: v for k, v in p.items() if k != 'table_step'})
+    return TabulatedD2Feedforward(model, prof, dt=float(p['table_step']))

@@ -87,7 +87,7 @@ class TrajectoryNode(Node):
         if self.mode == 'pkm_d2':
             # platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated
             # joint reference with the feed-forward u in the trajectory point's effort
-            from robot_dynamics.control.d2_feedforward import D2Feedforward, TabulatedD2Feedforward
+            from robot_dynamics.control.d2_feedforward import D2Feedforward
             from robot_dynamics.pkm.gough_stewart import RollMotion
             if kind not in ('roll', 'circle', 'waypoints', 'sin2_pick_place'):
                 raise ValueError(f"mode 'pkm_d2' supports profiles 'roll' (Gough-Stewart), 'circle', "
@@ -101,14 +101,10 @@ class TrajectoryNode(Node):
                 # general route (any PKM of robot_dynamics.pkm.general): the task-coordinate profile
                 # (default centre / start: the platform at the sidecar's reference configuration)
                 # precomputed once on a grid of table_step [s] (the lock-step plant period)
-                from robot_dynamics.pkm.general import general_pkm
-                x0 = np.asarray(general_pkm(m).x_ref, float)
-                self.d2 = TabulatedD2Feedforward(m, make_profile(
-                    kind, center=dp('center', x0.tolist()).value, radius=dp('radius', 0.01).value,
-                    frequency=dp('frequency', 0.5).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
-                    e2=dp('e2', [0.0, 1.0, 0.0]).value, phase=dp('phase', 0.0).value, n=len(x0),
-                    waypoints=dp('waypoints', np.tile(x0, 2).tolist()).value,
-                    durations=dp('durations', [1.0]).value), dt=float(dp('table_step', 0.001).value))
+                from robot_dynamics.control.d2_feedforward import (tabulated_d2_defaults,
+                                                                   tabulated_d2_from_params)
+                self.d2 = tabulated_d2_from_params(m, kind, {
+                    k: dp(k, v).value for k, v in tabulated_d2_defaults(m).items()})
                 self.get_logger().info(f'pkm_d2 table: {self.d2.n + 1} samples of the general route '
                                        f'over {self.d2.T:.4g} s ({self.d2.kind}), task {self.d2.pkm.task}')
             self.joints = list(m.actuated) if kind == 'roll' else list(self.d2.joints)
