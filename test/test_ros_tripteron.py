@@ -10,14 +10,15 @@ received: the lock-step graph may run up to ~0.5 s before the probe's subscripti
 each /joint_states message is paired with the /trajectory_node/reference message of the same
 stamp. The plant starts at rest on the circle's t = 0 pose while the circle starts with
 0.063 m/s: the PD transient peaks at 2.8e-4 m leg error in the first 0.1 s (offline loop,
-asserted deterministically in test/test_d2_table.py) and has died out after 0.3 s (graph:
-**2.46e-7 m** for t >= 0.5 s in every run, offline loop 2.5e-7 m; platform position error
-**6.2e-7 m**; when the probe sees the start, the transient peak **2.82e-4 m** as offline). Asserted: leg error < 5e-4 m over the
-window and < 2e-6 m for t >= 0.5 s; platform position from the FK of the published
-joints within 2e-6 m of the circle for t >= 0.5 s; loop closure of the published passive joints
-< 1e-9 m (measured 1.0e-13); the streamed u, u', u'' equal to inverse_dynamics_d2_general recomputed here
-(1e-9 relative; measured <= 1e-12 abs.); lock-step stamps 1 ms apart; no node died.
-Runtime 9-12 s (graph up in ~2 s: the table of 2001 samples takes ~1.5 s at start-up).
+asserted deterministically in test/test_d2_table.py) and has died out after 0.3 s. Measured in
+the graph (5 runs): **2.46e-7 m** leg error for t >= 0.5 s in every run (offline loop 2.5e-7 m),
+platform position error **6.2e-7 m**; when the probe sees the start, the transient peak
+**2.82e-4 m** as offline. Asserted: leg error < 5e-4 m over the window and < 2e-6 m for
+t >= 0.5 s; platform position from the FK of the published joints within 2e-6 m of the circle
+for t >= 0.5 s; loop closure of the published passive joints < 1e-9 m (measured 1.0e-13); the
+streamed u, u', u'' equal to inverse_dynamics_d2_general recomputed here (1e-9 relative;
+measured <= 1e-12 abs.); lock-step stamps 1 ms apart; never on hold; no node died.
+Runtime 9-25 s on the shared machine (the table of 2001 samples takes ~0.5-1.5 s at start-up).
 """
 import os
 import time
