@@ -241,6 +241,12 @@ def _trajectory_node(model, p, ctx):
     from .trajectories import make_profile
     m = model
     mode = p.get('mode', 'joint')
+    if mode == 'pkm_d2' and p.get('profile', 'roll') != 'roll':
+        # general route (numpy only, nothing to compile): the table the node builds at start
+        from .control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
+        tabulated_d2_from_params(m, p['profile'], {k: p[k] for k in tabulated_d2_defaults(m)
+                                                   if k in p}).reference(0.0).q.tolist()
+        return
     if mode == 'pkm_d2':
         from .control.d2_feedforward import D2Feedforward
         from .pkm.gough_stewart import RollMotion

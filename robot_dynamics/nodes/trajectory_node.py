@@ -17,7 +17,13 @@ identity), the twist's and accel's angular parts w, dw/dt [rad/s, rad/s^2]; both
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
 ``mode: pkm_d2`` (seed 004, ``profile: roll`` with ``roll_min``/``roll_max`` [rad], ``roll_period``
-[s], ``roll_center`` [m]): the platform motion goes through the 2nd-order recursive inverse
+[s], ``roll_center`` [m]: the Gough-Stewart's compiled route; or, for any PKM of the general route
+(robot_dynamics.pkm.general, lower-mobility platform), ``profile`` circle | waypoints |
+sin2_pick_place with the task-mode parameters in the TASK coordinates ``general_pkm(model).task``
+(e.g. world x, y, z of the platform frame; default centre / start the reference configuration's,
+circle plane default e1 = x, e2 = y), precomputed once at start-up on a grid of ``table_step`` s
+(default 0.001 = the lock-step plant period; :class:`robot_dynamics.control.d2_feedforward.
+TabulatedD2Feedforward`): the platform motion goes through the 2nd-order recursive inverse
 dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/velocity/
 acceleration and the feed-forward u in the point's ``effort``; ``~/feedforward``
 (Float64MultiArray [t, u, u', u'']) and ``~/reference`` (JointState: all tree coordinates and
@@ -88,13 +94,25 @@ class TrajectoryNode(Node):
             # joint reference with the feed-forward u in the trajectory point's effort
             from robot_dynamics.control.d2_feedforward import D2Feedforward
             from robot_dynamics.pkm.gough_stewart import RollMotion
-            if kind != 'roll':
-                raise ValueError(f"mode 'pkm_d2' supports profile 'roll', got {kind!r}")
-            self.d2 = D2Feedforward(m, RollMotion(
-                theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
-                period=float(dp('roll_period', 1.0).value),
-                p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
-            self.joints = list(m.actuated)
+            if kind not in ('roll', 'circle', 'waypoints', 'sin2_pick_place'):
+                raise ValueError(f"mode 'pkm_d2' supports profiles 'roll' (Gough-Stewart), 'circle', "
+                                 f"'waypoints' and 'sin2_pick_place' (general route), got {kind!r}")
+            if kind == 'roll':
+                self.d2 = D2Feedforward(m, RollMotion(
+                    theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
+                    period=float(dp('roll_period', 1.0).value),
+                    p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
+            else:
+                # general route (any PKM of robot_dynamics.pkm.general): the task-coordinate profile
+                # (default centre / start: the platform at the sidecar's reference configuration)
+                # precomputed once on a grid of table_step [s] (the lock-step plant period)
+                from robot_dynamics.control.d2_feedforward import (tabulated_d2_defaults,
+                                                                   tabulated_d2_from_params)
+                self.d2 = tabulated_d2_from_params(m, kind, {
+                    k: dp(k, v).value for k, v in tabulated_d2_defaults(m).items()})
+                self.get_logger().info(f'pkm_d2 table: {self.d2.n + 1} samples of the general route '
+                                       f'over {self.d2.T:.4g} s ({self.d2.kind}), task {self.d2.pkm.task}')
+            self.joints = list(m.actuated) if kind == 'roll' else list(self.d2.joints)
             self.profile = self._d2_profile
             self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
             from sensor_msgs.msg import JointState
