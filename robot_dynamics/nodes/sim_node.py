@@ -92,8 +92,8 @@ class SimNode(Node):
             self.create_timer(self.republish, self.on_idle)
         self.publish()
         self.get_logger().info(
-            f'{m.name}: {rate:g} Hz integration, {self.pub_js.topic_name} at {self.sim.publish_rate:g} Hz, commands '
-            f'on {self.sub_cmd.topic_name} for {self.sim.joints}, hold={hold} after {self.sim.timeout:g} s'
+            f'{m.name}: {self.sim.rate:g} Hz integration, {self.pub_js.topic_name} at {self.sim.publish_rate:g} Hz, commands '
+            f'on {self.sub_cmd.topic_name} for {self.sim.joints}, hold={self.sim.hold_mode} after {self.sim.timeout:g} s'
             + (', lock-step' if self.lockstep else ''))
 
     def _now(self):
