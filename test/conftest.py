@@ -42,7 +42,8 @@ def pytest_report_header(config):
 SERIAL_MODULES = ('test_ros_', 'test_launcher', 'test_executor', 'test_startup', 'test_mcap_bag',
                   'test_environment', 'test_cli')
 LOCKSTEP_GRAPH_MODULES = {'test_ros_gough_stewart', 'test_ros_hydraulic', 'test_ros_hydraulic_load',
-                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip'}
+                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip',
+                          'test_ros_tripteron', 'test_ros_embedding_robots', 'test_ros_cylinder_elbow'}
 
 
 def pytest_collection_modifyitems(config, items):
