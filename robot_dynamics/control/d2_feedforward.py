@@ -45,7 +45,19 @@ class D2Reference:
     qd: np.ndarray        # (nq,): their rates
 
 
-class D2Feedforward:
+class _FeedforwardPD:
+    """u of the reference plus a PD on the actuated joints (``kp``, ``kd``, ``idx_a``)."""
+
+    def __call__(self, t, q, qd):
+        """``(tau (n_a,), reference, e (n_a,), ed (n_a,))`` with e = theta_a - q_a."""
+        ref = self.reference(t)
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        e = ref.theta_a[0] - q[self.idx_a]
+        ed = ref.theta_a[1] - qd[self.idx_a]
+        return ref.u + self.kp * e + self.kd * ed, ref, e, ed
+
+
+class D2Feedforward(_FeedforwardPD):
     """Feed-forward (u, ud, udd) and PD correction along a platform motion (module docstring)."""
 
     def __init__(self, model, motion, kp=0.0, kd=0.0, platform=None):
@@ -71,14 +83,6 @@ class D2Feedforward:
         nq = self.model.nq
         return D2Reference(t, r.u, r.ud, r.udd, r.theta_a, limb_to_tree(self.limbs, r.theta[0], nq),
                            limb_to_tree(self.limbs, r.theta[1], nq))
-
-    def __call__(self, t, q, qd):
-        """``(tau (n_a,), reference, e (n_a,), ed (n_a,))`` with e = theta_a - q_a."""
-        ref = self.reference(t)
-        q, qd = np.asarray(q, float), np.asarray(qd, float)
-        e = ref.theta_a[0] - q[self.idx_a]
-        ed = ref.theta_a[1] - qd[self.idx_a]
-        return ref.u + self.kp * e + self.kd * ed, ref, e, ed
 
 
 # ------------------------------------------------------------------ general PKM: tabulated motion
@@ -131,7 +135,7 @@ def _profile_span(profile, period, duration):
     return kind, T
 
 
-class TabulatedD2Feedforward:
+class TabulatedD2Feedforward(_FeedforwardPD):
     """Feed-forward of the general 2nd-order route (:func:`robot_dynamics.pkm.general.
     inverse_dynamics_d2_general`) along a task-space profile, PRECOMPUTED once.
 
@@ -289,14 +293,6 @@ class TabulatedD2Feedforward:
         t, tl = self._local(t)
         r = self._direct(tl)
         return self._ref(t, r.u[0], r.ud[0], r.udd[0], r.theta[0])
-
-    def __call__(self, t, q, qd):
-        """``(tau (n_a,), reference, e (n_a,), ed (n_a,))`` with e = theta_a - q_a."""
-        ref = self.reference(t)
-        q, qd = np.asarray(q, float), np.asarray(qd, float)
-        e = ref.theta_a[0] - q[self.idx_a]
-        ed = ref.theta_a[1] - qd[self.idx_a]
-        return ref.u + self.kp * e + self.kd * ed, ref, e, ed
 
 
 def tabulated_d2_defaults(model):
