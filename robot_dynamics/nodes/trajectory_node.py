@@ -60,7 +60,6 @@ is). With ``use_sim_time: true`` the profile runs on simulated time; until the s
 starts, the t = 0 sample is published every 0.2 s of wall time (so a lock-step plant, which
 waits for a command, can be started by a controller that waits for a reference).
 """
-import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -70,97 +69,33 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.lie import exp_so3, matrix_to_quat_xyzw
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, declare_params, load_model_param, spin_node
-from robot_dynamics.trajectories import make_profile
-
-ORDER = 4
+from robot_dynamics.reference_source import ORDER, PARAMS, build_reference
 
 
 class TrajectoryNode(Node):
-    """Publishes an analytic reference at a fixed rate."""
+    """Publishes an analytic reference at a fixed rate (or one sample per state); the profile
+    of every mode is built by the core (:func:`robot_dynamics.reference_source.build_reference`)."""
 
     def __init__(self):
         super().__init__('trajectory_node')
         self.model = m = load_model_param(self)
         dp = self._declare
-        self.mode = dp('mode', 'joint').value
-        kind = dp('profile', 'sinusoid' if self.mode == 'joint' else 'circle').value
         rate = float(dp('rate', 100.0).value)
-        if self.mode not in ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik') or rate <= 0:
-            raise ValueError(f"mode must be 'joint', 'task', 'pkm_d2', 'boom_task' or 'task_ik' and rate > 0 "
-                             f"(got {self.mode!r}, {rate})")
-        self.d2 = None
-        if self.mode == 'pkm_d2':
-            # platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated
-            # joint reference with the feed-forward u in the trajectory point's effort
-            from robot_dynamics.control.d2_feedforward import D2Feedforward
-            from robot_dynamics.pkm.gough_stewart import RollMotion
-            if kind not in ('roll', 'circle', 'waypoints', 'sin2_pick_place'):
-                raise ValueError(f"mode 'pkm_d2' supports profiles 'roll' (Gough-Stewart), 'circle', "
-                                 f"'waypoints' and 'sin2_pick_place' (general route), got {kind!r}")
-            if kind == 'roll':
-                self.d2 = D2Feedforward(m, RollMotion(
-                    theta_min=float(dp('roll_min', -0.5).value), theta_max=float(dp('roll_max', 0.5).value),
-                    period=float(dp('roll_period', 1.0).value),
-                    p0=np.asarray(dp('roll_center', [0.0, 0.0, 0.2]).value, float)))
-            else:
-                # general route (any PKM of robot_dynamics.pkm.general): the task-coordinate profile
-                # (default centre / start: the platform at the sidecar's reference configuration)
-                # precomputed once on a grid of table_step [s] (the lock-step plant period)
-                from robot_dynamics.control.d2_feedforward import (tabulated_d2_defaults,
-                                                                   tabulated_d2_from_params)
-                self.d2 = tabulated_d2_from_params(m, kind, {
-                    k: dp(k, v).value for k, v in tabulated_d2_defaults(m).items()})
-                self.get_logger().info(f'pkm_d2 table: {self.d2.n + 1} samples of the general route '
-                                       f'over {self.d2.T:.4g} s ({self.d2.kind}), task {self.d2.pkm.task}')
-            self.joints = list(m.actuated) if kind == 'roll' else list(self.d2.joints)
-            self.profile = self._d2_profile
+        if rate <= 0:
+            raise ValueError(f'rate must be > 0 (got {rate})')
+        src = build_reference(m, lambda name, default: dp(name, default).value)   # the core
+        self.mode, kind, self.joints, self.profile = src.mode, src.kind, src.joints, src.profile
+        self.repeat, self.d2, self.t_last = src.repeat, src.d2, 0.0
+        if src.info:
+            self.get_logger().info(src.info)
+        if self.d2 is not None:
             self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
             from sensor_msgs.msg import JointState
             self.pub_ref = self.create_publisher(JointState, '~/reference', QOS_STATE)
-            self.repeat = False
-        elif self.mode == 'boom_task':
-            # seed 001: A-B-C-D tool-point legs mapped to the segment joints (hydraulic boom)
-            from robot_dynamics.control.vdc import BoomTaskProfile
-            self.profile = BoomTaskProfile(
-                m, dp('waypoints', [2.07152, 0.39253, 2.47152, 0.39253, 2.47152, 0.09253, 2.07152,
-                                    0.09253]).value, axes=dp('task_axes', [0, 2]).value,
-                loops=int(dp('task_loops', 2).value), leg_duration=float(dp('leg_duration', 2.0).value),
-                start_delay=float(dp('start_delay', 0.0).value))
-            self.joints, self.repeat, kind = self.profile.joints, False, 'A-B-C-D'
-        elif self.mode == 'joint':
-            self.joints = list(dp('joints', list(m.independent)).value)
-            idx = [m.joint_index(j) for j in self.joints]
-            n = len(idx)
-            q0 = m.reference_q()[idx]
-            params = dict(amplitude=dp('amplitude', [0.3] * n).value,
-                          frequency=dp('frequency', [0.25] * n).value,
-                          phase=dp('phase', [0.0] * n).value,
-                          offset=dp('offset', q0.tolist()).value,
-                          waypoints=dp('waypoints', np.tile(q0, 2).tolist()).value,
-                          durations=dp('durations', [1.0]).value, n=n)
-        else:
-            self.joints = ['x', 'y', 'z']
-            params = dict(center=dp('center', [0.0, 0.0, 0.0]).value, radius=dp('radius', 0.05).value,
-                          frequency=dp('frequency', 0.25).value, e1=dp('e1', [1.0, 0.0, 0.0]).value,
-                          e2=dp('e2', [0.0, 0.0, 1.0]).value, phase=dp('phase', 0.0).value)
-            if kind == 'sin2_pose':             # position + rotation vector (6 columns)
-                self.joints = ['x', 'y', 'z', 'rx', 'ry', 'rz']
-                params.update(rot_axis=dp('rot_axis', [0.0, 0.0, 1.0]).value,
-                              rot_angle=float(dp('rot_angle', 0.0).value))
-        if self.d2 is None and self.mode != 'boom_task' and kind == 'goals':
-            if self.mode == 'task_ik':
-                raise ValueError("mode 'task_ik' supports profiles 'circle' and 'sin2_pick_place'")
-            self.repeat, self.profile = False, self._goal_profile(m, dp)
-        elif self.d2 is None and self.mode != 'boom_task':
-            self.repeat = dp('repeat', True).value
-            self.profile = make_profile(kind, **params)
-        if self.mode == 'task_ik':
-            # seed 000: the tool path through the inverse output map to the minimal coordinates
-            from robot_dynamics.partitioning import CartesianReference
-            self.profile = CartesianReference(m, self.profile, frame=dp('task_frame', 'tool').value,
-                                              axes=dp('task_axes', [0, 1, 2]).value)
-            self.joints = list(self.profile.coords)
-            self.profile(0.0)             # an unreachable start stops the node here, with the reason
+        if src.goals is not None:
+            from geometry_msgs.msg import PointStamped
+            self.create_subscription(PointStamped, src.goal_topic, self.on_goal, QOS_COMMAND)
+            self.get_logger().info(f'goals on {src.goal_topic} (geometry_msgs/PointStamped)')
         self.world = m.root_link
         if self.mode in ('joint', 'pkm_d2', 'boom_task', 'task_ik'):
             self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
@@ -195,76 +130,13 @@ class TrajectoryNode(Node):
             self.prime = self.create_timer(0.2, self.prime_tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f'{self.mode} reference ({kind}) for {self.joints} at {rate} Hz')
 
-    #: name -> (description, constraint) of every parameter (declared read-only with these
-    #: descriptors when first read, so a bad start value stops the node with the parameter's name
-    #: and a run-time `ros2 param set` is refused: the profile is built once at start)
-    PARAMS = {
-        'mode': ('reference kind: joint trajectory, task-space pose, PKM roll with 2nd-order ID '
-                 'feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
-                 ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')),
-        'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | sin2_pose | '
-                    'goals (task), roll (pkm_d2)',
-                    ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'sin2_pose', 'goals', 'roll')),
-        'rot_axis': ('sin2_pose: fixed world axis of the platform rotation', None),
-        'rot_angle': ('sin2_pose: rotation at s = 1 [rad] (|rot_angle| < pi)', None),
-        'rate': ('samples per second [Hz] (real time)', (1e-3, 1e5)),
-        'joints': ('joint names of a joint reference (default: the independent joints)', None),
-        'amplitude': ('sinusoid amplitude per joint [rad | m]', None),
-        'frequency': ('sinusoid / circle frequency [Hz]', None),
-        'phase': ('sinusoid / circle phase [rad]', None),
-        'offset': ('sinusoid offset per joint [rad | m] (default: the reference configuration)', None),
-        'waypoints': ('joint waypoints (flattened rows) | boom A-B-C-D tool points (x, z pairs) [m]', None),
-        'durations': ('duration of each waypoint segment [s]', None),
-        'repeat': ('repeat the profile after its duration', None),
-        'center': ('circle centre, world frame [m]', None),
-        'radius': ('circle radius [m]', (0.0, None)),
-        'e1': ('first in-plane unit vector of the circle (world)', None),
-        'e2': ('second in-plane unit vector of the circle (world)', None),
-        'roll_min': ('pkm_d2 roll: smallest platform roll angle [rad]', None),
-        'roll_max': ('pkm_d2 roll: largest platform roll angle [rad]', None),
-        'roll_period': ('pkm_d2 roll: period [s]', (1e-6, None)),
-        'roll_center': ('pkm_d2 roll: platform centre (world) [m]', None),
-        'task_axes': ('boom_task / task_ik: world components of the tool point', None),
-        'task_frame': ('task_ik: frame whose origin follows the task path', None),
-        'task_loops': ('boom_task: number of A-B-C-D loops', (1, 1000000)),
-        'leg_duration': ('boom_task: duration of one leg [s]', (1e-6, None)),
-        'start_delay': ('boom_task: rest before the first leg [s]', (0.0, None)),
-        'start': ('goals: EE position at rest before the first goal (world) [m]', None),
-        'max_speed': ('goals: peak EE speed of a move [m/s]', (1e-9, None)),
-        'min_duration': ('goals: shortest move [s]', (0.0, None)),
-        'goal_topic': ('goals: geometry_msgs/PointStamped goals (relative name)', None),
-        'sync_topic': ('lock-step: one sample per JointState stamp on this topic (empty: timer)', None),
-        'start_topic': ('real time: the profile starts with the first message here (empty: at once)', None),
-    }
+    PARAMS = PARAMS
 
     def _declare(self, name, default):
         """Declare ``name`` (read-only, described, constrained: :attr:`PARAMS`); its Parameter."""
         text, cons = self.PARAMS.get(name, ('', None))
         declare_params(self, {name: (default, text, cons)})
         return self.get_parameter(name)
-
-    def _goal_profile(self, m, dp):
-        """``mode: task``, ``profile: goals`` (seed 004's SEA moves): rest at ``start`` until a
-        goal (geometry_msgs/PointStamped, world frame) arrives on ``goal_topic``; each goal starts
-        a sin^2-jerk move (:class:`robot_dynamics.trajectories.GoalMoves`, ``max_speed``,
-        ``min_duration``) at the time of the last published sample; a goal whose path leaves the
-        workspace (checked for the planar 3RRR SEA-PKM) is rejected with a warning."""
-        from geometry_msgs.msg import PointStamped
-        from robot_dynamics.trajectories import GoalMoves
-        reachable = None
-        if sum(a.get('type') == 'sea' for a in m.actuators.values()) == 3:   # the SEA-PKM
-            from robot_dynamics.pkm.planar_sea import Planar3RRR
-            from robot_dynamics.sea import sea_params_from_model
-            pkm = Planar3RRR(sea_params_from_model(m))
-            reachable = lambda pts: pkm.ik(pts[:, :2])                # noqa: E731
-            pkm.ik(np.zeros((21, 2)))         # load the IK kernel now, not on the first goal
-        prof = GoalMoves(dp('start', [0.0, 0.0, 0.0]).value, float(dp('max_speed', 0.4).value),
-                         float(dp('min_duration', 0.3).value), reachable)
-        self.t_last = 0.0
-        topic = dp('goal_topic', 'goal').value
-        self.create_subscription(PointStamped, topic, self.on_goal, QOS_COMMAND)
-        self.get_logger().info(f'goals on {topic} (geometry_msgs/PointStamped)')
-        return prof
 
     def on_goal(self, msg):
         g = [msg.point.x, msg.point.y, msg.point.z]
@@ -313,10 +185,6 @@ class TrajectoryNode(Node):
             t = t % dur
         self.publish_sample(t, now)
 
-    def _d2_profile(self, t, order=ORDER):
-        self._d2_ref = r = self.d2.reference(t)
-        return r.theta_a[:order + 1]
-
     def publish_sample(self, t, now, stamp=None):
         self.t_last = t
         try:
@@ -364,7 +232,7 @@ class TrajectoryNode(Node):
 
     def _publish_d2(self, t, x, stamp):
         from sensor_msgs.msg import JointState
-        r = self._d2_ref
+        r = self.d2.last
         msg = JointTrajectory()
         msg.header.stamp = stamp
         msg.joint_names = self.joints

@@ -1,0 +1,57 @@
+"""trajectory_node's references without ROS (robot_dynamics.reference_source): every mode built
+from flat parameters the way the node declares them, sampled with derivatives 0..4; bad modes
+and profiles refused."""
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.reference_source import ORDER, PARAMS, build_reference
+
+
+def _get(values):
+    seen = {}
+
+    def get(name, default):
+        assert name in PARAMS, f'{name} is not a declared parameter'   # the node declares PARAMS
+        seen[name] = values.get(name, default)
+        return seen[name]
+    return get, seen
+
+
+@pytest.mark.parametrize('robot, params, n', [
+    ('five_bar', {'mode': 'task', 'profile': 'circle', 'radius': 0.02}, 3),
+    ('four_bar', {'mode': 'joint'}, 1),
+    ('irsbot2', {'mode': 'task', 'profile': 'sin2_pick_place', 'e1': [0.1, 0, 0], 'e2': [0, 0, 0.1],
+                 'frequency': 1.0}, 3),
+    ('hydraulic_boom', {'mode': 'boom_task'}, 2),
+    ('gough_stewart', {'mode': 'pkm_d2', 'profile': 'roll'}, 6),
+    ('planar_3rrr_sea', {'mode': 'task', 'profile': 'goals', 'start': [-0.05, 0.0, 0.0]}, 3),
+])
+def test_every_mode_builds_and_samples(robot, params, n):
+    m = rd.load_model(rd.data_path(f'urdf/{robot}.urdf'))
+    get, seen = _get(params)
+    src = build_reference(m, get)
+    assert src.mode == params['mode'] and len(src.joints) == n
+    for t in (0.0, 0.37):
+        x = src.profile(t, order=ORDER)
+        assert x.shape[1] == n and x.shape[0] in (3, ORDER + 1) and np.all(np.isfinite(x))  # boom: 0..2
+    if src.mode == 'pkm_d2':
+        r = src.d2.last
+        assert r.u.shape == (6,) and np.all(np.isfinite(r.ud)) and r.q.shape == (m.nq,)
+        np.testing.assert_allclose(x, r.theta_a[:ORDER + 1])
+    if params.get('profile') == 'goals':
+        assert src.goals is not None and src.goal_topic == 'goal'
+        x0 = src.profile(1.0, order=ORDER)
+        np.testing.assert_allclose(x0[0], [-0.05, 0.0, 0.0])        # at rest before a goal
+        np.testing.assert_allclose(x0[1:], 0.0)
+
+
+def test_bad_mode_and_profile_are_refused():
+    m = rd.load_model(rd.data_path('urdf/five_bar.urdf'))
+    with pytest.raises(ValueError, match='mode'):
+        build_reference(m, _get({'mode': 'banana'})[0])
+    with pytest.raises(ValueError, match="pkm_d2"):
+        build_reference(rd.load_model(rd.data_path('urdf/gough_stewart.urdf')),
+                        _get({'mode': 'pkm_d2', 'profile': 'goals'})[0])
+    with pytest.raises(rd.errors.InputError):
+        build_reference(m, _get({'mode': 'task', 'profile': 'zigzag'})[0])
