@@ -42,8 +42,10 @@ def pytest_report_header(config):
 SERIAL_MODULES = ('test_ros_', 'test_launcher', 'test_executor', 'test_startup', 'test_mcap_bag',
                   'test_environment', 'test_cli')
 LOCKSTEP_GRAPH_MODULES = {'test_ros_gough_stewart', 'test_ros_hydraulic', 'test_ros_hydraulic_load',
-                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip',
-                          'test_ros_tripteron', 'test_ros_embedding_robots', 'test_ros_cylinder_elbow'}
+                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip'}
+# (the three lock-step graphs of the URDF-only robots, test_ros_tripteron, _embedding_robots and
+# _cylinder_elbow, stay serial: next to the other phase-1 graphs on a fresh clone, test_ros_ip
+# timed out waiting 60 s for its graph once)
 
 
 def pytest_collection_modifyitems(config, items):
