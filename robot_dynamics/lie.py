@@ -455,7 +455,10 @@ def Ad(T):
     ``T``: (..., 4, 4) -> (..., 6, 6), ``[[R, hat(p) R], [0, R]]``; satisfies
     ``hat6(Ad(T) @ V) = T hat6(V) T^-1``.  Wrenches transform with ``Ad_inv(T).T``.
     """
-    T = _check(T, (4, 4), 'Ad', 'T')
+    return _Ad(_check(T, (4, 4), 'Ad', 'T'))
+
+
+def _Ad(T):
     R, p = T[..., :3, :3], T[..., :3, 3]
     A = np.zeros(T.shape[:-2] + (6, 6))
     A[..., :3, :3] = R
@@ -511,7 +514,10 @@ def inv_se3(T):
 
     ``T``: (..., 4, 4) -> (..., 4, 4).  The bottom row of ``T`` is ignored.
     """
-    T = _check(T, (4, 4), 'inv_se3', 'T')
+    return _inv_se3(_check(T, (4, 4), 'inv_se3', 'T'))
+
+
+def _inv_se3(T):
     Rt = np.swapaxes(T[..., :3, :3], -1, -2)
     out = np.zeros(T.shape)
     out[..., :3, :3] = Rt

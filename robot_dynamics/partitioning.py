@@ -806,10 +806,6 @@ def warmup(model=None):
 
 
 # ----------------------------------------------------------------------------- output map
-def _cross3(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
 class OutputMapError(PartitioningError):
     """A task-space target the output map cannot be inverted at.
 
@@ -863,7 +859,6 @@ class OutputMap:
         self._fjoint = int(model.frame_parent[self._fidx])
         if self._fjoint < 0:
             raise PartitioningError(f"frame '{frame}' is fixed to the world: no output map")
-        self._fp = np.asarray(model.frame_p[self._fidx], float)
         self.loop_map = make_loop_map(model, loop_map) if isinstance(loop_map, str) else loop_map
         self.coords = list(self.loop_map.independent)
         self.k = len(self.coords)
@@ -888,7 +883,7 @@ class OutputMap:
     def forward(self, theta, thetad=None, q_guess=None):
         """``x`` (d,) [m], ``J_x`` (d, k), ``Jdot_x thetad`` (d,) [m/s²] (zero without
         ``thetad``) at ``theta`` (k,); world components ``axes`` of the frame origin."""
-        from .kinematics import _lwa_columns, world_state
+        from .kinematics import _frame_state, _lwa_columns, world_state
         th = self._theta(theta)
         lm = self.loop_map.evaluate(th, q_guess if q_guess is not None else self._q)
         self._q = lm.q
@@ -897,16 +892,11 @@ class OutputMap:
         else:                 # q̇ = G thd, q̈ = H(thd, thd): the origin's acceleration = Jdot thd
             thd = self._theta(thetad, 'thetad')
             st = world_state(self.model, lm.q, lm.G @ thd, np.einsum('nab,a,b->n', lm.H, thd, thd))
-        j = self._fjoint                      # frame origin on joint j's body (not the root)
-        r = st['R'][j] @ self._fp
-        p = st['p'][j] + r
+        _, p, _, _, _, acc = _frame_state(self.model, st, self._fidx)   # origin, its acceleration
         Jq, _ = _lwa_columns(self.model, st, self._fidx, p)
-        if thetad is not None:
-            w, al = st['w'][j], st['alpha'][j]
-            acc = st['a'][j] + _cross3(al, r) + _cross3(w, _cross3(w, r))
         J = (Jq[:3] @ lm.G)[self.axes]
         self._J_at = (th.copy(), J)
-        return p[self.axes], J, (acc[self.axes] if thetad is not None else np.zeros(self.d))
+        return p[self.axes], J, acc[self.axes]
 
     def _check_square(self):
         if self.d != self.k:

@@ -52,32 +52,11 @@ from .errors import InputError, RobotDynamicsError
 REFUSED_EVENTS = ('branch_jump', 'branch_left', 'projection_failed')
 
 
-class Decimator:
-    """At most one output per ``period`` of a time axis (plant or state time [s]): :meth:`due`
-    says whether the output at ``t`` goes out. ``period`` <= 0: every time. A time that goes
-    backwards (a reset, a new plant clock) is always due."""
-
-    def __init__(self, period=0.0):
-        self.period, self.last = float(period), None
-
-    @classmethod
-    def from_rate(cls, rate):
-        """``rate`` [Hz]; 0 or None = every time."""
-        return cls(1.0 / float(rate) if rate else 0.0)
-
-    def due(self, t):
-        if (self.period <= 0.0 or self.last is None or t < self.last
-                or t - self.last >= self.period - 1e-9):
-            self.last = t
-            return True
-        return False
-
-
 class AssemblyModeError(RobotDynamicsError):
     """A plant step left the assembly mode (a refused step, see :class:`SimRunner`)."""
 
 
-__all__ = ['SimRunner', 'sim_params', 'Decimator', 'runner_from_params']
+__all__ = ['SimRunner', 'sim_params', 'runner_from_params', 'REFUSED_EVENTS', 'AssemblyModeError']
 
 
 class SimRunner:

@@ -36,9 +36,14 @@ def test_every_mode_builds_and_samples(robot, params, n):
         x = src.profile(t, order=ORDER)
         assert x.shape[1] == n and x.shape[0] in (3, ORDER + 1) and np.all(np.isfinite(x))  # boom: 0..2
     if src.mode == 'pkm_d2':
+        # the node's default roll parameters are the brief's roll: the same u, u', u'' as the
+        # batch entry on RollMotion() at that instant
+        from robot_dynamics.pkm.gough_stewart import RollMotion
+        from robot_dynamics.pkm.recursive import inverse_dynamics_d2
         r = src.d2.last
-        assert r.u.shape == (6,) and np.all(np.isfinite(r.ud)) and r.q.shape == (m.nq,)
-        np.testing.assert_allclose(x, r.theta_a[:ORDER + 1])
+        u = inverse_dynamics_d2(m, *RollMotion()(0.37))
+        np.testing.assert_allclose(np.stack([r.u, r.ud, r.udd]), np.stack(u), rtol=1e-12, atol=1e-9)
+        assert r.q.shape == (m.nq,)
     if params.get('profile') == 'goals':
         assert src.goals is not None and src.goal_topic == 'goal'
         x0 = src.profile(1.0, order=ORDER)

@@ -171,7 +171,8 @@ def test_a_step_that_leaves_the_assembly_mode_is_refused_and_the_plant_holds():
 def test_decimator_and_runner_from_params():
     """Decimator: at most one output per period of its time axis, a reset always due; the node's
     parameters build the runner (hydraulic: hold 'gravity' becomes 'zero', reported)."""
-    from robot_dynamics.sim_runner import Decimator, runner_from_params, sim_params
+    from robot_dynamics.decimator import Decimator
+    from robot_dynamics.sim_runner import runner_from_params, sim_params
     d = Decimator.from_rate(250.0)
     out = [t for t in np.arange(0.0, 0.02, 1e-3) if d.due(t)]
     np.testing.assert_allclose(out, [0.0, 0.004, 0.008, 0.012, 0.016], atol=1e-12)

@@ -317,7 +317,8 @@ def tabulated_d2_from_params(model, kind, params):
     if kind not in ('circle', 'waypoints', 'sin2_pick_place'):
         raise InputError(f"general-route feed-forward: profile 'circle', 'waypoints' or "
                          f"'sin2_pick_place', got {kind!r}")
-    p = {**tabulated_d2_defaults(model), **params}
-    n = len(tabulated_d2_defaults(model)['center'])             # delta
-    prof = make_profile(kind, n=n, **{k: v for k, v in p.items() if k != 'table_step'})
+    defaults = tabulated_d2_defaults(model)
+    p = {**defaults, **params}
+    prof = make_profile(kind, n=len(defaults['center']),            # n = delta
+                        **{k: v for k, v in p.items() if k != 'table_step'})
     return TabulatedD2Feedforward(model, prof, dt=float(p['table_step']))

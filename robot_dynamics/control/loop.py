@@ -305,10 +305,11 @@ class ControlLoop:
                    safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
                    max_future=p['max_future'], wait_first_reference=p['wait_first_reference'])
 
-    def safe_effort(self):
-        """The safe command at the newest state, within the limits (e.g. when the controller is
-        disabled)."""
-        eff = self.law.safe_command(self.state, self.safe_mode, self.hold_damping)
+    def safe_effort(self, state=None):
+        """The safe command at ``state`` (default the newest state), within the limits (also
+        what the controller sends when it is disabled)."""
+        eff = self.law.safe_command(state if state is not None else self.state, self.safe_mode,
+                                    self.hold_damping)
         return np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
 
     def hold_here(self):
@@ -613,9 +614,7 @@ class ControlLoop:
         return self._finish(cmd, t0, now)
 
     def _safe(self, st, reason, stamp):
-        eff = self.law.safe_command(st if st is not None else self.state, self.safe_mode,
-                                    self.hold_damping)
-        eff = np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
+        eff = self.safe_effort(st)
         self.count['safe_commands'] += 1
         self.last_command = Command(eff, True, reason, stamp, state=st)
         return self.last_command

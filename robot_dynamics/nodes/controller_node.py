@@ -39,10 +39,10 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_dynamics.control.loop import ControlLoop, SamplePairing
 from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, RUNTIME, controller_spec,
                                            make_law_from_params)
+from robot_dynamics.decimator import Decimator
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, guarded, load_model_param, spin_node,
                                           stamp_sec, time_msg, warn_throttled, wrench_stamped)
-from robot_dynamics.sim_runner import Decimator
 
 
 

@@ -41,11 +41,11 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.decimator import Decimator
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded,
-                                          load_model_param, spin_node)
+                                          load_model_param, spin_node, stamp_sec)
 from robot_dynamics.pkm.embedding import IKTracker, task_reference
-from robot_dynamics.sim_runner import Decimator
 
 
 def _stamp(h):
@@ -151,8 +151,7 @@ class IKNode(Node):
         a = self.act_idx
         self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
                                         velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
-        t = header.stamp.sec + 1e-9 * header.stamp.nanosec
-        if not self.aux_out.due(t):
+        if not self.aux_out.due(stamp_sec(header.stamp)):
             return                     # the auxiliary topics are decimated (aux_rate)
         pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
                                   accelerations=mo.qdd.tolist())

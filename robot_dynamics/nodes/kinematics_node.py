@@ -20,10 +20,10 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from visualization_msgs.msg import Marker, MarkerArray
 
 import robot_dynamics as rd
+from robot_dynamics.decimator import Decimator
 from robot_dynamics.lie import matrix_to_quat_xyzw
 from robot_dynamics.nodes._common import (QOS_STATE, JointStateParser, declare_params, guarded,
-                                          load_model_param, spin_node)
-from robot_dynamics.sim_runner import Decimator
+                                          load_model_param, spin_node, stamp_sec)
 
 
 class KinematicsNode(Node):
@@ -60,8 +60,7 @@ class KinematicsNode(Node):
         self.rejected = 0
 
     def on_joint_states(self, msg):
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if not self.out.due(t):
+        if not self.out.due(stamp_sec(msg.header.stamp)):
             return                                           # decimated (rate)
         q, qd, why = self.parser.parse(msg)
         if why:
@@ -92,8 +91,7 @@ class KinematicsNode(Node):
                               MultiArrayDimension(label='position_m,orientation', size=2, stride=2)]
             arr.data = [float(v) for e in errs.values() for v in e]
             self.pub_res.publish(arr)
-            t = stamp.sec + 1e-9 * stamp.nanosec
-            if self.marker_out.due(t):                       # (a clock reset: due)
+            if self.marker_out.due(stamp_sec(stamp)):        # (a clock reset: due)
                 self.pub_mk.publish(self._markers(q, errs, stamp))
 
     def _markers(self, q, errs, stamp):

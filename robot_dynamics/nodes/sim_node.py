@@ -35,10 +35,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
+from robot_dynamics.decimator import Decimator
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, extra_states_msg, guarded, load_model_param,
                                           spin_node)
-from robot_dynamics.sim_runner import Decimator, runner_from_params, sim_params
+from robot_dynamics.sim_runner import runner_from_params, sim_params
 from robot_dynamics.visuals import with_stick_visuals
 
 

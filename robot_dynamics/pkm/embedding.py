@@ -81,6 +81,7 @@ import numpy as np
 from ..constraints import constraint_terms
 from ..errors import InputError, RobotDynamicsError
 from ..kinematics import forward_kinematics
+from ..lie import exp_so3, log_so3, quat_xyzw_to_matrix
 from ..model import REVOLUTE, Model
 from . import _embedding_kernels as _K
 
@@ -146,12 +147,6 @@ def _comp_row(c, key):
     raise PKMSpecError(f"{key}: task component {c!r} not supported (x, y, z, rx, ry, rz, or "
                        f"{{lin: [ux, uy, uz]}} / {{rot: [ux, uy, uz]}} with a non-zero world "
                        f"direction)")
-
-
-def _rotvec_exp(r):
-    """Rotation matrix exp(r^) of a rotation vector r (3,) [rad]."""
-    a = float(np.linalg.norm(r))
-    return np.eye(3) if a == 0.0 else _rot(np.asarray(r, float) / a, a)
 
 
 def _rot(axis, t):
@@ -780,7 +775,7 @@ class PKM:
         if len(ti[2]):
             r = np.zeros(3)
             r[ti[2]] = x[ti[3]]
-            t[3:] = (_rotvec_exp(r) @ self.R_ref).ravel()
+            t[3:] = (exp_so3(r) @ self.R_ref).ravel()
         return t
 
     def solve_ik(self, x, seed=None, scheme=None, check_branch=True):
@@ -1031,7 +1026,6 @@ def task_reference(pkm, position, quat_xyzw=None, twist=None, accel=None):
     velocity is the twist, see the module docstring). Raises :class:`InputError` for a wrong
     shape, a non-finite value or a zero quaternion.
     """
-    from ..lie import log_so3, quat_xyzw_to_matrix
     if not isinstance(pkm, PKM):
         pkm = get_pkm(pkm)
 

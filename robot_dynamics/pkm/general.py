@@ -65,7 +65,7 @@ from math import comb
 import numpy as np
 
 from ..errors import InputError
-from ..lie import _ad, _hat, exp_se3  # (unchecked batched hat / ad: linear-first twists)
+from ..lie import _Ad, _ad, _hat, _inv_se3, exp_se3  # (unchecked, batched; linear-first twists)
 from .recursive import PKMSingularityError, PKMStructureError
 
 __all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
@@ -81,24 +81,6 @@ _CUT_JOINTS = {
     'cylindrical': ('Pk', 'Rk'), 'planar': ('Pt1', 'Pt2', 'Rk'),
     'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'), 'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
     'weld': (), 'weld6d': ()}
-
-
-def _Ad(C):
-    R, p = C[..., :3, :3], C[..., :3, 3]
-    A = np.zeros(C.shape[:-2] + (6, 6))
-    A[..., :3, :3] = R
-    A[..., 3:, 3:] = R
-    A[..., :3, 3:] = _hat(p) @ R
-    return A
-
-
-def _inv(C):
-    Ci = np.zeros_like(C)
-    Rt = np.swapaxes(C[..., :3, :3], -1, -2)
-    Ci[..., :3, :3] = Rt
-    Ci[..., :3, 3] = -np.einsum('...ij,...j->...i', Rt, C[..., :3, 3])
-    Ci[..., 3, 3] = 1.0
-    return Ci
 
 
 def _T(R, p):
@@ -205,7 +187,7 @@ class GeneralPKM:
 
     def jacobians(self, Cs, Cref):
         """Per limb ``J (S, 6, N)``, columns ``Ad(Cref^-1 C_i) X_i``."""
-        Ci = _inv(Cref)
+        Ci = _inv_se3(Cref)
         return [np.einsum('sijk,ik->sji', _Ad(Ci[:, None] @ C), lb.X) for lb, C in zip(self.limbs, Cs)]
 
     def task_value(self, Cp):
@@ -644,7 +626,7 @@ def _ne_limb(lb, th, Cs, g):
     A = []
     Vs = []
     for i in range(n):
-        Ci_rel = _inv(lb.B[i] @ _exp_unit(lb.X[i], th[0][:, i]))
+        Ci_rel = _inv_se3(lb.B[i] @ _exp_unit(lb.X[i], th[0][:, i]))
         Ai = _Ad(Ci_rel)
         A.append(Ai)
         X, aX = lb.X[i], lb.adX[i]
