@@ -452,8 +452,26 @@ class SEAPlant(Plant):
                         0.0, z, np.zeros(0), 0, True, 0.0, 0.0, 0.0, 1, ())
 
 
-def _factory(model, q0=None, dt=1e-3, **options):
-    return SEAPlant(model, q0, dt=dt, **options)
+def _factory(model, q0=None, dt=1e-3, route='auto', **options):
+    """Plant kind ``'sea'``: ``route='planar'`` the closed-form planar 3RRR plant
+    (:class:`SEAPlant`, robots of its class), ``'general'`` any SEA-PKM through the general
+    2nd-order route (:class:`robot_dynamics.sea_general.GeneralSEAPlant`; options
+    ``substeps`` only), ``'auto'`` the planar one when the model is in its class, else the
+    general one."""
+    if route not in ('auto', 'planar', 'general'):
+        raise InputError(f"sea plant: route must be auto, planar or general, got {route!r}")
+    if route != 'general':
+        try:
+            params = options.pop('params', None) or sea_params_from_model(model)
+            return SEAPlant(model, q0, dt=dt, params=params, **options)
+        except InputError:
+            if route == 'planar':
+                raise
+    from .sea_general import GeneralSEAPlant
+    bad = sorted(set(options) - {'substeps'})
+    if bad:
+        raise InputError(f"model '{model.name}': the general SEA plant has no option(s) {bad}")
+    return GeneralSEAPlant(model, q0, dt=dt, **options)
 
 
 register_plant('sea', _factory)

@@ -28,7 +28,8 @@ from .loop import Law, LawOutput
 from ..pkm.planar_sea import (Planar3RRR, Planar3RRRParams, _planar_batch, _preload_n, _solve2,
                               _solve3, _task_space_1, solve_preload)
 
-__all__ = ['SEAFlatnessController', 'SeaFlatnessLaw', 'pole_gains', 'sea_state_from_joints']
+__all__ = ['SEAFlatnessController', 'SeaFlatnessLaw', 'GeneralSeaFlatnessLaw', 'make_sea_flatness_law',
+           'pole_gains', 'sea_state_from_joints']
 
 
 def pole_gains(p, order=4):
@@ -308,8 +309,8 @@ class SeaFlatnessLaw(Law):
         return p, pd, q[self.im], qd[self.im]
 
     def desired(self, ref):
-        """yd (5, 2): the reference's EE position .. snap (rows it lacks are zero)."""
-        yd = np.zeros((5, 2))
+        """yd (5, k): the reference's EE position .. snap (rows it lacks are zero)."""
+        yd = np.zeros((5, len(self.coords)))
         if ref.derivs is not None:
             n = min(5, len(ref.derivs))
             yd[:n] = ref.derivs[:n]
@@ -338,6 +339,102 @@ class SeaFlatnessLaw(Law):
             if np.all(np.isfinite(eff)):
                 return eff
         return np.zeros(len(self.joints))
+
+
+class GeneralSeaFlatnessLaw(Law):
+    """``sea_flatness`` for ANY SEA-PKM the general 2nd-order route covers
+    (:class:`robot_dynamics.sea_general.GeneralSEAFlatness`: three passes of the general route;
+    equal to :class:`SeaFlatnessLaw` on the planar 3RRR to round-off, tested).
+
+    State: every link-side tree joint of the platform limb (measured task state) and the SEA
+    motor joints; reference coordinates ``coords`` = the route's task (world components of the
+    platform frame, e.g. ``['x', 'z']``), ``task_axes`` their indices in a 3-D task reference
+    (positional tasks only), rows 0..4 of ``Reference.derivs``. Command joints: the motor
+    joints. ``preload``: lambda set-point (redundant SEA only). Safe command ``'hold'``: the
+    static spring effort of the current pose (u of the static ID, holds gravity) minus
+    ``hold_damping * qd_m``; ``'zero'``: no effort."""
+
+    name = 'sea_flatness'
+    reference_order = 4
+
+    def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
+        from ..sea_general import GeneralSEAFlatness, SEAPKM
+        super().__init__(model, joints)
+        self.sea = SEAPKM(model)
+        self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)
+        mot = [int(i) for i in self.sea.i_mot]
+        try:
+            self._out = np.array([mot.index(i) for i in self.cmd_idx], dtype=np.int64)
+        except ValueError:
+            raise InputError(f'sea_flatness: joints {self.joints} must be motor joints '
+                             f'{[model.joint_names[i] for i in mot]}') from None
+        idx = list(self.sea.pkm.task_idx)
+        if any(k >= 3 for k in idx):
+            raise InputError(f"sea_flatness: task {self.sea.task} has an angular component; the "
+                             "law takes positional task references only")
+        self.coords = list(self.sea.task)
+        self.task_axes = tuple(int(k) for k in idx)
+        lb = self.sea.pkm.limbs[-1]
+        self.required_joints = ([model.joint_names[int(j)] for j in lb.tree]
+                                + [model.joint_names[i] for i in mot])
+        self.preload = float(preload)
+
+    @property
+    def preload(self):
+        return float(self.lam_d[0])
+
+    @preload.setter
+    def preload(self, v):
+        self.lam_d = np.array([float(v), 0.0, 0.0])
+
+    def compute(self, state, ref):
+        s = self.sea
+        x, xd = s.measure(state.q, state.qd)
+        yd = SeaFlatnessLaw.desired(self, ref)
+        tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
+        e, ed = yd[0] - x, yd[1] - xd
+        lam = float(self.ctrl.lam)
+        labels = [f'e_{c}' for c in self.coords] + [f'ed_{c}' for c in self.coords]
+        values = [*e, *ed]
+        if s.n_a > s.delta:
+            labels += ['lambda', 'lambda_d']
+            values += [lam, self.preload]
+        return LawOutput(tau[self._out], e, ed, {'lambda': lam, 'lambda_d': self.preload,
+                                                 'labels': labels, 'values': values})
+
+    def current_coordinates(self, q):
+        return self.sea.measure(q, np.zeros_like(q))[0]
+
+    def safe_command(self, state, mode, damping):
+        if mode == 'hold' and state is not None:
+            s = self.sea
+            try:
+                X = np.zeros((1, 5, s.delta))
+                X[0, 0] = s.measure(state.q, state.qd)[0]
+                u = s.solve(X).u[0]
+            except Exception:             # noqa: BLE001 - outside the workspace: brake only
+                u = np.zeros(s.n_a)
+            eff = (u - float(damping) * state.qd[s.i_mot])[self._out]
+            if np.all(np.isfinite(eff)):
+                return eff
+        return np.zeros(len(self.joints))
+
+
+def make_sea_flatness_law(model, route='auto', **kw):
+    """The ``sea_flatness`` law of a model: ``route='planar'`` the closed-form planar 3RRR law
+    (:class:`SeaFlatnessLaw`, robots of its class only), ``'general'`` the general route
+    (:class:`GeneralSeaFlatnessLaw`, any SEA-PKM), ``'auto'`` the planar one when the model is
+    in its class (read by :func:`robot_dynamics.sea.sea_params_from_model`), else the general."""
+    if route not in ('auto', 'planar', 'general'):
+        raise InputError(f"sea_flatness: route must be auto, planar or general, got {route!r}")
+    if route == 'general':
+        return GeneralSeaFlatnessLaw(model, **kw)
+    try:
+        return SeaFlatnessLaw(model, **kw)
+    except InputError:
+        if route == 'planar':
+            raise
+        return GeneralSeaFlatnessLaw(model, **kw)
 
 
 _ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2

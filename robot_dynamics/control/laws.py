@@ -174,8 +174,8 @@ def make_law(model, law, **p):
         obj = VdcLaw(model, **take('joints', 'lam', 'k_scale', 'kf_pole', 'kx_ratio', 'dt', 'dp_min',
                                    'wrench_timeout', 'params'))
     elif law == 'sea_flatness':     # seed 004: control/flatness_sea.py
-        from .flatness_sea import SeaFlatnessLaw
-        obj = SeaFlatnessLaw(model, **take('poles', 'lambda_poles', 'preload', 'joints'))
+        from .flatness_sea import make_sea_flatness_law
+        obj = make_sea_flatness_law(model, **take('poles', 'lambda_poles', 'preload', 'joints', 'route'))
     else:
         raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
     if p:

@@ -39,6 +39,8 @@ CONTROLLER_PARAMS = {
     'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, None)),
     'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, None)),
     'preload': (0.0, 'sea_flatness: internal preload [N m]', None),
+    'route': ('auto', 'sea_flatness: auto | planar (closed-form planar 3RRR) | general (any SEA-PKM, '
+              'general 2nd-order route)', ('auto', 'planar', 'general')),
 }
 
 #: parameters that may change at run time (the others are read-only)
@@ -67,5 +69,5 @@ def make_law_from_params(model, p):
         kw.update(reference=p['reference'], task_frame=p['task_frame'], task_axes=p['task_axes'])
     elif p['law'] == 'sea_flatness':
         kw = dict(poles=p['poles'], lambda_poles=p['lambda_poles'], preload=p['preload'],
-                  joints=kw['joints'])
+                  joints=kw['joints'], route=p['route'])
     return make_law(model, p['law'], **kw)

@@ -1,0 +1,333 @@
+"""Series-elastic-actuated PKM of ANY geometry the general 2nd-order route covers (seed 004),
+built from the URDF + loops sidecar: plant and flatness-based exactly linearising law.
+
+The link side is a PKM of :mod:`robot_dynamics.pkm.general` (serial limbs, one cut joint per
+limb to the platform) whose actuated joints are the SEAs' spring-output joints; the sidecar's
+``actuators`` of type ``sea`` give per SEA: ``joint`` (link side), ``motor_joint`` (a rotor
+joint on its own chain from the base, not part of the PKM), ``stiffness`` K [N m/rad | N/m],
+``motor_inertia`` M_m [kg m^2 | kg], ``damping`` D (spring-parallel), ``motor_damping`` D_m
+(default 0). Task: the world coordinates ``x`` (delta,) of the platform frame that the general
+route picks (``general_pkm(model).task``; a 6-DOF pose task is not covered here). Dynamics::
+
+    M_t(x) xdd + b(x, xd) = J_IK^T u,   u = K (q_m - theta_a) + D (qd_m - thetad_a)
+    M_m qdd_m = tau - u - D_m qd_m
+
+with ``w = J_IK^T u = M_t xdd + b`` the general route's task-space force: ``b = w(xdd = 0)``,
+column k of ``M_t`` = ``w(xdd = e_k) - b`` (one batched call of delta + 1 samples; exact, w is
+affine in xdd). Redundant actuation by one SEA (n_a = delta + 1, e.g. the planar 3RRR): the
+internal preload ``lambda = n^T u`` with ``n`` the generalised cross product of the columns of
+``J_IK`` (``n_i = (-1)^i det(J_IK without row i)``; for delta = 2 the ``cross(c_1, c_2)`` of
+the brief), its derivatives by the multilinearity of the determinant.
+
+Flatness law (brief A8, three passes of the general route; equal to the planar 3RRR's
+:class:`robot_dynamics.control.flatness_sea.SEAFlatnessController` on that robot)::
+
+    u = K (q_m - theta_a),  ud = K (qd_m - J_IK xd),  xdd = M_t^-1 (J_IK^T u - b)
+    xddd = M_t^-1 (J_IK^T ud + Jd_IK^T u - b1),  b1 = wd(xddd = 0)
+    nu = x_d'''' + k3 (x_d''' - xddd) + k2 (x_d'' - xdd) + k1 (x_d' - xd) + k0 (x_d - x)
+    [J_IK^T; n^T] udd = [wdd(nu) - Jdd_IK^T u - 2 Jd_IK^T ud; nu_l - ndd^T u - 2 nd^T ud]
+    tau = u + M_m (thetadd_a + K^-1 udd) + D_m qd_m
+
+Measured task state: the platform pose from the forward kinematics of the limb that carries the
+platform body in the URDF (its tree joints), ``xd = T(R) V_p``. Units SI.
+"""
+from __future__ import annotations
+
+from itertools import product
+from math import factorial
+
+import numpy as np
+
+from .errors import InputError
+from .lie import _Ad, _inv_se3
+from .pkm.recursive import PKMStructureError
+from .sim import Plant, StepInfo
+
+__all__ = ['SEAPKM', 'GeneralSEAPlant', 'GeneralSEAFlatness', 'preload_direction']
+
+
+def preload_direction(J):
+    """n (3, n_a) and its 1st/2nd time derivatives from ``J`` (3, n_a, delta) = J_IK and its
+    derivatives, n_a = delta + 1: ``n_i = (-1)^i det(J_IK with row i removed)`` (``J_IK^T n =
+    0``), derivatives by the multilinearity of the determinant in the columns."""
+    J = np.asarray(J, float)
+    na, d = J.shape[1], J.shape[2]
+    if na != d + 1:
+        raise InputError(f'preload_direction: needs n_a = delta + 1, got J_IK {na} x {d}')
+    n = np.zeros((3, na))
+    for i in range(na):
+        rows = [r for r in range(na) if r != i]
+        sgn = -1.0 if i % 2 else 1.0
+        for m in range(3):
+            for combo in product(range(m + 1), repeat=d):
+                if sum(combo) != m:
+                    continue
+                coef = factorial(m) / np.prod([factorial(c) for c in combo])
+                B = np.stack([J[combo[k], rows, k] for k in range(d)], axis=1)
+                n[m, i] += sgn * coef * np.linalg.det(B)
+    return n
+
+
+class SEAPKM:
+    """The SEA-PKM's link side through the general route, plus the SEA data.
+
+    ``model``: robot_dynamics Model with >= delta actuators of type ``sea`` (see the module
+    docstring). Attributes: ``pkm`` (:class:`~robot_dynamics.pkm.general.GeneralPKM`),
+    ``delta``, ``task``, ``K``, ``Mm``, ``D``, ``Dm`` (n_a,), ``i_link``/``i_mot`` model indices
+    of the spring-output and motor joints (SEA order = ``pkm.actuated``), ``theta`` the last
+    IK solution (warm start of the next call).
+    """
+
+    def __init__(self, model, platform=None, task=None):
+        from .pkm.general import general_pkm
+        self.model = model
+        p = self.pkm = general_pkm(model, platform, task)
+        seas = [a for a in model.actuators.values() if a.get('type') == 'sea']
+        if not seas:
+            raise InputError(f"model '{model.name}': no actuators of type 'sea' in the sidecar")
+        if p.task == 'pose':
+            raise PKMStructureError(f"model '{model.name}': a 6-DOF platform (pose task) is not "
+                                    "covered by the SEA route (world task coordinates only)")
+        if len(seas) > p.delta + 1:
+            raise PKMStructureError(f"model '{model.name}': {len(seas)} SEAs for {p.delta} DOF: "
+                                    "more than one redundant SEA (preload of rank > 1) is not covered")
+        if [a['joint'] for a in seas] != list(p.actuated):
+            raise PKMStructureError(f"model '{model.name}': SEA joints {[a['joint'] for a in seas]} "
+                                    f"!= the PKM's actuated joints {p.actuated}")
+
+        def num(key, default):
+            v = np.array([float(a.get(key, default)) for a in seas])
+            if not np.all(np.isfinite(v)):
+                raise InputError(f"model '{model.name}': SEA {key} must be finite, got {v.tolist()}")
+            return v
+        self.K, self.Mm = num('stiffness', 30.0), num('motor_inertia', 0.02)
+        self.D, self.Dm = num('damping', 0.0), num('motor_damping', 0.0)
+        if np.any(self.K <= 0) or np.any(self.Mm <= 0):
+            raise InputError(f"model '{model.name}': SEA stiffness and motor_inertia must be > 0")
+        self.delta, self.task, self.n_a = p.delta, list(p.task), len(seas)
+        self.i_link = np.array([model.joint_index(a['joint']) for a in seas], np.int64)
+        self.i_mot = np.array([model.joint_index(a['motor_joint']) for a in seas], np.int64)
+        self.theta = p.theta_ref.copy()
+        lb = self._plimb = p.limbs[-1]
+        if lb.N != lb.n:                                       # pragma: no cover (by construction)
+            raise PKMStructureError('internal: the platform limb has virtual joints')
+
+    # ------------------------------------------------------------------ route calls
+    def solve(self, X):
+        """General route at the samples ``X`` (S, 5, delta) (task coordinates and derivatives
+        1..4), warm-started from the last solution; returns the batched GeneralID2Result."""
+        from .pkm.general import inverse_dynamics_d2_general
+        X = np.asarray(X, float)
+        r = inverse_dynamics_d2_general(self.pkm, X[:, 0], X[:, 1], X[:, 2], X[:, 3], X[:, 4],
+                                        theta_guess=self.theta)
+        self.theta = r.theta[0, 0].copy()
+        return r
+
+    def task_dynamics(self, x, xd):
+        """``(M_t (d, d), b (d,), r)`` at (x, xd): ``w = M_t xdd + b``; ``r`` the route's
+        result of the sample xdd = 0 (theta, theta_a, J_IK = r.J_IK[0], ...; batch axis 0)."""
+        d = self.delta
+        X = np.zeros((d + 1, 5, d))
+        X[:, 0], X[:, 1] = x, xd
+        X[np.arange(1, d + 1), 2, np.arange(d)] = 1.0
+        r = self.solve(X)
+        b = r.w[0, 0]
+        Mt = (r.w[1:, 0] - b).T
+        return Mt, b, r
+
+    def measure(self, q, qd):
+        """Task coordinates ``x`` and rates ``xd`` (delta,) from model coordinates: FK of the
+        platform limb's tree joints, ``xd = T(R) V_p``."""
+        p, lb = self.pkm, self._plimb
+        from .pkm.general import _exp_unit
+        q, qd = np.asarray(q, float), np.asarray(qd, float)
+        th, thd = q[lb.tree], qd[lb.tree]
+        C = np.eye(4)
+        Cs = []
+        for i in range(lb.N):
+            C = C @ lb.B[i] @ _exp_unit(lb.X[i], th[i:i + 1])[0]
+            Cs.append(C)
+        Cp = Cs[-1]
+        Ci = _inv_se3(Cp)
+        Vp = sum(_Ad(Ci @ Cs[i]) @ lb.X[i] * thd[i] for i in range(lb.N))
+        x = p.task_value(Cp[None])[0]
+        xd = p.task_rows(Cp[None, :3, :3])[0] @ Vp
+        return x, xd
+
+    def tree_q(self, theta, qm):
+        """Model coordinates (nq,) from stacked limb coordinates and motor angles (n_a,)."""
+        q = self.pkm.tree_q(theta, np.zeros(self.model.nq))
+        q[self.i_mot] = qm
+        return q
+
+
+class GeneralSEAPlant(Plant):
+    """RK4 plant of any :class:`SEAPKM` (plant kind ``'sea'`` for robots outside the planar
+    3RRR class; ``robot_dynamics.sea.SEAPlant`` is the closed-form fast path of that class and
+    equals this one on it). State: task ``x``, ``xd`` (delta,), motors ``qm``, ``qdm`` (n_a,).
+    ``tau``: motor torques/forces in the order of ``model.actuated`` or the full (nq,) vector.
+    Same interface as ``SEAPlant`` (measured ``q``/``qd`` exact here: no quantisation/noise)."""
+
+    state_attrs = ('t', 'x', 'xd', 'qm', 'qdm', 'last')
+
+    def __init__(self, model, q0=None, dt=1e-3, substeps=1, sea=None):
+        self.model = model
+        self.sea = sea or SEAPKM(model)
+        self.dt, self.substeps = float(dt), int(substeps)
+        self.events = []
+        self.q0 = model.reference_q() if q0 is None else np.asarray(q0, float)
+        self.reset()
+
+    def reset(self, q0=None, qd0=None, t0=0.0):
+        """Reset at rest from model coordinates (task from the platform limb), motors where the
+        springs hold the link side static (u = least-norm static ID: zero preload)."""
+        s = self.sea
+        q0 = self.q0 if q0 is None else np.asarray(q0, float)
+        self.t = float(t0)
+        self.x = s.measure(q0, np.zeros_like(q0))[0]
+        self.xd = np.zeros(s.delta)
+        X = np.zeros((1, 5, s.delta))
+        X[0, 0] = self.x
+        r = s.solve(X)
+        self.qm = r.theta_a[0, 0] + r.u[0] / s.K
+        self.qdm = np.zeros(s.n_a)
+        self.last = self._info(np.zeros(self.model.nq))
+        return self.last
+
+    def set_state(self, x, xd, qm, qdm, t=None):
+        self.x, self.xd = np.array(x, float), np.array(xd, float)
+        self.qm, self.qdm = np.array(qm, float), np.array(qdm, float)
+        if t is not None:
+            self.t = float(t)
+        self.last = self._info(np.zeros(self.model.nq))
+
+    def derivative(self, z, tau_m):
+        """d/dt of z = (x, xd, qm, qdm) under motor efforts tau_m (n_a,)."""
+        s, d, na = self.sea, self.sea.delta, self.sea.n_a
+        x, xd, qm, qdm = z[:d], z[d:2 * d], z[2 * d:2 * d + na], z[2 * d + na:]
+        Mt, b, r = s.task_dynamics(x, xd)
+        J = r.J_IK[0, 0]
+        u = s.K * (qm - r.theta_a[0, 0]) + s.D * (qdm - J @ xd)
+        xdd = np.linalg.solve(Mt, J.T @ u - b)
+        qddm = (tau_m - u - s.Dm * qdm) / s.Mm
+        return np.concatenate([xd, xdd, qdm, qddm])
+
+    def step(self, tau=None, dt=None):
+        tau_full = self.full_tau(tau)
+        tau_m = tau_full[self.sea.i_mot]
+        h = (self.dt if dt is None else float(dt)) / self.substeps
+        z = np.concatenate([self.x, self.xd, self.qm, self.qdm])
+        for _ in range(self.substeps):
+            k1 = self.derivative(z, tau_m)
+            k2 = self.derivative(z + 0.5 * h * k1, tau_m)
+            k3 = self.derivative(z + 0.5 * h * k2, tau_m)
+            k4 = self.derivative(z + h * k3, tau_m)
+            z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            self.t += h
+        d, na = self.sea.delta, self.sea.n_a
+        self.x, self.xd = z[:d], z[d:2 * d]
+        self.qm, self.qdm = z[2 * d:2 * d + na], z[2 * d + na:]
+        self.last = self._info(tau_full)
+        return self.last
+
+    def _true_state(self):
+        key = (self.x.tobytes(), self.xd.tobytes(), self.qm.tobytes(), self.qdm.tobytes())
+        if getattr(self, '_true_key', None) != key:
+            s = self.sea
+            X = np.zeros((1, 5, s.delta))
+            X[0, 0], X[0, 1] = self.x, self.xd
+            r = s.solve(X)
+            q = s.tree_q(r.theta[0, 0], self.qm)
+            qd = s.pkm.tree_q(r.theta[0, 1], np.zeros(self.model.nq))
+            qd[s.i_mot] = self.qdm
+            self._true_key, self._true = key, (q, qd)
+        return self._true
+
+    @property
+    def q(self):
+        return self._true_state()[0].copy()
+
+    @property
+    def qd(self):
+        return self._true_state()[1].copy()
+
+    true_q, true_qd = q, qd
+
+    def hold_command(self, damping):
+        """Hold: motors brake (``-damping * qd_m``) on top of the static spring torque that
+        holds the link side against gravity at the current pose (u of the static ID)."""
+        s = self.sea
+        X = np.zeros((1, 5, s.delta))
+        X[0, 0] = self.x
+        try:
+            u = s.solve(X).u[0]
+        except Exception:                 # noqa: BLE001 - outside the workspace: brake only
+            u = np.zeros(s.n_a)
+        tau = np.zeros(self.model.nq)
+        tau[s.i_mot] = u - float(damping) * self.qdm
+        return tau
+
+    def _info(self, tau):
+        n = self.model.nq
+        z = np.zeros(n)
+        q, qd = self._true_state()
+        return StepInfo(self.t, q.copy(), qd.copy(), z, tau, 0.0, 0, 0, np.inf, 0.0, 0.0,
+                        0.0, z, np.zeros(0), 0, True, 0.0, 0.0, 0.0, 1, ())
+
+
+class GeneralSEAFlatness:
+    """``tau = law(x, xd, qm, qdm, yd, lam_d)``: the flatness-based exactly linearising SEA law
+    (module docstring) for any :class:`SEAPKM` with undamped springs. yd (5, delta): desired
+    task coordinates .. snap; lam_d (3,): preload set-point and derivatives (redundant SEA
+    only). Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA)."""
+
+    def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
+        from .control.flatness_sea import pole_gains
+        if np.any(sea.D != 0):
+            raise InputError(f"model '{sea.model.name}': the exact linearisation assumes undamped "
+                             "springs (SEA damping = 0)")
+        self.sea = sea
+        self.k = pole_gains(float(poles), 4)
+        self.kl = pole_gains(float(lambda_poles), 2)
+        self.u = self.ud = None
+        self.lam = float('nan')
+
+    def __call__(self, x, xd, qm, qdm, yd, lam_d=None):
+        s, d = self.sea, self.sea.delta
+        x, xd = np.asarray(x, float).reshape(d), np.asarray(xd, float).reshape(d)
+        qm, qdm = np.asarray(qm, float), np.asarray(qdm, float)
+        yd = np.asarray(yd, float).reshape(5, d)
+        lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
+        if not (np.all(np.isfinite(yd)) and np.all(np.isfinite(lam_d))):
+            raise InputError('sea_flatness: non-finite reference')
+        # pass 1: theta, J_IK, M_t, b
+        Mt, b, r1 = s.task_dynamics(x, xd)
+        J = r1.J_IK[0, 0]
+        u = s.K * (qm - r1.theta_a[0, 0])
+        ud = s.K * (qdm - J @ xd)
+        xdd = np.linalg.solve(Mt, J.T @ u - b)
+        # pass 2: b1 = wd(xddd = 0) and Jd_IK at (x, xd, xdd)
+        X = np.zeros((1, 5, d))
+        X[0, 0], X[0, 1], X[0, 2] = x, xd, xdd
+        r2 = s.solve(X)
+        xddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[0, 1].T @ u - r2.w[0, 1])
+        k0, k1, k2, k3 = self.k
+        nu = (yd[4] + k3 * (yd[3] - xddd) + k2 * (yd[2] - xdd) + k1 * (yd[1] - xd)
+              + k0 * (yd[0] - x))
+        # pass 3: wdd(nu), J_IK derivatives, thetadd_a
+        X[0, 3], X[0, 4] = xddd, nu
+        r3 = s.solve(X)
+        JJ, W = r3.J_IK[0], r3.w[0]
+        rhs = W[2] - JJ[2].T @ u - 2 * JJ[1].T @ ud
+        if s.n_a == d:
+            udd = np.linalg.solve(JJ[0].T, rhs)
+            lam = float('nan')
+        else:
+            n = preload_direction(JJ)
+            lam = float(n[0] @ u)
+            lamd = n[1] @ u + n[0] @ ud
+            nul = lam_d[2] + self.kl[1] * (lam_d[1] - lamd) + self.kl[0] * (lam_d[0] - lam)
+            udd = np.linalg.solve(np.vstack([JJ[0].T, n[0]]),
+                                  np.concatenate([rhs, [nul - n[2] @ u - 2 * n[1] @ ud]]))
+        self.u, self.ud, self.lam = u, ud, lam
+        return u + s.Mm * (r3.theta_a[0, 2] + udd / s.K) + s.Dm * qdm
