@@ -182,15 +182,26 @@ def _pkm_d2(m, kind, get):
 def _goal_profile(m, get):
     """``profile: goals`` (seed 004's SEA moves): rest at ``start`` until a goal; each goal
     starts a sin^2-jerk move (:class:`robot_dynamics.trajectories.GoalMoves`, ``max_speed``,
-    ``min_duration``); a goal whose path leaves the workspace (checked for the planar 3RRR
-    SEA-PKM) is rejected."""
+    ``min_duration``); a goal whose path leaves the workspace (checked for SEA-PKMs: the planar
+    3RRR's closed-form IK, else the general route's) is rejected."""
     from .trajectories import GoalMoves
+    from .errors import InputError
     reachable = None
-    if sum(a.get('type') == 'sea' for a in m.actuators.values()) == 3:   # the SEA-PKM
+    if any(a.get('type') == 'sea' for a in m.actuators.values()):     # an SEA-PKM
         from .pkm.planar_sea import Planar3RRR
         from .sea import sea_params_from_model
-        pkm = Planar3RRR(sea_params_from_model(m))
-        reachable = lambda pts: pkm.ik(pts[:, :2])                # noqa: E731
-        pkm.ik(np.zeros((21, 2)))         # load the IK kernel now, not on the first goal
+        try:                              # the planar 3RRR class: its closed-form IK
+            pkm = Planar3RRR(sea_params_from_model(m))
+            reachable = lambda pts: pkm.ik(pts[:, :2])            # noqa: E731
+            pkm.ik(np.zeros((21, 2)))     # load the IK kernel now, not on the first goal
+        except InputError:                # any other: the general route's IK of the path
+            from .sea_general import SEAPKM
+            sea = SEAPKM(m)
+            idx = list(sea.pkm.task_idx)
+
+            def reachable(pts):
+                X = np.zeros((len(pts), 5, sea.delta))
+                X[:, 0] = np.asarray(pts, float)[:, idx]
+                sea.solve(X)
     return GoalMoves(get('start', [0.0, 0.0, 0.0]), float(get('max_speed', 0.4)),
                      float(get('min_duration', 0.3)), reachable)

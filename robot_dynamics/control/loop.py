@@ -56,7 +56,7 @@ import numpy as np
 
 from ..errors import InputError, RobotDynamicsError
 
-__all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop', 'SamplePairing']
+__all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop', 'SamplePairing', 'StampedParts']
 
 
 @dataclass
@@ -647,6 +647,24 @@ class ControlLoop:
         d['safe'] = bool(lc.safe) if lc is not None else True
         d['reason'] = lc.reason if lc is not None else 'no command yet'
         return d
+
+
+class StampedParts:
+    """The ``n`` parts of one sample that travel on ``n`` topics (e.g. pose, twist, accel),
+    matched by their header stamp: :meth:`add` ``(k, stamp, value)`` keeps the newest part k
+    and returns the ``n`` values in part order once all carry the same stamp (then starts
+    over), else None."""
+
+    def __init__(self, n):
+        self.n, self.parts = int(n), {}
+
+    def add(self, k, stamp, value):
+        self.parts[k] = (stamp, value)
+        if len(self.parts) == self.n and len({s for s, _ in self.parts.values()}) == 1:
+            out = [self.parts[i][1] for i in range(self.n)]
+            self.parts = {}
+            return out
+        return None
 
 
 class SamplePairing:

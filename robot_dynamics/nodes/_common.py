@@ -300,6 +300,31 @@ def wrench_stamped(frame, w, stamp):
     return ws
 
 
+def labelled_array(labels, values):
+    """std_msgs/Float64MultiArray of ``values`` with one layout dimension labelled by the
+    comma-joined ``labels`` (the labelled diagnostics topics of the nodes)."""
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+    msg = Float64MultiArray(data=[float(v) for v in values])
+    msg.layout.dim = [MultiArrayDimension(label=','.join(labels), size=len(labels), stride=len(labels))]
+    return msg
+
+
+def wrench_vec(msg):
+    """(6,) linear-first wrench of a geometry_msgs/WrenchStamped."""
+    f, t = msg.wrench.force, msg.wrench.torque
+    return np.array([f.x, f.y, f.z, t.x, t.y, t.z], float)
+
+
+def task_part_vec(msg):
+    """The numbers of a PoseStamped (x, y, z, qx, qy, qz, qw), TwistStamped or AccelStamped
+    (linear, angular) message."""
+    if hasattr(msg, 'pose'):
+        p, o = msg.pose.position, msg.pose.orientation
+        return np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w], float)
+    a = msg.twist if hasattr(msg, 'twist') else msg.accel
+    return np.array([a.linear.x, a.linear.y, a.linear.z, a.angular.x, a.angular.y, a.angular.z], float)
+
+
 def warn_throttled(node, cache, text, period=2.0):
     """A warning throttled per kind (the text up to its second ':', e.g. 'safe command: state
     stale' and 'safe command: no reference yet' are two kinds): one per ``period`` s of wall

@@ -37,19 +37,16 @@ import numpy as np
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robot_dynamics.control.loop import StampedParts
 from robot_dynamics.decimator import Decimator
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded,
-                                          load_model_param, spin_node, stamp_sec)
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded, labelled_array,
+                                          load_model_param, spin_node, stamp_sec, task_part_vec, wrench_vec)
 from robot_dynamics.pkm.embedding import IKTracker, task_reference
-
-
-def _stamp(h):
-    return (h.stamp.sec, h.stamp.nanosec)
 
 
 class IKNode(Node):
@@ -69,10 +66,7 @@ class IKNode(Node):
         self.aux_out = Decimator.from_rate(P['aux_rate'])
         self.tracker = IKTracker(m, scheme=P['scheme'], kappa_warn=float(P['kappa_warn']),
                                  tol=float(P['tol']), max_outer=int(P['max_outer']))
-        pk = self.tracker.pkm
-        self.act_idx = m.actuated_indices
-        self.ind_idx = m.independent_indices
-        self.parts = {}
+        self.parts = StampedParts(3)
         self.wrench = None
         self.pub_ref = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
         self.pub_jt = self.create_publisher(JointTrajectory, '~/joint_trajectory', QOS_COMMAND)
@@ -80,29 +74,27 @@ class IKNode(Node):
         self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
         self.pub_ffe = self.create_publisher(JointState, '~/feedforward_effort', QOS_COMMAND)
         self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
-        self.create_subscription(PoseStamped, 'reference/pose', guarded(self, lambda msg: self.on_part(0, msg), 'reference'), QOS_COMMAND)
-        self.create_subscription(TwistStamped, 'reference/twist', guarded(self, lambda msg: self.on_part(1, msg), 'reference'), QOS_COMMAND)
-        self.create_subscription(AccelStamped, 'reference/accel', guarded(self, lambda msg: self.on_part(2, msg), 'reference'), QOS_COMMAND)
+        for k, (typ, topic) in enumerate(((PoseStamped, 'reference/pose'), (TwistStamped, 'reference/twist'),
+                                          (AccelStamped, 'reference/accel'))):
+            self.create_subscription(typ, topic, guarded(self, lambda msg, k=k: self.on_part(k, msg),
+                                                         'reference'), QOS_COMMAND)
         self.create_subscription(WrenchStamped, '~/ee_wrench', guarded(self, self.on_wrench, 'ee_wrench'), QOS_COMMAND)
         self.create_service(Trigger, '~/reset_seed', guarded(self, self.on_reset, 'reset_seed'))
-        nl = len(pk.limbs)
-        self.labels = ([f'outer_{lb.name}' for lb in pk.limbs] + ['inner_max', 'task_residual',
-                       'loop_residual'] + [f'cond_F_{lb.name}' for lb in pk.limbs]
-                       + ['cond_J_IK', 'near_singular'])
+        self.labels = self.tracker.diagnostic_labels
         self.n_fail = 0
-        self.get_logger().info(f'constraint-embedding IK: {nl} limbs, task {pk.task} of frame '
+        pk = self.tracker.pkm
+        self.get_logger().info(f'constraint-embedding IK: {len(pk.limbs)} limbs, task {pk.task} of frame '
                                f"'{pk.platform_frame}', publishes {m.nq} joints")
 
     def on_wrench(self, msg):
-        w = np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
-                      msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z])
-        if np.all(np.isfinite(w)):
-            if self.wrench is None or not np.array_equal(w, self.wrench):
-                self.get_logger().info(f'ee_wrench: force {np.round(w[:3], 6).tolist()} N, moment '
-                                       f'{np.round(w[3:], 6).tolist()} N m', throttle_duration_sec=1.0)
-            self.wrench = w
-        else:
+        w = wrench_vec(msg)
+        if not np.all(np.isfinite(w)):
             self.get_logger().warn('non-finite ee_wrench rejected', throttle_duration_sec=1.0)
+            return
+        if self.wrench is None or not np.array_equal(w, self.wrench):
+            self.get_logger().info(f'ee_wrench: force {np.round(w[:3], 6).tolist()} N, moment '
+                                   f'{np.round(w[3:], 6).tolist()} N m', throttle_duration_sec=1.0)
+        self.wrench = w
 
     def on_reset(self, request, response):
         self.tracker.reset()
@@ -110,23 +102,17 @@ class IKNode(Node):
         return response
 
     def on_part(self, k, msg):
-        if k == 0:
-            p, o = msg.pose.position, msg.pose.orientation
-            v = [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
-        else:
-            a = msg.twist if k == 1 else msg.accel
-            v = [a.linear.x, a.linear.y, a.linear.z, a.angular.x, a.angular.y, a.angular.z]
-        self.parts[k] = (_stamp(msg.header), np.array(v), msg.header)
-        if len(self.parts) == 3 and len({p[0] for p in self.parts.values()}) == 1:
-            pose, tw, ac = (self.parts[i][1] for i in range(3))
-            header = self.parts[0][2]
-            self.parts = {}
-            try:
-                x, xd, xdd = task_reference(self.tracker.pkm, pose[:3], pose[3:], tw, ac)
-            except RobotDynamicsError as exc:
-                self.get_logger().warn(f'task reference rejected: {exc}', throttle_duration_sec=1.0)
-                return
-            self.process(header, x, xd, xdd)
+        h = msg.header
+        sample = self.parts.add(k, (h.stamp.sec, h.stamp.nanosec), (task_part_vec(msg), h))
+        if sample is None:
+            return
+        (pose, header), (tw, _), (ac, _) = sample
+        try:
+            x, xd, xdd = task_reference(self.tracker.pkm, pose[:3], pose[3:], tw, ac)
+        except RobotDynamicsError as exc:
+            self.get_logger().warn(f'task reference rejected: {exc}', throttle_duration_sec=1.0)
+            return
+        self.process(header, x, xd, xdd)
 
     def process(self, header, x, xd, xdd):
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd)) and np.all(np.isfinite(xdd))):
@@ -141,32 +127,22 @@ class IKNode(Node):
             self.get_logger().error(f'IK failed, keeping the last valid reference: {exc}',
                                     throttle_duration_sec=1.0)
             return
-        m = self.model
-        names = list(m.joint_names)
-        i = self.ind_idx
+        m, i, a = self.model, self.model.independent_indices, self.model.actuated_indices
         pti = JointTrajectoryPoint(positions=mo.q[i].tolist(), velocities=mo.qd[i].tolist(),
                                    accelerations=mo.qdd[i].tolist())
-        self.pub_ref.publish(JointTrajectory(header=header, joint_names=list(m.independent),
-                                             points=[pti]))
-        a = self.act_idx
+        self.pub_ref.publish(JointTrajectory(header=header, joint_names=list(m.independent), points=[pti]))
         self.pub_ffe.publish(JointState(header=header, name=list(m.actuated), position=mo.q[a].tolist(),
                                         velocity=mo.qd[a].tolist(), effort=td.u.tolist()))
         if not self.aux_out.due(stamp_sec(header.stamp)):
             return                     # the auxiliary topics are decimated (aux_rate)
+        names = list(m.joint_names)
         pt = JointTrajectoryPoint(positions=mo.q.tolist(), velocities=mo.qd.tolist(),
                                   accelerations=mo.qdd.tolist())
         self.pub_jt.publish(JointTrajectory(header=header, joint_names=names, points=[pt]))
         self.pub_js.publish(JointState(header=header, name=names, position=mo.q.tolist(),
                                        velocity=mo.qd.tolist()))
-        ff = Float64MultiArray(data=td.u.tolist())
-        ff.layout.dim.append(MultiArrayDimension(label=','.join(m.actuated), size=len(td.u), stride=len(td.u)))
-        self.pub_ff.publish(ff)
-        d = ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
-             sol.task_residual, sol.loop_residual] + list(sol.cond_F)
-             + [mo.cond_J_IK, float(self.tracker.near_singular)])
-        dm = Float64MultiArray(data=d)
-        dm.layout.dim.append(MultiArrayDimension(label=','.join(self.labels), size=len(d), stride=len(d)))
-        self.pub_diag.publish(dm)
+        self.pub_ff.publish(labelled_array(list(m.actuated), td.u))
+        self.pub_diag.publish(labelled_array(self.labels, self.tracker.diagnostics(sol, mo)))
         if self.tracker.near_singular:
             self.get_logger().warn(f'near input singularity: cond(F) = {max(sol.cond_F):.1f}',
                                    throttle_duration_sec=1.0)

@@ -21,13 +21,13 @@ Commands ``/<controller>/commands`` in the order of ``joints`` (the minimal coor
 """
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from robot_dynamics.control.inertia_partitioning import LAWS as IP_LAWS
 from robot_dynamics.control.laws import InertiaPartitioningLaw
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import QOS_STATE, spin_node
+from robot_dynamics.nodes._common import QOS_STATE, labelled_array, spin_node
 from robot_dynamics.nodes.controller_node import ControllerNode
 
 
@@ -74,11 +74,7 @@ class IPControllerNode(ControllerNode):
     def _on_command(self, c):
         if c.stamp - self.last_diag >= self.diag_period - 1e-9 or c.stamp < self.last_diag:
             self.last_diag = c.stamp
-            labels = c.info['labels']
-            d = Float64MultiArray()
-            d.layout.dim = [MultiArrayDimension(label=','.join(labels), size=len(labels), stride=len(labels))]
-            d.data = np.asarray(c.info['values'], float).tolist()
-            self.pub_diag.publish(d)
+            self.pub_diag.publish(labelled_array(c.info['labels'], c.info['values']))
 
     # ------------------------------------------------------------------ reconfiguration
     def _apply_payload(self):

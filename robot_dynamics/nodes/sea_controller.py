@@ -32,10 +32,9 @@ Outputs: ``/<controller>/commands`` (motor torques [N m], order of ``joints``),
 (Float64MultiArray, labels in ``layout.dim[0].label``: e_x, e_y, ed_x, ed_y, lambda, lambda_d)
 at ``diagnostics_rate`` Hz of state time, ``/diagnostics`` (the loop's report).
 """
-import numpy as np
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.nodes._common import QOS_STATE, spin_node
+from robot_dynamics.nodes._common import QOS_STATE, labelled_array, spin_node
 from robot_dynamics.nodes.controller_node import ControllerNode
 
 
@@ -57,10 +56,7 @@ class SEAControllerNode(ControllerNode):
     def _on_command(self, c):
         if c.stamp - self.last_diag >= self.diag_period - 1e-9 or c.stamp < self.last_diag:
             self.last_diag = c.stamp
-            labels = c.info['labels']
-            d = Float64MultiArray(data=np.asarray(c.info['values'], float).tolist())
-            d.layout.dim = [MultiArrayDimension(label=','.join(labels), size=len(labels), stride=len(labels))]
-            self.pub_diag.publish(d)
+            self.pub_diag.publish(labelled_array(c.info['labels'], c.info['values']))
 
 
 def main(args=None):

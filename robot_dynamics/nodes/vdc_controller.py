@@ -26,10 +26,10 @@ s of state time. Gains: ``lam``, ``k_scale``, ``kf_pole``, ``kx_ratio``, ``dp_mi
 """
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.control.vdc import VdcLaw
-from robot_dynamics.nodes._common import QOS_STATE, spin_node, stamp_sec
+from robot_dynamics.nodes._common import QOS_STATE, labelled_array, spin_node, stamp_sec
 from robot_dynamics.nodes.controller_node import ControllerNode
 
 
@@ -86,12 +86,8 @@ class VDCControllerNode(ControllerNode):
         cyl = np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float), [ex[n] for n in self.law._pa],
                         [ex[n] for n in self.law._pb]], axis=1).ravel()
         us = self.loop.compute_times[-1] * 1e6 if self.loop.compute_times else 0.0
-        msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label=','.join(self.labels), size=len(self.labels),
-                                              stride=len(self.labels))]
-        msg.data = np.concatenate([[c.stamp, t, float(np.linalg.norm(tcp - pref)), *pref, *tcp,
-                                    ctrl.lyapunov(), us, 0.0], cyl]).tolist()
-        self.pub_diag.publish(msg)
+        self.pub_diag.publish(labelled_array(self.labels, np.concatenate(
+            [[c.stamp, t, float(np.linalg.norm(tcp - pref)), *pref, *tcp, ctrl.lyapunov(), us, 0.0], cyl])))
 
 
 def main(args=None):

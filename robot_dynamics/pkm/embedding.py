@@ -1074,6 +1074,20 @@ class IKTracker:
         self.near_singular = max(sol.cond_F) > self.kappa_warn
         return sol, mo
 
+    @property
+    def diagnostic_labels(self):
+        """Labels of :meth:`diagnostics`: outer iterations per limb, max inner iterations, task
+        residual [m], loop residual, cond(F_(l)) per limb, cond(J_IK), near_singular."""
+        lbs = self.pkm.limbs
+        return ([f'outer_{lb.name}' for lb in lbs] + ['inner_max', 'task_residual', 'loop_residual']
+                + [f'cond_F_{lb.name}' for lb in lbs] + ['cond_J_IK', 'near_singular'])
+
+    def diagnostics(self, sol, mo):
+        """Values (list of float) of :attr:`diagnostic_labels` for one :meth:`step` result."""
+        return ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
+                sol.task_residual, sol.loop_residual] + list(sol.cond_F)
+                + [mo.cond_J_IK, float(self.near_singular)])
+
 
 def warmup(model=None):
     """Compile (or load from the numba cache) the constraint-embedding kernels with the
