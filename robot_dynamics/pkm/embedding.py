@@ -85,7 +85,7 @@ from ..lie import exp_so3, log_so3, quat_xyzw_to_matrix
 from ..model import REVOLUTE, Model
 from . import _embedding_kernels as _K
 
-__all__ = ['PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
+__all__ = ['inverse_dynamics_d2_task', 'PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
            'PKM', 'Limb', 'get_pkm', 'IKSolution', 'TaskMotion', 'TaskDynamics', 'solve_ik',
            'task_motion', 'task_dynamics', 'inverse_dynamics', 'forward_dynamics',
            'forward_kinematics_pkm', 'IKTracker', 'task_reference']
@@ -997,6 +997,30 @@ def inverse_dynamics(model, x, xd, xdd, wrench=None, seed=None):
     """Actuator forces u (n_act,) [N m | N] for the task motion (x, xd, xdd) (eq. 45).
     ``x`` may be an :class:`IKSolution` (then ``seed`` is ignored)."""
     return task_dynamics(model, x, xd, xdd, wrench, seed).u
+
+
+def inverse_dynamics_d2_task(model, x, xd, xdd, xddd, xdddd, theta_guess=None):
+    """Actuator forces and their 1st/2nd time derivatives ``(u, ud, udd)`` (each (n_act,) or
+    (S, n_act), order ``model.actuated``) for a motion given in the embedding's task
+    coordinates (``get_pkm(model).task``: world components of its ``platform_frame``, m / rad)
+    with derivatives 1..4, through the general 2nd-order route (seed 004,
+    :func:`robot_dynamics.pkm.general.inverse_dynamics_d2_general`) on the same platform
+    frame and task. For robots whose limbs are serial chains (the route's scope) and whose
+    angular task components rotate about one fixed axis; u equals :func:`inverse_dynamics` (the
+    embedding's eq. 45) at the same (x, xd, xdd). Raises
+    :class:`~robot_dynamics.pkm.recursive.PKMStructureError` naming why a robot does not
+    qualify (e.g. hybrid limbs: loops inside a limb, as the IRSBot-2)."""
+    from .general import general_pkm, inverse_dynamics_d2_general
+    from .recursive import PKMStructureError
+    pk = get_pkm(model)
+    if len(pk.task) >= 6:
+        raise PKMStructureError(f"model '{model.name}': a 6-DOF rotation-vector task is not the "
+                                "general route's pose task; use robot_dynamics.pkm.inverse_dynamics_d2")
+    gp = general_pkm(model, platform=pk.platform_frame, task=list(pk.task))
+    if list(gp.actuated) != list(model.actuated):
+        raise PKMStructureError(f"model '{model.name}': actuated joints differ between the routes")
+    r = inverse_dynamics_d2_general(gp, x, xd, xdd, xddd, xdddd, theta_guess=theta_guess)
+    return r.u, r.ud, r.udd
 
 
 def forward_dynamics(model, q_act, qd_act, u, wrench=None, seed=None):
