@@ -558,5 +558,8 @@ def pose_move_profile(start, waypoints, durations, path='line'):
     if s.shape != (6,) or w.size == 0 or w.size % 6:
         raise InputError(f'pose move: start must have 6 values and the waypoints 6 per pose '
                          f'(position, rotation vector), got {s.size} and {w.size}')
+    if np.size(durations) != w.size // 6:
+        raise InputError(f'pose move: {w.size // 6} waypoint pose(s) need as many durations, got '
+                         f'{np.size(durations)}')
     poses = [pose_matrix(s[:3], s[3:])] + [pose_matrix(v[:3], v[3:]) for v in w.reshape(-1, 6)]
     return PoseSegments(np.stack(poses), durations, path=path)

@@ -99,6 +99,8 @@ def test_rest_to_rest_ends_and_via_poses_at_rest(path):
         PoseSegments(np.stack([np.eye(4), pose_matrix([0, 0, 0], [0, 0, np.pi - 1e-8])]), [1.0])
     with pytest.raises(InputError):
         pose_move_profile([0, 0, 0.2, 0, 0, 0], VIA[:5], [1.0])
+    with pytest.raises(InputError, match='durations'):
+        pose_move_profile([0, 0, 0.2, 0, 0, 0], VIA, [1.0])
     with pytest.raises(InputError):
         PoseSegments(np.stack([np.eye(4)] * 2), [1.0], path='arc')
 
