@@ -5,9 +5,10 @@ descriptions and constraints (:data:`PARAMS`; the node declares each one read-on
 A profile is a callable ``profile(t, order) -> (order + 1, n)`` (rows: derivatives 0..order of
 the ``joints`` columns at time ``t`` [s]). Modes: ``joint`` (sinusoid / waypoints of joints),
 ``task`` (circle / sin2_pick_place / sin2_pose / goals of a task point, world frame),
-``pkm_d2`` (roll of the Gough-Stewart through the compiled 2nd-order ID, or a task profile of any
-PKM through the tabulated general route: the actuated joints, with :attr:`D2Profile.last` the
-feed-forward sample), ``boom_task`` (seed 001's A-B-C-D tool legs mapped to the segment joints),
+``pkm_d2`` (a platform motion of any PKM through the tabulated general 2nd-order route: pose
+profiles roll / pose_move of a 6-DOF platform, task profiles of a lower-mobility one; the
+actuated joints, with :attr:`D2Profile.last` the feed-forward sample), ``boom_task`` (seed
+001's A-B-C-D tool legs mapped to the segment joints),
 ``task_ik`` (a tool path through the inverse output map of seed 000 to the minimal coordinates).
 """
 from __future__ import annotations
@@ -27,12 +28,14 @@ MODES = ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')
 #: with these descriptors when first read, so a bad start value stops the node with the
 #: parameter's name and a run-time `ros2 param set` is refused: the profile is built once)
 PARAMS = {
-    'mode': ('reference kind: joint trajectory, task-space pose, PKM roll with 2nd-order ID '
-             'feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
+    'mode': ('reference kind: joint trajectory, task-space pose, PKM platform motion with '
+             '2nd-order ID feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
              ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')),
     'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | sin2_pose | '
-                'goals (task), roll (pkm_d2)',
-                ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'sin2_pose', 'goals', 'roll')),
+                'goals (task), roll | pose_move (pkm_d2, 6-DOF platform), circle | waypoints | '
+                'sin2_pick_place (pkm_d2, lower-mobility platform)',
+                ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'sin2_pose', 'goals', 'roll',
+                 'pose_move')),
     'rot_axis': ('sin2_pose: fixed world axis of the platform rotation', None),
     'rot_angle': ('sin2_pose: rotation at s = 1 [rad] (|rot_angle| < pi)', None),
     'rate': ('samples per second [Hz] (real time)', (1e-3, 1e5)),
@@ -42,16 +45,28 @@ PARAMS = {
     'phase': ('sinusoid / circle phase [rad]', None),
     'offset': ('sinusoid offset per joint [rad | m] (default: the reference configuration)', None),
     'waypoints': ('joint waypoints (flattened rows) | boom A-B-C-D tool points (x, z pairs) [m]', None),
-    'durations': ('duration of each waypoint segment [s]', None),
+    'durations': ('duration of each waypoint segment [s] (pkm_d2 pose_move: one per pose of '
+                  'pose_waypoints)', None),
     'repeat': ('repeat the profile after its duration', None),
     'center': ('circle centre, world frame [m]', None),
     'radius': ('circle radius [m]', (0.0, None)),
     'e1': ('first in-plane unit vector of the circle (world)', None),
     'e2': ('second in-plane unit vector of the circle (world)', None),
-    'roll_min': ('pkm_d2 roll: smallest platform roll angle [rad]', None),
+    'roll_min': ('pkm_d2 roll: smallest platform roll angle [rad] (the start, at rest)', None),
     'roll_max': ('pkm_d2 roll: largest platform roll angle [rad]', None),
     'roll_period': ('pkm_d2 roll: period [s]', (1e-6, None)),
-    'roll_center': ('pkm_d2 roll: platform centre (world) [m]', None),
+    'roll_center': ('pkm_d2 roll: platform origin (world) [m] (default: at the reference '
+                    'configuration)', None),
+    'roll_axis': ('pkm_d2 roll: rotation axis through the platform origin, platform frame '
+                  '(normalised; angle 0 = the orientation of the reference configuration)', None),
+    'pose_start': ('pkm_d2 pose_move: start pose, position (world) [m] + rotation vector (world '
+                   'axes) [rad] (default: the platform at the reference configuration)', None),
+    'pose_waypoints': ('pkm_d2 pose_move: via poses and the goal, 6 values each (position [m] + '
+                       'rotation vector [rad], world), one rest-to-rest segment per pose', None),
+    'pose_path': ('pkm_d2 pose_move: straight-line position + fixed-axis rotation, or a screw '
+                  'motion per segment', ('line', 'screw')),
+    'table_step': ('pkm_d2: grid step of the precomputed feed-forward table [s] (the lock-step '
+                   'plant period)', (1e-6, None)),
     'task_axes': ('boom_task / task_ik: world components of the tool point', None),
     'task_frame': ('task_ik: frame whose origin follows the task path', None),
     'task_loops': ('boom_task: number of A-B-C-D loops', (1, 1000000)),
@@ -154,29 +169,24 @@ def build_reference(model, get):
 
 def _pkm_d2(m, kind, get):
     """Platform motion -> 2nd-order recursive inverse dynamics (seed 004): the actuated joint
-    reference with the feed-forward u."""
-    from .control.d2_feedforward import D2Feedforward
-    if kind not in ('roll', 'circle', 'waypoints', 'sin2_pick_place'):
-        raise ValueError(f"mode 'pkm_d2' supports profiles 'roll' (Gough-Stewart), 'circle', "
-                         f"'waypoints' and 'sin2_pick_place' (general route), got {kind!r}")
-    info = ''
-    if kind == 'roll':
-        from .pkm.gough_stewart import RollMotion
-        d2 = D2Feedforward(m, RollMotion(
-            theta_min=float(get('roll_min', -0.5)), theta_max=float(get('roll_max', 0.5)),
-            period=float(get('roll_period', 1.0)), p0=np.asarray(get('roll_center', [0.0, 0.0, 0.2]), float)))
-        joints = list(m.actuated)
-    else:
-        # general route (any PKM of robot_dynamics.pkm.general): the task-coordinate profile
-        # (default centre / start: the platform at the sidecar's reference configuration)
-        # precomputed once on a grid of table_step [s] (the lock-step plant period)
-        from .control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
-        d2 = tabulated_d2_from_params(m, kind, {k: get(k, v) for k, v in tabulated_d2_defaults(m).items()})
-        joints = list(d2.joints)
-        info = (f'pkm_d2 table: {d2.n + 1} samples of the general route over {d2.T:.4g} s '
-                f'({d2.kind}), task {d2.pkm.task}')
+    reference with the feed-forward u, for any PKM of the general route
+    (:mod:`robot_dynamics.pkm.general`), precomputed once on a grid of ``table_step`` [s] (the
+    lock-step plant period; :class:`~robot_dynamics.control.d2_feedforward.TabulatedD2Feedforward`).
+    6-DOF platform (e.g. the Gough-Stewart): pose profiles ``roll`` | ``pose_move``
+    (:mod:`robot_dynamics.trajectories` RollProfile / PoseSegments, body-fixed twist to snap);
+    lower-mobility platform: ``circle`` | ``waypoints`` | ``sin2_pick_place`` in the task
+    coordinates. Defaults: :func:`~robot_dynamics.control.d2_feedforward.tabulated_d2_defaults`
+    (centre / start: the platform at the sidecar's reference configuration)."""
+    from .control.d2_feedforward import (POSE_PROFILES, TASK_PROFILES, tabulated_d2_defaults,
+                                         tabulated_d2_from_params)
+    if kind not in POSE_PROFILES + TASK_PROFILES:
+        raise ValueError(f"mode 'pkm_d2' supports profiles {POSE_PROFILES} (6-DOF platform, e.g. the "
+                         f"Gough-Stewart) and {TASK_PROFILES} (lower-mobility platform), got {kind!r}")
+    d2 = tabulated_d2_from_params(m, kind, {k: get(k, v) for k, v in tabulated_d2_defaults(m).items()})
+    info = (f'pkm_d2 table: {d2.n + 1} samples of the general route over {d2.T:.4g} s '
+            f'({d2.kind}), task {d2.pkm.task}')
     prof = D2Profile(d2)
-    return ReferenceSource('pkm_d2', kind, joints, prof, False, d2=prof, info=info)
+    return ReferenceSource('pkm_d2', kind, list(d2.joints), prof, False, d2=prof, info=info)
 
 
 def _goal_profile(m, get):

@@ -9,6 +9,17 @@ acceleration, jerk, snap, ... evaluated analytically, never by numerical differe
 * :class:`PolynomialSegments`: rest-to-rest segments through waypoints with durations; each
   segment is the degree-9 polynomial with zero velocity, acceleration, jerk and snap at both
   ends, so derivatives up to snap are continuous across waypoints.
+
+SE(3) pose profiles (:class:`PoseProfile`, 6-DOF platforms / end effectors): ``prof(t, order=4)
+-> (X (..., 4, 4), V (order, ..., 6))``, the world pose and the BODY-FIXED twist ``(v, w)`` with
+its derivatives 1..order-1 (the pose's derivatives 1..order, to snap), exact; ``prof.motion(t)``
+gives the arguments ``(x, xd, xdd, xddd, xdddd)`` of the 2nd-order PKM inverse dynamics.
+
+* :class:`RollProfile`: the papers' roll generalised, a cosine-profile rotation about a fixed
+  body axis through a body point (single screw: ``V^(k) = theta^(k+1) xi``).
+* :class:`PoseSegments` (:func:`pose_move_profile` from flat parameters): rest-to-rest moves
+  through via poses, degree-9 time scaling on the straight line + fixed-axis rotation (or the
+  screw) between consecutive poses.
 """
 from __future__ import annotations
 
@@ -19,6 +30,7 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'Sin2PoseMove', 'DecayingOffset',
+           'PoseProfile', 'RollProfile', 'PoseSegments', 'pose_matrix', 'pose_move_profile',
            'GoalMoves',
            'make_profile', 'rest_to_rest_profile']
 
@@ -353,3 +365,201 @@ class GoalMoves:
         self.move = move
         self.goals += 1
         return T
+
+
+# ------------------------------------------------------------------------------ SE(3) poses
+def pose_matrix(position, rotation_vector=(0.0, 0.0, 0.0)):
+    """4x4 homogeneous pose from a position (3,) [m] and a rotation vector (3,) [rad] (world
+    axes, ``R = exp(hat(r))``, relative to the world orientation)."""
+    from .lie import exp_so3
+    p = np.asarray(position, float)
+    r = np.asarray(rotation_vector, float)
+    if p.shape != (3,) or r.shape != (3,) or not (np.all(np.isfinite(p)) and np.all(np.isfinite(r))):
+        raise InputError(f'pose: position and rotation vector must be finite 3-vectors, got '
+                         f'{np.shape(position)}, {np.shape(rotation_vector)}')
+    X = np.eye(4)
+    X[:3, :3] = exp_so3(r)
+    X[:3, 3] = p
+    return X
+
+
+def _check_pose(X, what):
+    X = np.asarray(X, float)
+    if X.shape != (4, 4) or not np.all(np.isfinite(X)):
+        raise InputError(f'{what} must be a finite 4x4 homogeneous matrix, got shape {X.shape}')
+    if np.abs(X[:3, :3].T @ X[:3, :3] - np.eye(3)).max() > 1e-9 or np.linalg.det(X[:3, :3]) < 0:
+        raise InputError(f'{what}: the rotation part is not a rotation matrix')
+    X = X.copy()
+    X[3] = (0.0, 0.0, 0.0, 1.0)
+    return X
+
+
+class PoseProfile:
+    """Base of the SE(3) pose profiles (6-DOF platform / end-effector motions).
+
+    ``prof(t, order=4) -> (X, V)``: ``X`` (..., 4, 4) the world pose at ``t`` [s] (scalar or
+    (S,)), ``V`` (order, ..., 6) the BODY-FIXED twist ``(v, w)`` (linear first; v = R^T p', w
+    = vee(R^T R')) [m/s, rad/s] and its time derivatives 1 .. order - 1, i.e. the pose's time
+    derivatives 1 .. order; every value exact (closed form or exact composition, no finite
+    differences). ``prof.motion(t) -> (X, V, V', V'', V''')``: the argument order of
+    :func:`robot_dynamics.pkm.inverse_dynamics_d2` and of the 6-DOF general route
+    :func:`robot_dynamics.pkm.general.inverse_dynamics_d2_general` (x, xd .. xdddd)."""
+
+    def __call__(self, t, order=4):
+        raise NotImplementedError
+
+    def motion(self, t):
+        """``(X, V, Vd, Vdd, Vddd)`` at ``t`` (see the class docstring)."""
+        X, V = self(t, 4)
+        return (X, V[0], V[1], V[2], V[3])
+
+
+def _screw_twist(xi, s):
+    """Body twist derivatives of C0 exp(s(t) xi): V^(n) = s^(n+1) xi. s (order + 1, S)."""
+    return s[1:, :, None] * xi
+
+
+class RollProfile(PoseProfile):
+    """Single-axis rotation of a platform with the cosine profile of the papers' roll (brief
+    par. 4.1, erratum E11), generalised to any axis:
+
+    ``theta(t) = -A cos(w t) + A + theta_min``, ``A = (theta_max - theta_min) / 2``, ``w = 2 pi /
+    period``; pose ``C(t) = C0 exp(theta(t) xi)``, ``C0 = (R0, p0)`` (default ``R0 = I``), ``xi =
+    (c x a, a)`` the unit rotation about the BODY axis ``a`` (``axis``, normalised, platform
+    frame) through the body point ``c`` (``point`` [m], platform frame, default the platform
+    origin: the platform origin then stays at ``p0``). Single screw, hence exactly ``V^(k) =
+    theta^(k+1) xi``. With the defaults (axis x, -0.5 .. 0.5 rad, 1 s, p0 = (0, 0, 0.2) m) this
+    is :class:`robot_dynamics.pkm.gough_stewart.RollMotion`. Periodic: ``period`` [s],
+    ``frequency = 1 / period`` [Hz]; starts at rest at ``theta_min``."""
+
+    def __init__(self, theta_min=-0.5, theta_max=0.5, period=1.0, p0=(0.0, 0.0, 0.2),
+                 axis=(1.0, 0.0, 0.0), point=(0.0, 0.0, 0.0), R0=None):
+        a = np.asarray(axis, float)
+        c = np.asarray(point, float)
+        p0 = np.asarray(p0, float)
+        R0 = np.eye(3) if R0 is None else np.asarray(R0, float)
+        vals = np.array([theta_min, theta_max, period], float)
+        if a.shape != (3,) or c.shape != (3,) or p0.shape != (3,) or R0.shape != (3, 3):
+            raise InputError('RollProfile: p0, axis, point must be 3-vectors and R0 a 3x3 matrix')
+        if not (np.all(np.isfinite(vals)) and np.all(np.isfinite(a)) and np.all(np.isfinite(c))
+                and np.all(np.isfinite(p0))) or period <= 0 or np.linalg.norm(a) < 1e-12:
+            raise InputError('RollProfile: parameters must be finite, period > 0 and the axis non-zero')
+        C0 = np.eye(4)
+        C0[:3, :3], C0[:3, 3] = R0, p0
+        self.C0 = _check_pose(C0, 'RollProfile: (R0, p0)')
+        self.axis = a / np.linalg.norm(a)
+        self.point = c
+        self.xi = np.concatenate([np.cross(c, self.axis), self.axis])
+        self.theta_min, self.theta_max, self.period = (float(v) for v in vals)
+        self.frequency = 1.0 / self.period
+
+    def theta(self, t, order=5):
+        """theta and its time derivatives 0..order: (order + 1, *t.shape) [rad, rad/s^k]."""
+        t = _t_array(t)
+        A = 0.5 * (self.theta_max - self.theta_min)
+        w = 2 * np.pi / self.period
+        out = [-A * np.cos(w * t) + A + self.theta_min]
+        for k in range(1, order + 1):
+            out.append(-A * w ** k * np.cos(w * t + k * np.pi / 2))
+        return np.stack(out)
+
+    def __call__(self, t, order=4):
+        from .lie import exp_se3
+        t = _t_array(t)
+        scalar = t.ndim == 0
+        th = self.theta(np.atleast_1d(t), order)                   # (order + 1, S)
+        X = self.C0 @ exp_se3(th[0][:, None] * self.xi)
+        V = _screw_twist(self.xi, th)
+        return (X[0], V[:, 0]) if scalar else (X, V)
+
+
+class PoseSegments(PoseProfile):
+    """Rest-to-rest pose moves through ``poses`` (K, 4, 4) (K >= 2, world) with ``durations``
+    (K - 1,) [s], starting at ``t0`` [s]; before / after: at rest at the first / last pose.
+
+    Each segment i follows the degree-9 time scaling ``s = sigma((t - t_i) / T_i)``
+    (:func:`rest_to_rest_profile`: velocity .. snap zero at both ends, so the body twist and its
+    derivatives 1..3 vanish at every via pose and are continuous there) along the geodesic:
+
+    * ``path='line'`` (default): position on the straight line ``p_i + s (p_{i+1} - p_i)``,
+      orientation ``R_i exp(s hat(r_i))`` about the fixed body axis ``r_i = log(R_i^T R_{i+1})``
+      (|r_i| < pi). Body twist ``w = s' r_i``, ``v = s' y`` with ``y = exp(-s hat(r_i)) R_i^T (p_{i+1}
+      - p_i)``, ``y' = -s' r_i x y``: the derivatives follow exactly by Leibniz' rule.
+    * ``path='screw'``: ``C_i exp(s xi_i)``, ``xi_i = log(C_i^-1 C_{i+1})`` (a helix; ``V^(k) =
+      s^(k+1) xi_i``).
+    """
+
+    def __init__(self, poses, durations, path='line', t0=0.0):
+        from .lie import log_se3, log_so3
+        P = np.asarray(poses, float)
+        d = np.atleast_1d(np.asarray(durations, float))
+        if P.ndim != 3 or P.shape[0] < 2 or P.shape[1:] != (4, 4) or d.shape != (P.shape[0] - 1,):
+            raise InputError(f'PoseSegments: need K >= 2 poses (K, 4, 4) and K - 1 durations, got '
+                             f'{P.shape} and {d.shape}')
+        if not np.all(np.isfinite(d)) or np.any(d <= 0) or not np.isfinite(t0):
+            raise InputError('PoseSegments: durations must be finite and > 0, t0 finite')
+        if path not in ('line', 'screw'):
+            raise InputError(f"PoseSegments: path must be 'line' or 'screw', got {path!r}")
+        self.poses = np.stack([_check_pose(X, f'PoseSegments: pose {i}') for i, X in enumerate(P)])
+        self.durations, self.t0, self.path = d, float(t0), path
+        self.times = self.t0 + np.concatenate([[0.0], np.cumsum(d)])
+        R, p = self.poses[:, :3, :3], self.poses[:, :3, 3]
+        self.rot = log_so3(np.einsum('kji,kjl->kil', R[:-1], R[1:]))        # (K-1, 3) body axes
+        if np.any(np.linalg.norm(self.rot, axis=1) > np.pi - 1e-6):
+            raise InputError('PoseSegments: a segment rotates by pi or more (split it)')
+        self.dp = np.einsum('kji,kj->ki', R[:-1], p[1:] - p[:-1])   # R_i^T dp (body)
+        self.xi = log_se3(np.linalg.solve(self.poses[:-1], self.poses[1:]))   # (K-1, 6)
+
+    @property
+    def duration(self):
+        """Total duration [s]."""
+        return float(self.times[-1] - self.t0)
+
+    def __call__(self, t, order=4):
+        from math import comb
+
+        from .lie import exp_se3, exp_so3
+        t = _t_array(t)
+        scalar = t.ndim == 0
+        tt = np.atleast_1d(t)
+        seg = np.clip(np.searchsorted(self.times, tt, side='right') - 1, 0, len(self.durations) - 1)
+        T = self.durations[seg]
+        s = rest_to_rest_profile(np.clip((tt - self.times[seg]) / T, 0.0, 1.0), order)
+        s = s / T ** np.arange(order + 1)[:, None]                  # time derivatives of s
+        s[1:, (tt < self.times[0]) | (tt > self.times[-1])] = 0.0
+        C = self.poses[seg]
+        if self.path == 'screw':
+            xi = self.xi[seg]
+            X = C @ exp_se3(s[0][:, None] * xi)
+            V = s[1:, :, None] * xi
+        else:
+            r, dp = self.rot[seg], self.dp[seg]
+            E = exp_so3(s[0][:, None] * r)                           # (S, 3, 3)
+            X = C.copy()
+            X[:, :3, :3] = C[:, :3, :3] @ E
+            X[:, :3, 3] = C[:, :3, 3] + s[0][:, None] * np.einsum('sij,sj->si', C[:, :3, :3], dp)
+            y = [np.einsum('sji,sj->si', E, dp)]                     # E^T R_i^T dp
+            for n in range(1, order):
+                y.append(-sum(comb(n - 1, k) * s[k + 1][:, None] * np.cross(r, y[n - 1 - k])
+                              for k in range(n)))
+            V = np.zeros((order, len(tt), 6))
+            for n in range(order):
+                V[n, :, :3] = sum(comb(n, k) * s[k + 1][:, None] * y[n - k] for k in range(n + 1))
+                V[n, :, 3:] = s[n + 1][:, None] * r
+        return (X[0], V[:, 0]) if scalar else (X, V)
+
+
+def pose_move_profile(start, waypoints, durations, path='line'):
+    """:class:`PoseSegments` from flat parameters: ``start`` (6,) and ``waypoints`` (flat 6 K)
+    each a position [m] and a rotation vector [rad] (world axes, :func:`pose_matrix`), K >= 1
+    (via poses, the last one the goal), ``durations`` (K,) [s]."""
+    w = np.asarray(waypoints, float).ravel()
+    s = np.asarray(start, float).ravel()
+    if s.shape != (6,) or w.size == 0 or w.size % 6:
+        raise InputError(f'pose move: start must have 6 values and the waypoints 6 per pose '
+                         f'(position, rotation vector), got {s.size} and {w.size}')
+    if np.size(durations) != w.size // 6:
+        raise InputError(f'pose move: {w.size // 6} waypoint pose(s) need as many durations, got '
+                         f'{np.size(durations)}')
+    poses = [pose_matrix(s[:3], s[3:])] + [pose_matrix(v[:3], v[3:]) for v in w.reshape(-1, 6)]
+    return PoseSegments(np.stack(poses), durations, path=path)

@@ -236,27 +236,19 @@ def _kinematics_node(model, p, ctx):
 # --------------------------------------------------------------------------- trajectory_node
 def _trajectory_node(model, p, ctx):
     """trajectory_node: the analytic profile and its derivatives up to snap (mode pkm_d2: the
-    platform motion through the 2nd-order recursive inverse dynamics)."""
+    platform motion through the general 2nd-order recursive inverse dynamics, tabulated)."""
     import numpy as np
     from .trajectories import make_profile
     m = model
     mode = p.get('mode', 'joint')
-    if mode == 'pkm_d2' and p.get('profile', 'roll') != 'roll':
-        # general route (numpy only, nothing to compile): the table the node builds at start
-        from .control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
-        tabulated_d2_from_params(m, p['profile'], {k: p[k] for k in tabulated_d2_defaults(m)
-                                                   if k in p}).reference(0.0).q.tolist()
-        return
     if mode == 'pkm_d2':
-        from .control.d2_feedforward import D2Feedforward
-        from .pkm.gough_stewart import RollMotion
-        ff = D2Feedforward(m, RollMotion(
-            theta_min=float(p.get('roll_min', -0.5)), theta_max=float(p.get('roll_max', 0.5)),
-            period=float(p.get('roll_period', 1.0)),
-            p0=np.asarray(p.get('roll_center', [0.0, 0.0, 0.2]), float)))
-        for t in (0.0, 0.001):
-            r = ff.reference(t)
-            r.q.tolist()
+        # every profile (the Gough-Stewart's roll / pose_move included): the general route's
+        # table the node builds at start, then one grid and one interpolated sample
+        from .control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
+        d2 = tabulated_d2_from_params(m, p.get('profile', 'circle'),
+                                      {k: p[k] for k in tabulated_d2_defaults(m) if k in p})
+        for t in (0.0, 0.5 * d2.h):
+            d2.reference(t).q.tolist()
         return
     if mode == 'boom_task':
         from .control.vdc import BoomTaskProfile

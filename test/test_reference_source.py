@@ -36,12 +36,13 @@ def test_every_mode_builds_and_samples(robot, params, n):
         x = src.profile(t, order=ORDER)
         assert x.shape[1] == n and x.shape[0] in (3, ORDER + 1) and np.all(np.isfinite(x))  # boom: 0..2
     if src.mode == 'pkm_d2':
-        # the node's default roll parameters are the brief's roll: the same u, u', u'' as the
-        # batch entry on RollMotion() at that instant
+        # the node's default roll parameters are the brief's roll, now served from the general
+        # route's table (RollProfile, no hand-written robot module): the same u, u', u'' as the
+        # compiled 6x6 route on the hand-written RollMotion() (the test oracle) at that instant
         from robot_dynamics.pkm.gough_stewart import RollMotion
         from robot_dynamics.pkm.recursive import inverse_dynamics_d2
         r = src.d2.last
-        u = inverse_dynamics_d2(m, *RollMotion()(0.37))
+        u = inverse_dynamics_d2(m, *RollMotion()(0.37), route='compiled')
         np.testing.assert_allclose(np.stack([r.u, r.ud, r.udd]), np.stack(u), rtol=1e-12, atol=1e-9)
         assert r.q.shape == (m.nq,)
     if params.get('profile') == 'goals':

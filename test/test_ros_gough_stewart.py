@@ -10,8 +10,9 @@ stamp (the reference the node answered it with). Bounds (docs/recursive_id_sea.m
 "Gough-Stewart graph"): the graph is the 1 kHz sampled loop (ZOH) of exact feed-forward + PD
 (kp 2000 N/m, kd 100 N s/m), whose offline leg-length error is 4.7e-6 m: asserted leg error
 < 2e-5 m, platform roll error < 1e-4 rad (FK of the published joints vs the motion), loop
-closure of the published passive joints < 1e-9 m, the streamed u equal to
-rd.pkm.inverse_dynamics_d2 recomputed here (1e-9 relative) and the streamed u', u'' consistent
+closure of the published passive joints < 1e-9 m, the streamed u (trajectory_node: the general
+route's table along trajectories.RollProfile) equal to the compiled rd.pkm.inverse_dynamics_d2 on
+the hand-written RollMotion recomputed here (1e-9 relative) and the streamed u', u'' consistent
 with central differences of the streamed u, u' (1e-3 relative: O(h^2) with h = 1 ms).
 """
 import time

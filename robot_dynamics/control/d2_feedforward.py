@@ -13,12 +13,15 @@ the actuator command ``tau = u + kp (theta_a - q_a) + kd (thetad_a - qd_a)`` (or
 has to correct the discretisation (ZOH) and initial errors. Units: N (prismatic) or N m, m, rad, s.
 
 ``TabulatedD2Feedforward(model, profile, dt)``: the same interface for ANY PKM of the general
-route (:mod:`robot_dynamics.pkm.general`, lower-mobility platform, task = world coordinates of
-the platform frame) along a :mod:`robot_dynamics.trajectories` profile in task coordinates:
-precomputed once (one batched call per chunk over one period / the whole rest-to-rest move on
-the grid ``dt``), served exactly at grid times and by quintic Hermite interpolation from
-(u, u', u'') between them. :func:`tabulated_d2_from_params` builds it from trajectory_node's
-flat parameters.
+route (:mod:`robot_dynamics.pkm.general`) along a :mod:`robot_dynamics.trajectories` profile:
+a pose profile (:class:`~robot_dynamics.trajectories.PoseProfile`: world pose + body-fixed
+twist to snap, e.g. the roll of the Gough-Stewart) for a 6-DOF platform, a task-coordinate
+profile (world coordinates of the platform frame) for a lower-mobility one; precomputed once
+(one batched call per chunk over one period / the whole rest-to-rest move on the grid ``dt``),
+served exactly at grid times and by quintic Hermite interpolation from (u, u', u'') between
+them. :func:`tabulated_d2_from_params` builds it from trajectory_node's flat parameters (this
+is the node's path for every robot; :class:`D2Feedforward`, the compiled 6x6 route computed
+per sample, stays for offline loops and benchmarks).
 """
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from ..errors import InputError
 from ..pkm.recursive import inverse_dynamics_d2_full, limb_to_tree, limbs_from_model
 
 __all__ = ['D2Feedforward', 'D2Reference', 'TabulatedD2Feedforward', 'hermite5',
-           'tabulated_d2_defaults', 'tabulated_d2_from_params']
+           'tabulated_d2_defaults', 'tabulated_d2_from_params', 'pose_profile_from_params',
+           'POSE_PROFILES', 'TASK_PROFILES']
 
 
 @dataclass
@@ -139,16 +143,20 @@ class TabulatedD2Feedforward(_FeedforwardPD):
     """Feed-forward of the general 2nd-order route (:func:`robot_dynamics.pkm.general.
     inverse_dynamics_d2_general`) along a task-space profile, PRECOMPUTED once.
 
-    ``model``: a closed-chain Model the general route covers with a lower-mobility platform
-    (``delta < 6``; the 6-DOF Gough-Stewart uses :class:`D2Feedforward`). ``profile``: a
-    :mod:`robot_dynamics.trajectories` profile, ``profile(t (S,), order=4) -> (5, S, delta)``:
-    rows = derivative order 0..4, columns = the task coordinates ``general_pkm(model).task``
-    (world components of the platform frame, e.g. (x, y, z) [m] for a translational 3-DOF
-    platform). ``dt`` [s]: grid step (the lock-step plant period). Span: ``period`` [s] (periodic
-    motion, the table covers one period and ``t`` is taken modulo it), else ``duration`` [s]
-    (rest-to-rest: the table covers [0, duration], before / after it the first / last sample
-    at rest), else the profile's ``duration`` attribute (``PolynomialSegments``) or ``1 /
-    frequency`` (``Circle``, ``Sin2PickPlace``, a ``Sinusoid`` with one frequency). The grid is
+    ``model``: a closed-chain Model the general route covers. ``profile``: a
+    :mod:`robot_dynamics.trajectories` profile. Lower-mobility platform (``delta < 6``):
+    ``profile(t (S,), order=4) -> (5, S, delta)``, rows = derivative order 0..4, columns = the
+    task coordinates ``general_pkm(model).task`` (world components of the platform frame, e.g.
+    (x, y, z) [m] for a translational 3-DOF platform). 6-DOF platform (task ``'pose'``, e.g. the
+    Gough-Stewart): a pose profile ``profile(t (S,), order=4) -> (X (S, 4, 4), V (4, S, 6))``,
+    the world pose of the platform frame and its body-fixed twist (v, w) with derivatives 1..3
+    (:class:`~robot_dynamics.trajectories.RollProfile`, :class:`~robot_dynamics.trajectories.
+    PoseSegments`). ``dt`` [s]: grid step (the lock-step plant period). Span: ``period`` [s]
+    (periodic motion, the table covers one period and ``t`` is taken modulo it), else
+    ``duration`` [s] (rest-to-rest: the table covers [0, duration], before / after it the first
+    / last sample at rest), else the profile's ``duration`` attribute (``PolynomialSegments``,
+    ``PoseSegments``) or ``1 / frequency`` (``Circle``, ``Sin2PickPlace``, a ``Sinusoid`` with
+    one frequency, ``RollProfile``). The grid is
     ``t_k = k h``, ``h = T / ceil(T / dt)`` (= dt when T is a multiple of dt, up to 1e-9).
 
     At start-up the general route runs once, batched (chunks of ``chunk`` samples, each chunk's
@@ -160,7 +168,9 @@ class TabulatedD2Feedforward(_FeedforwardPD):
     :class:`~robot_dynamics.pkm.recursive.PKMSingularityError`.
 
     Tables (``n + 1`` rows): ``times`` (n + 1,) [s], ``x`` (n + 1, 5, delta) task derivatives
-    0..4, ``u``, ``ud``, ``udd`` (n + 1, n_a) actuator forces [N | N m] and derivatives (order
+    0..4 (6-DOF platform: ``pose`` (n + 1, 4, 4) and ``x`` (n + 1, 4, 6) the body twist and its
+    derivatives 1..3; the pose and twist must repeat / be at rest as above), ``u``, ``ud``,
+    ``udd`` (n + 1, n_a) actuator forces [N | N m] and derivatives (order
     ``joints`` = ``general_pkm(model).actuated``, = ``model.actuated`` for a rigid model),
     ``theta`` (n + 1, 5, Ntot) stacked limb coordinates (virtual cut joints included) and
     derivatives 0..4. :meth:`reference` ``(t)`` serves a :class:`D2Reference` (the interface of
@@ -188,38 +198,19 @@ class TabulatedD2Feedforward(_FeedforwardPD):
             raise InputError('TabulatedD2Feedforward: kp and kd must be >= 0')
         self.model = model
         self.pkm = p = general_pkm(model, platform, task)
-        if p.task == 'pose':
-            raise InputError(f"model '{model.name}': 6-DOF platform (task = pose): use D2Feedforward "
-                             "with a pose motion; TabulatedD2Feedforward takes task-coordinate profiles")
         self.gravity = gravity
         self.kind, self.T = _profile_span(profile, period, duration)
         n = max(int(np.ceil(self.T / dt - 1e-9)), 1)
         self.h = self.T / n
         self.times = np.arange(n + 1) * self.h
         self.times[-1] = self.T
-        X = np.asarray(profile(self.times, order=4), float)
-        if X.ndim != 3 or X.shape[:2] != (5, n + 1) or X.shape[2] != p.delta:
-            raise InputError(f"model '{model.name}': the profile gives {X.shape[2:] if X.ndim == 3 else X.shape} "
-                             f"columns, the task {p.task} has {p.delta}")
-        if not np.all(np.isfinite(X)):
-            raise InputError('TabulatedD2Feedforward: the profile has non-finite values')
-        scale = np.maximum(np.abs(X).max(axis=(1, 2)), 1e-300)       # (5,) per order
-        if self.kind == 'periodic':
-            gap = np.abs(X[:, -1] - X[:, 0]).max(axis=1) / scale
-            if gap.max() > 1e-9:
-                raise InputError(f'the profile does not repeat after period {self.T} s (derivative '
-                                 f'order {int(gap.argmax())} differs by {gap.max():.3g} relative)')
-        else:
-            moving = np.abs(X[1:, [0, -1]]).max() / max(scale[0], 1.0)
-            if moving > 1e-9:
-                raise InputError(f'rest-to-rest profile: not at rest at t = 0 and t = {self.T} s '
-                                 f'(derivatives 1..4 up to {moving:.3g}); pass period= for a periodic motion')
-        self.x = np.moveaxis(X, 0, 1)                                 # (n + 1, 5, delta)
+        self.pose = None
+        args = self._pose_table(profile, n) if p.task == 'pose' else self._task_table(profile, n)
         parts, guess = [], None
         chunk = max(int(chunk), 1)
         for a in range(0, n + 1, chunk):
             sl = slice(a, min(a + chunk, n + 1))
-            r = inverse_dynamics_d2_general(p, *(X[k, sl] for k in range(5)), gravity=gravity,
+            r = inverse_dynamics_d2_general(p, *(v[sl] for v in args), gravity=gravity,
                                             theta_guess=guess)
             guess = r.theta[-1, 0]
             parts.append(r)
@@ -238,9 +229,68 @@ class TabulatedD2Feedforward(_FeedforwardPD):
         self.joints = list(p.actuated)
         self.idx_a = np.array([model.joint_index(j) for j in self.joints], np.int64)
         self._q_fill = model.reference_q()
-        self._direct = lambda t: inverse_dynamics_d2_general(           # noqa: E731
-            p, *np.asarray(profile(np.atleast_1d(t), order=4), float), gravity=gravity,
-            theta_guess=self.theta[self._row(t)[0], 0])
+        self._profile = profile
+        self._general = inverse_dynamics_d2_general
+
+    def _task_table(self, profile, n):
+        """Lower-mobility platform: the task-coordinate profile on the grid -> (x, xd .. xdddd)."""
+        X = np.asarray(profile(self.times, order=4), float)
+        p = self.pkm
+        if X.ndim != 3 or X.shape[:2] != (5, n + 1) or X.shape[2] != p.delta:
+            raise InputError(f"model '{self.model.name}': the profile gives "
+                             f"{X.shape[2:] if X.ndim == 3 else X.shape} columns, the task {p.task} "
+                             f"has {p.delta}")
+        if not np.all(np.isfinite(X)):
+            raise InputError('TabulatedD2Feedforward: the profile has non-finite values')
+        scale = np.maximum(np.abs(X).max(axis=(1, 2)), 1e-300)       # (5,) per order
+        if self.kind == 'periodic':
+            gap = np.abs(X[:, -1] - X[:, 0]).max(axis=1) / scale
+            if gap.max() > 1e-9:
+                raise InputError(f'the profile does not repeat after period {self.T} s (derivative '
+                                 f'order {int(gap.argmax())} differs by {gap.max():.3g} relative)')
+        else:
+            moving = np.abs(X[1:, [0, -1]]).max() / max(scale[0], 1.0)
+            if moving > 1e-9:
+                raise InputError(f'rest-to-rest profile: not at rest at t = 0 and t = {self.T} s '
+                                 f'(derivatives 1..4 up to {moving:.3g}); pass period= for a periodic motion')
+        self.x = np.moveaxis(X, 0, 1)                                 # (n + 1, 5, delta)
+        return list(X)
+
+    def _pose_table(self, profile, n):
+        """6-DOF platform: the pose profile on the grid -> (X, V, V', V'', V''')."""
+        out = profile(self.times, order=4)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise InputError(f"model '{self.model.name}': 6-DOF platform (task = pose): the profile "
+                             "must be a pose profile (robot_dynamics.trajectories.PoseProfile: "
+                             "profile(t, order) -> (X (S, 4, 4), V (order, S, 6)))")
+        X, V = (np.asarray(v, float) for v in out)
+        if X.shape != (n + 1, 4, 4) or V.shape != (4, n + 1, 6):
+            raise InputError(f"model '{self.model.name}': 6-DOF platform (task = pose): the profile "
+                             f"must give poses (S, 4, 4) and body-twist derivatives (4, S, 6), got "
+                             f"{X.shape} and {V.shape}")
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(V))):
+            raise InputError('TabulatedD2Feedforward: the profile has non-finite values')
+        scale = np.maximum(np.abs(V).max(axis=(1, 2)), 1e-300)       # (4,) per order
+        if self.kind == 'periodic':
+            gap = np.concatenate([[np.abs(X[-1] - X[0]).max()],
+                                  np.abs(V[:, -1] - V[:, 0]).max(axis=1) / scale])
+            if gap.max() > 1e-9:
+                raise InputError(f'the pose profile does not repeat after period {self.T} s '
+                                 f'(derivative order {int(gap.argmax())} differs by {gap.max():.3g})')
+        else:
+            moving = np.abs(V[:, [0, -1]]).max()
+            if moving > 1e-9:
+                raise InputError(f'rest-to-rest pose profile: not at rest at t = 0 and t = {self.T} s '
+                                 f'(twist derivatives up to {moving:.3g}); pass period= for a periodic motion')
+        self.pose = X                                                 # (n + 1, 4, 4)
+        self.x = np.moveaxis(V, 0, 1)                                 # (n + 1, 4, 6)
+        return [X, *V]
+
+    def _direct(self, t):
+        out = self._profile(np.atleast_1d(t), order=4)
+        args = [out[0], *out[1]] if self.pkm.task == 'pose' else list(np.asarray(out, float))
+        return self._general(self.pkm, *args, gravity=self.gravity,
+                             theta_guess=self.theta[self._row(t)[0], 0])
 
     @property
     def n(self):
@@ -295,30 +345,85 @@ class TabulatedD2Feedforward(_FeedforwardPD):
         return self._ref(t, r.u[0], r.ud[0], r.udd[0], r.theta[0])
 
 
+#: profiles of a 6-DOF platform (task = pose) in :func:`tabulated_d2_from_params`
+POSE_PROFILES = ('roll', 'pose_move')
+#: profiles of a lower-mobility platform (task coordinates)
+TASK_PROFILES = ('circle', 'waypoints', 'sin2_pick_place')
+
+
 def tabulated_d2_defaults(model):
     """Defaults of trajectory_node's ``mode: pkm_d2`` parameters for a general-route profile
-    (flat, ROS-parameter types): ``center`` (delta,) = the task at the sidecar's reference
-    configuration [m | rad], ``radius`` 0.01 m, ``frequency`` 0.5 Hz, ``e1``/``e2`` the task
-    axes 1, 2 (circle plane; sin2_pick_place: displacements), ``phase`` 0 rad, ``waypoints``
-    (flat K * delta, default the reference task twice = no motion), ``durations`` [s],
-    ``table_step`` 0.001 s (grid of the table = the lock-step plant period)."""
+    (flat, ROS-parameter types), ``table_step`` 0.001 s (grid of the table = the lock-step plant
+    period) for every platform, and:
+
+    * lower-mobility platform (task coordinates, :data:`TASK_PROFILES`): ``center`` (delta,) =
+      the task at the sidecar's reference configuration [m | rad], ``radius`` 0.01 m,
+      ``frequency`` 0.5 Hz, ``e1``/``e2`` the task axes 1, 2 (circle plane; sin2_pick_place:
+      displacements), ``phase`` 0 rad, ``waypoints`` (flat K * delta, default the reference task
+      twice = no motion), ``durations`` [s];
+    * 6-DOF platform (task = pose, :data:`POSE_PROFILES`): the roll (:class:`~robot_dynamics.
+      trajectories.RollProfile`) ``roll_min`` -0.5 rad, ``roll_max`` 0.5 rad, ``roll_period`` 1 s,
+      ``roll_center`` (3,) = the platform position at the reference configuration [m],
+      ``roll_axis`` (1, 0, 0) (platform frame); the pose move (:class:`~robot_dynamics.
+      trajectories.PoseSegments`) ``pose_start`` (6,) = position [m] and rotation vector [rad]
+      of the platform at the reference configuration, ``pose_waypoints`` (flat 6 K: via poses
+      and the goal, default the start = no motion), ``durations`` (K,) [1.0] s, ``pose_path``
+      'line'."""
+    from ..lie import log_so3
     from ..pkm.general import general_pkm
     x0 = np.asarray(general_pkm(model).x_ref, float)
+    if x0.shape == (4, 4):
+        start = np.concatenate([x0[:3, 3], log_so3(x0[:3, :3])])
+        start[np.abs(start) < 1e-12] = 0.0                 # round-off of the reference FK
+        return dict(roll_min=-0.5, roll_max=0.5, roll_period=1.0, roll_center=start[:3].tolist(),
+                    roll_axis=[1.0, 0.0, 0.0], pose_start=start.tolist(),
+                    pose_waypoints=start.tolist(),
+                    durations=[1.0], pose_path='line', table_step=0.001)
     return dict(center=x0.tolist(), radius=0.01, frequency=0.5, e1=[1.0, 0.0, 0.0],
                 e2=[0.0, 1.0, 0.0], phase=0.0, waypoints=np.tile(x0, 2).tolist(), durations=[1.0],
                 table_step=0.001)
 
 
+def pose_profile_from_params(model, kind, params):
+    """The :class:`~robot_dynamics.trajectories.PoseProfile` of trajectory_node's flat parameters
+    for a 6-DOF platform: ``kind`` 'roll' (:class:`~robot_dynamics.trajectories.RollProfile`
+    about ``roll_axis`` (platform frame) through the platform origin at ``roll_center``, the
+    orientation at theta = 0 that of the reference configuration) or 'pose_move'
+    (:func:`~robot_dynamics.trajectories.pose_move_profile`); ``params`` as
+    :func:`tabulated_d2_defaults` (missing keys take those)."""
+    from ..pkm.general import general_pkm
+    from ..trajectories import RollProfile, pose_move_profile
+    p = {**tabulated_d2_defaults(model), **params}
+    if kind == 'roll':
+        R0 = np.asarray(general_pkm(model).x_ref, float)[:3, :3]
+        return RollProfile(float(p['roll_min']), float(p['roll_max']), float(p['roll_period']),
+                           p0=np.asarray(p['roll_center'], float), axis=np.asarray(p['roll_axis'], float),
+                           R0=R0)
+    if kind == 'pose_move':
+        return pose_move_profile(p['pose_start'], p['pose_waypoints'], p['durations'],
+                                 path=str(p['pose_path']))
+    raise InputError(f"6-DOF platform: profile {POSE_PROFILES}, got {kind!r}")
+
+
 def tabulated_d2_from_params(model, kind, params):
-    """:class:`TabulatedD2Feedforward` from trajectory_node's flat parameters (``kind`` circle |
-    waypoints | sin2_pick_place of :func:`robot_dynamics.trajectories.make_profile`, in the task
-    coordinates; ``params`` as :func:`tabulated_d2_defaults`, missing keys take those)."""
+    """:class:`TabulatedD2Feedforward` from trajectory_node's flat parameters. Lower-mobility
+    platform: ``kind`` circle | waypoints | sin2_pick_place of :func:`robot_dynamics.
+    trajectories.make_profile`, in the task coordinates; 6-DOF platform: ``kind`` roll |
+    pose_move (:func:`pose_profile_from_params`). ``params`` as :func:`tabulated_d2_defaults`
+    (missing keys take those)."""
+    from ..pkm.general import general_pkm
     from ..trajectories import make_profile
-    if kind not in ('circle', 'waypoints', 'sin2_pick_place'):
-        raise InputError(f"general-route feed-forward: profile 'circle', 'waypoints' or "
-                         f"'sin2_pick_place', got {kind!r}")
     defaults = tabulated_d2_defaults(model)
     p = {**defaults, **params}
+    if general_pkm(model).task == 'pose':
+        if kind not in POSE_PROFILES:
+            raise InputError(f"general-route feed-forward of a 6-DOF platform: profile 'roll' or "
+                             f"'pose_move', got {kind!r}")
+        prof = pose_profile_from_params(model, kind, p)
+        return TabulatedD2Feedforward(model, prof, dt=float(p['table_step']))
+    if kind not in TASK_PROFILES:
+        raise InputError(f"general-route feed-forward: profile 'circle', 'waypoints' or "
+                         f"'sin2_pick_place', got {kind!r}")
     prof = make_profile(kind, n=len(defaults['center']),            # n = delta
                         **{k: v for k, v in p.items() if k != 'table_step'})
     return TabulatedD2Feedforward(model, prof, dt=float(p['table_step']))

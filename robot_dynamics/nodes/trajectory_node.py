@@ -16,15 +16,19 @@ orientation exp(r^) (quaternion x, y, z, w; r the rotation vector, world axes, r
 identity), the twist's and accel's angular parts w, dw/dt [rad/s, rad/s^2]; both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
 coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
-``mode: pkm_d2`` (seed 004, ``profile: roll`` with ``roll_min``/``roll_max`` [rad], ``roll_period``
-[s], ``roll_center`` [m]: the Gough-Stewart's compiled route; or, for any PKM of the general route
-(robot_dynamics.pkm.general, lower-mobility platform), ``profile`` circle | waypoints |
-sin2_pick_place with the task-mode parameters in the TASK coordinates ``general_pkm(model).task``
-(e.g. world x, y, z of the platform frame; default centre / start the reference configuration's,
-circle plane default e1 = x, e2 = y), precomputed once at start-up on a grid of ``table_step`` s
-(default 0.001 = the lock-step plant period; :class:`robot_dynamics.control.d2_feedforward.
-TabulatedD2Feedforward`): the platform motion goes through the 2nd-order recursive inverse
-dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/velocity/
+``mode: pkm_d2`` (seed 004; any PKM of the general route robot_dynamics.pkm.general): a 6-DOF
+platform (e.g. the Gough-Stewart) takes the pose profiles ``roll`` (``roll_min``/``roll_max``
+[rad], ``roll_period`` [s], ``roll_center`` [m], ``roll_axis`` (platform frame);
+:class:`robot_dynamics.trajectories.RollProfile`) and ``pose_move`` (rest-to-rest through
+``pose_waypoints`` from ``pose_start``, 6 values per pose = position [m] + rotation vector [rad],
+``durations`` [s], ``pose_path`` line | screw; :class:`robot_dynamics.trajectories.
+PoseSegments`); a lower-mobility platform takes ``profile`` circle | waypoints | sin2_pick_place
+with the task-mode parameters in the TASK coordinates ``general_pkm(model).task`` (e.g. world
+x, y, z of the platform frame; default centre / start the reference configuration's, circle
+plane default e1 = x, e2 = y). Either is precomputed once at start-up on a grid of
+``table_step`` s (default 0.001 = the lock-step plant period; :class:`robot_dynamics.control.
+d2_feedforward.TabulatedD2Feedforward`): the platform motion goes through the 2nd-order
+recursive inverse dynamics; ``reference/joint_trajectory`` carries the actuated joints' position/velocity/
 acceleration and the feed-forward u in the point's ``effort``; ``~/feedforward``
 (Float64MultiArray [t, u, u', u'']) and ``~/reference`` (JointState: all tree coordinates and
 rates of the reference motion) with the same stamp.

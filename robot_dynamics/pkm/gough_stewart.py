@@ -1,5 +1,5 @@
 """6-UPS Gough-Stewart platform of seed 004 (assumed model of the brief, par. 4.1) and its roll
-motion.
+motion (a data generator and test oracle: no node path needs this module).
 
 The paper's URDF (Recupera-Reha torso module) is not public. **Every number here is the
 brief's assumption [A]** (documented in docs/recursive_id_sea.md), the default of
@@ -206,6 +206,10 @@ class RollMotion:
     ``theta(t) = -A cos(w t) + A + theta_min``, ``A = (theta_max - theta_min)/2 = 0.5`` rad,
     ``w = 2 pi / T``, ``C_p(t) = (Rx(theta), p0)``. Body-fixed task derivatives (linear first)
     ``V_t^(k) = (0, 0, 0, theta^(k+1), 0, 0)`` exactly (single-screw motion, brief A10).
+
+    Hand-written TEST ORACLE (benchmarks, the graph test): trajectory_node's ``profile: roll``
+    uses the generic :class:`robot_dynamics.trajectories.RollProfile` (any axis, any 6-DOF
+    platform) through the general route; with the defaults both give the same motion.
     """
 
     theta_min: float = -0.5
