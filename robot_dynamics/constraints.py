@@ -18,6 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ._util import cross
 from .errors import InputError
 from .kinematics import _frame_state, _lwa_columns, world_state
 
@@ -63,22 +64,22 @@ def constraint_terms(model, q, qd=None, jacobian=True):
             nw = Ra @ nl
             phi[r] = nw @ d
             if jacobian:
-                A[r] = nw @ (Jb[:3] - Ja[:3]) + np.cross(nw, d) @ Ja[3:]
+                A[r] = nw @ (Jb[:3] - Ja[:3]) + cross(nw, d) @ Ja[3:]
             if bias is not None:
-                nd = np.cross(wa, nw)
-                ndd = np.cross(ala, nw) + np.cross(wa, nd)
+                nd = cross(wa, nw)
+                ndd = cross(ala, nw) + cross(wa, nd)
                 bias[r] = ndd @ d + 2.0 * nd @ dd + nw @ ddd
             r += 1
         for ul, wl in lp.rot_pairs:
             uw, ww = Ra @ ul, Rb @ wl
             phi[r] = uw @ ww
             if jacobian:
-                A[r] = np.cross(uw, ww) @ (Ja[3:] - Jb[3:])
+                A[r] = cross(uw, ww) @ (Ja[3:] - Jb[3:])
             if bias is not None:
-                ud = np.cross(wa, uw)
-                wd = np.cross(wb, ww)
-                udd = np.cross(ala, uw) + np.cross(wa, ud)
-                wdd = np.cross(alb, ww) + np.cross(wb, wd)
+                ud = cross(wa, uw)
+                wd = cross(wb, ww)
+                udd = cross(ala, uw) + cross(wa, ud)
+                wdd = cross(alb, ww) + cross(wb, wd)
                 bias[r] = udd @ ww + 2.0 * ud @ wd + uw @ wdd
             r += 1
     return ConstraintTerms(phi, A, bias)

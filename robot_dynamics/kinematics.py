@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as K
-from ._util import as_batch, as_float
+from ._util import as_batch, as_float, cross
 from .errors import InputError
 from .model import REVOLUTE
 
@@ -137,8 +137,8 @@ def _frame_state(model, st, fidx):
     Rj, pj = st['R'][j], st['p'][j]
     r = Rj @ po
     w, al = st['w'][j], st['alpha'][j]
-    v = st['v'][j] + np.cross(w, r)
-    a = st['a'][j] + np.cross(al, r) + np.cross(w, np.cross(w, r))
+    v = st['v'][j] + cross(w, r)
+    a = st['a'][j] + cross(al, r) + cross(w, cross(w, r))
     return Rj @ Ro, pj + r, w, v, al, a
 
 
@@ -154,11 +154,11 @@ def _lwa_columns(model, st, fidx, p_f, v_f=None):
     ax = st['axis'][sup]
     rev = model.joint_types[sup] == REVOLUTE
     d = p_f - st['p'][sup]
-    J[:3, sup] = np.where(rev[:, None], np.cross(ax, d), ax).T
+    J[:3, sup] = np.where(rev[:, None], cross(ax, d), ax).T
     J[3:, sup] = np.where(rev[:, None], ax, 0.0).T
     if v_f is not None:
-        wxa = np.cross(st['w'][sup], ax)
-        dlin_rev = np.cross(wxa, d) + np.cross(ax, v_f - st['v'][sup])
+        wxa = cross(st['w'][sup], ax)
+        dlin_rev = cross(wxa, d) + cross(ax, v_f - st['v'][sup])
         dJ[:3, sup] = np.where(rev[:, None], dlin_rev, wxa).T
         dJ[3:, sup] = np.where(rev[:, None], wxa, 0.0).T
     return J, dJ
@@ -187,7 +187,7 @@ def _convert(J, R, p, ref):
     if ref == 'local':
         return np.vstack([R.T @ J[:3], R.T @ J[3:]])
     out = J.copy()
-    out[:3] += np.cross(p, J[3:].T).T
+    out[:3] += cross(p, J[3:].T).T
     return out
 
 
@@ -207,7 +207,7 @@ def frame_jacobian_time_variation(model, q, qd, frame, reference='local_world_al
         return np.vstack([R.T @ dJ[:3] - W @ Jl[:3], R.T @ dJ[3:] - W @ Jl[3:]])
     # world: d/dt (J_lin + p x J_ang) = dJ_lin + v x J_ang + p x dJ_ang
     out = dJ.copy()
-    out[:3] += np.cross(v, J[3:].T).T + np.cross(p, dJ[3:].T).T
+    out[:3] += cross(v, J[3:].T).T + cross(p, dJ[3:].T).T
     return out
 
 
@@ -238,10 +238,10 @@ def frame_acceleration(model, q, qd, qdd, frame, reference='local_world_aligned'
     if ref == 'local_world_aligned':
         return np.concatenate([a, al])
     if ref == 'world':
-        return np.concatenate([a + np.cross(v, w) + np.cross(p, al), al])
+        return np.concatenate([a + cross(v, w) + cross(p, al), al])
     # local: d/dt (R^T v, R^T w) = R^T a - (R^T w) x (R^T v), R^T alpha
     wl, vl = R.T @ w, R.T @ v
-    return np.concatenate([R.T @ a - np.cross(wl, vl), R.T @ al])
+    return np.concatenate([R.T @ a - cross(wl, vl), R.T @ al])
 
 
 def frame_wrench_to_joint(model, q, frame, wrench, reference='local_world_aligned', out=None):
@@ -266,8 +266,8 @@ def frame_wrench_to_joint(model, q, frame, wrench, reference='local_world_aligne
     if ref == 'local':
         f, m = Rf @ f, Rf @ m
     if ref != 'world':                         # moment about frame origin -> world origin
-        m = m + np.cross(pf, f)
+        m = m + cross(pf, f)
     Rj, pj = st['R'][j], st['p'][j]
     F[j, :3] += Rj.T @ f
-    F[j, 3:] += Rj.T @ (m - np.cross(pj, f))
+    F[j, 3:] += Rj.T @ (m - cross(pj, f))
     return F
