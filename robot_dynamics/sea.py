@@ -486,7 +486,7 @@ def warmup(model=None):
     the feed-forward law and trajectory_node's goal path check) and the reference routes.
     ``model``: default ``urdf/planar_3rrr_sea.urdf``. Returns the plant."""
     from .control.flatness_sea import SEAFlatnessController
-    from .pkm.planar_sea import SinSquaredJerk
+    from .trajectories import SinSquaredJerk
     if model is None:
         from . import data_path, load_model
         model = load_model(data_path('urdf/planar_3rrr_sea.urdf'))

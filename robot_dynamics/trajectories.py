@@ -29,7 +29,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ['Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'Sin2PoseMove', 'DecayingOffset',
+__all__ = ['SinSquaredJerk', 'Sinusoid', 'PolynomialSegments', 'Circle', 'Sin2PickPlace', 'Sin2PoseMove', 'DecayingOffset',
            'PoseProfile', 'RollProfile', 'PoseSegments', 'pose_matrix', 'pose_move_profile',
            'GoalMoves',
            'make_profile', 'rest_to_rest_profile']
@@ -317,12 +317,62 @@ class Sin2PoseMove(Sin2PickPlace):
         return np.concatenate([pos, np.stack(rot)], axis=-1)
 
 
+class SinSquaredJerk:
+    """Rest-to-rest point-to-point motion with a sin^2 jerk profile (brief par. 4.2):
+    ``s'''(t) = c sin^2(4 pi t/T) sigma(t)``, ``c = 64 h/T^3``, sigma = +1, -1, +1 on
+    [0, T/4), [T/4, 3T/4), [3T/4, T]; position, velocity, acceleration, jerk and snap are
+    continuous and vanish at both ends (snap is continuous, the 5th derivative jumps).
+    ``SinSquaredJerk(p_start, p_goal, T, t0=0)(t)`` -> (5, ..., n): p .. p'''' (held constant
+    outside [t0, t0 + T])."""
+
+    def __init__(self, start, goal, T, t0=0.0):
+        self.start = np.atleast_1d(np.asarray(start, float))
+        self.goal = np.atleast_1d(np.asarray(goal, float))
+        if not T > 0:
+            raise InputError('SinSquaredJerk: T must be > 0')
+        self.T, self.t0 = float(T), float(t0)
+        # segment start states of the unit profile
+        self._seg = [(0.0, 1.0, (0.0, 0.0, 0.0))]
+        for ta, sg in ((0.25, -1.0), (0.75, 1.0)):
+            t_prev, sg_prev, st = self._seg[-1]
+            self._seg.append((ta, sg, tuple(self._unit(ta, t_prev, sg_prev, st)[:3])))
+
+    def _unit(self, t, ta, sg, st):
+        """Unit stroke, unit duration: derivatives 0..4 at t on the segment starting at ta."""
+        c = 64.0
+        w = 8 * np.pi
+        tau = t - ta
+        s0, s1, s2 = st
+        k = sg * c / 2
+        sn, cs = np.sin(w * tau), np.cos(w * tau)
+        return np.array([s0 + s1 * tau + s2 * tau ** 2 / 2 + k * (tau ** 3 / 6 + (sn / w - tau) / w ** 2),
+                         s1 + s2 * tau + k * (tau ** 2 / 2 + (cs - 1) / w ** 2),
+                         s2 + k * (tau - sn / w), k * (1 - cs), k * w * sn])
+
+    def __call__(self, t):
+        t = np.asarray(t, float)
+        x = np.clip((t - self.t0) / self.T, 0.0, 1.0)
+        out = np.empty((5,) + x.shape)
+        for idx in np.ndindex(x.shape):
+            xi = float(x[idx])
+            seg = [s for s in self._seg if s[0] <= xi][-1]
+            v = self._unit(xi, *seg)
+            if (t[idx] - self.t0) < 0 or (t[idx] - self.t0) > self.T:
+                v[1:] = 0.0
+            out[(slice(None),) + idx] = v
+        scale = self.T ** -np.arange(5)
+        d = self.goal - self.start
+        res = out[..., None] * d * scale.reshape((5,) + (1,) * x.ndim + (1,))
+        res[0] += self.start
+        return res
+
+
 class GoalMoves:
     """Point-to-point moves between goals received at run time (seed 004's SEA goal profile).
 
     ``GoalMoves(start, max_speed, min_duration, reachable=None)``; ``traj(t, order=4)`` ->
     (order + 1, n) (order <= 4): the current move, a rest-to-rest sin^2-jerk profile
-    (:class:`~robot_dynamics.pkm.planar_sea.SinSquaredJerk`: derivatives up to snap continuous,
+    (:class:`SinSquaredJerk`: derivatives up to snap continuous,
     zero at both ends), held at rest outside it; before the first goal, rest at ``start``.
     :meth:`goal` ``(t, goal)`` starts a move at time t from the current reference position to
     ``goal`` (n,), of duration ``max(min_duration, 2 |goal - start| / max_speed)`` (peak speed
@@ -333,7 +383,6 @@ class GoalMoves:
     """
 
     def __init__(self, start, max_speed=0.4, min_duration=0.3, reachable=None):
-        from .pkm.planar_sea import SinSquaredJerk
         self._S = SinSquaredJerk
         start = np.atleast_1d(np.asarray(start, float))
         if not np.all(np.isfinite(start)) or not (max_speed > 0 and min_duration > 0):
