@@ -81,10 +81,17 @@ def _vdc(m):
 
 
 def _sea(m):
+    from .errors import InputError
     from .sea import sea_params_from_model
-    sea_params_from_model(m)
-    n = sum(1 for a in m.actuators.values() if a.get('type') == 'sea')
-    return f'{n} series-elastic actuator(s)'
+    from .sea_general import SEAPKM
+    s = SEAPKM(m)
+    try:
+        sea_params_from_model(m)
+        route = 'planar 3RRR closed form (auto), general route available'
+    except InputError as exc:
+        route = f'general route (planar 3RRR closed form: {exc})'
+    return (f'{s.n_a} series-elastic actuator(s), task {s.task}'
+            + (', one redundant SEA (preload lambda)' if s.n_a > s.delta else '') + f'; {route}')
 
 
 METHODS = [

@@ -57,3 +57,13 @@ def test_check_names_the_launch_command_of_a_bringup_config(tmp_path):
     for ext in ('urdf', 'loops.yaml'):      # the same robot elsewhere, no config beside it
         shutil.copy(rd.data_path(f'test/data/planar_3rpr.{ext}'), tmp_path / f'p.{ext}')
     assert 'launch' not in dict(check_robot(str(tmp_path / 'p.urdf')).facts)
+
+
+def test_check_sea_route_of_a_robot_outside_the_planar_class():
+    """test/data/five_bar_sea: the SEA method applies through the general route (two SEAs, no
+    preload); the planar 3RRR names its closed-form fast path."""
+    import robot_dynamics as rd
+    meth, ok, detail = check_robot(rd.data_path('test/data/five_bar_sea.urdf')).methods[5]
+    assert ok and "task ['x', 'z']" in detail and detail.split('; ')[-1].startswith('general route')
+    meth, ok, detail = check_robot(urdf('planar_3rrr_sea')).methods[5]
+    assert ok and 'redundant SEA' in detail and 'planar 3RRR closed form (auto)' in detail
