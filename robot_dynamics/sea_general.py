@@ -28,8 +28,8 @@ Flatness law (brief A8, three passes of the general route; equal to the planar 3
     [J_IK^T; n^T] udd = [wdd(nu) - Jdd_IK^T u - 2 Jd_IK^T ud; nu_l - ndd^T u - 2 nd^T ud]
     tau = u + M_m (thetadd_a + K^-1 udd) + D_m qd_m
 
-Measured task state: the platform pose from the forward kinematics of the limb that carries the
-platform body in the URDF (its tree joints), ``xd = T(R) V_p``. Units SI.
+Measured task state: the platform frame's world pose and velocity by the tree's forward
+kinematics (the joints of the limb that carries the platform body in the URDF). Units SI.
 """
 from __future__ import annotations
 
@@ -39,7 +39,6 @@ from math import factorial
 import numpy as np
 
 from .errors import InputError
-from .lie import _Ad, _inv_se3
 from .pkm.recursive import PKMStructureError
 from .sim import Plant, StepInfo
 
@@ -108,9 +107,7 @@ class SEAPKM:
         self.i_link = np.array([model.joint_index(a['joint']) for a in seas], np.int64)
         self.i_mot = np.array([model.joint_index(a['motor_joint']) for a in seas], np.int64)
         self.theta = p.theta_ref.copy()
-        lb = self._plimb = p.limbs[-1]
-        if lb.N != lb.n:                                       # pragma: no cover (by construction)
-            raise PKMStructureError('internal: the platform limb has virtual joints')
+        self._fidx = model.frame_index(p.platform)
 
     # ------------------------------------------------------------------ route calls
     def solve(self, X):
@@ -136,23 +133,14 @@ class SEAPKM:
         return Mt, b, r
 
     def measure(self, q, qd):
-        """Task coordinates ``x`` and rates ``xd`` (delta,) from model coordinates: FK of the
-        platform limb's tree joints, ``xd = T(R) V_p``."""
-        p, lb = self.pkm, self._plimb
-        from .pkm.general import _exp_unit
-        q, qd = np.asarray(q, float), np.asarray(qd, float)
-        th, thd = q[lb.tree], qd[lb.tree]
-        C = np.eye(4)
-        Cs = []
-        for i in range(lb.N):
-            C = C @ lb.B[i] @ _exp_unit(lb.X[i], th[i:i + 1])[0]
-            Cs.append(C)
-        Cp = Cs[-1]
-        Ci = _inv_se3(Cp)
-        Vp = sum(_Ad(Ci @ Cs[i]) @ lb.X[i] * thd[i] for i in range(lb.N))
-        x = p.task_value(Cp[None])[0]
-        xd = p.task_rows(Cp[None, :3, :3])[0] @ Vp
-        return x, xd
+        """Task coordinates ``x`` and rates ``xd`` (delta,) from model coordinates: the world
+        pose and velocity of the platform frame by the tree's forward kinematics (only the
+        platform limb's joints enter), ``xd`` = the world components of its (v, w)."""
+        from .kinematics import _frame_state, world_state
+        p = self.pkm
+        R, pos, w, v = _frame_state(self.model, world_state(self.model, q, qd), self._fidx)[:4]
+        x = p.task_value(np.concatenate([np.c_[R, pos], [[0.0, 0.0, 0.0, 1.0]]])[None])[0]
+        return x, np.concatenate([v, w])[p.task_idx]
 
     def tree_q(self, theta, qm):
         """Model coordinates (nq,) from stacked limb coordinates and motor angles (n_a,)."""

@@ -179,3 +179,73 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path, robo
         assert 'rejected' not in out.getvalue()
 
     run_graph(str(path), body, ready=lambda: True, timeout=30.0, timing='lockstep')
+
+
+def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
+    """test/data/five_bar_sea (two SEAs, vertical plane, gravity in the plane; outside the
+    planar 3RRR class: plant and law on the general 2nd-order route), written only as URDF +
+    sidecar + config: one goal move in lock-step over real topics. Bounds as the planar robot's
+    (the same 1 kHz ZOH loop, test_sea_general.py: 4.7e-5 m offline): |e| < 1e-4 m, < 5e-6 m at
+    rest 0.3 s after the move, the published joints close the loop to 1e-9."""
+    import os
+    import robot_dynamics as rd
+    from robot_dynamics.sea_general import SEAPKM
+    src = os.path.join(os.path.dirname(__file__), 'data', 'five_bar_sea.yaml')
+    cfg = yaml.safe_load(open(src, encoding='utf-8'))
+    for k in ('urdf', 'loops'):
+        cfg[k] = os.path.abspath(os.path.join(os.path.dirname(src), cfg[k]))
+    path = tmp_path / 'five_bar_sea.yaml'
+    path.write_text(yaml.safe_dump(cfg))
+    start, target = np.array([0.0, 0.9]), np.array([0.03, 0.92])
+    move = max(0.3, 2 * np.hypot(*(target - start)) / 0.2)
+
+    def body(launcher, probe, model, out):
+        goal = probe.node.create_publisher(PointStamped, '/goal', QOS_COMMAND)
+        probe.wait_for(lambda: len(probe.ref) > 50 and len(probe.js) > 10, 60.0, 'reference and joint states')
+        probe.wait_for(lambda: goal.get_subscription_count() > 0, 10.0, 'goal subscription')
+        sea = SEAPKM(model)
+        names = list(model.joint_names)
+
+        def sim_t():
+            with probe.lock:
+                return _ns(probe.js[-1][1].header.stamp) * 1e-9
+
+        def started(after):
+            with probe.lock:
+                refs = [(_ns(m.header.stamp) * 1e-9, m.pose.position.x) for _, m in probe.ref]
+            return next((t for t, x in refs if t >= after and abs(x - start[0]) > 1e-9), None)
+        g = PointStamped()
+        g.point.x, g.point.z = target
+        t_pub = sim_t()
+        goal.publish(g)
+        probe.wait_for(lambda: started(t_pub) is not None, 30.0, 'move started')
+        t0 = started(t_pub)
+        probe.wait_for(lambda: sim_t() >= t0 + move + SETTLE + 0.01, 240.0, 'move done')
+        with probe.lock:
+            js = [m for _, m in probe.js]
+            ref = {_ns(m.header.stamp): np.array([m.pose.position.x, m.pose.position.z]) for _, m in probe.ref}
+        T, E, X, clo = [], [], [], []
+        for m in js:
+            ns = _ns(m.header.stamp)
+            if ns not in ref or (T and ns * 1e-9 <= T[-1]):
+                continue
+            idx = [list(m.name).index(n) for n in names]
+            q, qd = np.array(m.position)[idx], np.array(m.velocity)[idx]
+            x = sea.measure(q, qd)[0]
+            T.append(ns * 1e-9)
+            E.append(np.hypot(*(x - ref[ns])))
+            X.append(x)
+            clo.append(max(max(v) for v in rd.loop_errors(model, q).values()))
+        T, E, X = map(np.asarray, (T, E, X))
+        k = min(np.searchsorted(T, t0 + move + SETTLE), len(T) - 1)
+        rest = np.hypot(*(X[k] - target))
+        print(f'\nfive_bar_sea: {len(T)} lock-step steps, |e| max {E.max():.2e}, rest {rest:.2e} m, '
+              f'closure {max(clo):.1e}')
+        assert len(T) > 0.8 * (move + SETTLE) / 1e-3
+        assert E.max() < 1e-4, E.max()
+        assert rest < 5e-6, rest
+        assert max(clo) < 1e-9
+        assert X[:, 0].max() > 0.029
+        assert 'rejected' not in out.getvalue()
+
+    run_graph(str(path), body, ready=lambda: True, timeout=60.0, timing='lockstep')
