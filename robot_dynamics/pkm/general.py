@@ -68,8 +68,8 @@ from ..errors import InputError
 from ..lie import _Ad, _ad, _hat, _inv_se3, exp_se3  # (unchecked, batched; linear-first twists)
 from .recursive import PKMSingularityError, PKMStructureError
 
-__all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result', 'GeneralID2Data',
-           'TASK_COMPONENTS']
+__all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
+           'GeneralID2Data', 'TASK_COMPONENTS']
 
 TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 #: virtual joints of each supported cut-joint type, in frame_a axes through its origin:
@@ -1029,3 +1029,30 @@ class GeneralID2Data:
         r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False)
         self.theta[0] = r.theta[-1, 0]
         return r
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the general-route kernel with the argument types
+    used at run time (batch entry cold and warm-started, :class:`GeneralID2Data`). ``model``: a
+    PKM Model of the general route (default, or if it is outside the route, ``urdf/five_bar``);
+    the kernel has one signature for every robot. Returns the GeneralPKM used."""
+    from .. import data_path, load_model
+    p = None
+    if model is not None:
+        try:
+            p = general_pkm(model)
+        except PKMStructureError:
+            p = None
+    if p is None:
+        p = general_pkm(load_model(data_path('urdf/five_bar.urdf')))
+    z = np.zeros(6 if p.task == 'pose' else p.delta)
+    x = p.x_ref
+    try:
+        inverse_dynamics_d2_general(p, x, z, z, z, z)
+        inverse_dynamics_d2_general(p, np.stack([x, x]), *([np.stack([z, z])] * 4), warm_start=True)
+        data = GeneralID2Data(p)
+        data(x, z, z, z, z)
+        data.batch(np.stack([x, x]), *([np.stack([z, z])] * 4))
+    except PKMSingularityError:     # e.g. an actuation singularity at the reference: compiled anyway
+        pass
+    return p
