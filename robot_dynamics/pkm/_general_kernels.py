@@ -34,12 +34,17 @@ Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come fr
 import numpy as np
 from numba import njit
 
-from ._recursive_kernels import (_FM, _ad6, _axpy6, _cross, _dot6, _ld6, _limb_fk, _st6,
-                                 limb_ne_d2_fast)
+from ._recursive_kernels import (_FM, _ad6, _axpy6, _body_wrench6, _cross, _dot6, _ld6, _limb_fk,
+                                 _st6, limb_ne_d2_fast)
 
 _C = True
 _RCOND = 1e-10
 _TWO_PI = 2.0 * np.pi
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _zv(z, k, o):
+    return z[k, o], z[k, o + 1], z[k, o + 2], z[k, o + 3], z[k, o + 4], z[k, o + 5]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -336,6 +341,19 @@ def _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, c, y, fin, fout, t6, 
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _task_mv(L, Nt, tidx, PR, Gk, z, coef, rhs):
+    """rhs[task rows] -= coef (S blockdiag(R G_k, R G_k)) V (V = z[Nt:])."""
+    for r in range(tidx.shape[0]):
+        k = tidx[r]
+        a = k if k < 3 else k - 3
+        base = Nt if k < 3 else Nt + 3
+        s = 0.0
+        for c in range(3):
+            s += (PR[a, 0] * Gk[0, c] + PR[a, 1] * Gk[1, c] + PR[a, 2] * Gk[2, c]) * z[base + c]
+        rhs[6 * L + r] -= coef * s
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _kT(L, Nl, off, pose, tidx, PR, Jk, Gk, y, coef, out, fl):
     """out += coef K^(k)^T y (k >= 1: limb blocks J_l^(k)^T y_l for the flagged limbs, task
     rows (S blockdiag(R G_k, R G_k))^T y_t)."""
@@ -447,30 +465,6 @@ def _gmat(w, wd, wdd, k, out, S3):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _kk_mv(L, Nl, off, pose, tidx, PR, Jk, Gk, z, coef, rhs):
-    """rhs -= coef K^(k) z: limb rows J_l^(k) theta_l, task rows S blockdiag(R G_k, R G_k) V
-    (Jk (L, Nm, 6) = J^(k) columns, Gk (3, 3) = G_k; z (Nt + 6))."""
-    Nt = off[L]
-    for l in range(L):
-        o = off[l]
-        for c in range(6):
-            s = 0.0
-            for i in range(Nl[l]):
-                s += Jk[l, i, c] * z[o + i]
-            rhs[6 * l + c] -= coef * s
-    if not pose:
-        for r in range(tidx.shape[0]):
-            k = tidx[r]
-            a = k if k < 3 else k - 3
-            base = Nt if k < 3 else Nt + 3
-            s = 0.0
-            for c in range(3):
-                rg = PR[a, 0] * Gk[0, c] + PR[a, 1] * Gk[1, c] + PR[a, 2] * Gk[2, c]
-                s += rg * z[base + c]
-            rhs[6 * L + r] -= coef * s
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _qrp(A, m, n, piv, beta, rd):
     """Householder QR with column pivoting of A[:m, :n] (m >= n) in place: A P = Q R.
     Returns |R_nn| / |R_11| (0 if A = 0)."""
@@ -544,7 +538,7 @@ FP_HEAD = 13     # tol, g (3), Rref (9); then lower (Nt), upper (Nt)
 def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq, cs, Jc,
             LUl, pl, H0, LUH, ph, hown, b, z, hb, y6, tv, E3, tp, tol, max_iter):
     """Newton IK from th (and, non-pose task, the platform pose PR, Pp) on K dz = [e; r].
-    Returns (status, limb, residual); FK (CR, Cq) is left at th."""
+    Returns (status, limb or the number of Newton steps, residual); FK (CR, Cq) is left at th."""
     Nt = off[L]
     d = tidx.shape[0]
     nr = 6 * L + d
@@ -572,6 +566,7 @@ def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq
         res = 0.0
         for r in range(nr):
             res = max(res, abs(b[r]))
+        lf = it
         if res < tol or it == max_iter:
             break
         for l in range(L):
@@ -603,7 +598,8 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     previous factorisation) instead.
     Outputs: ``OUT`` (S, 5 Nt + 3 na + 3 na d + 3 d + 16 + 24 + 1) per sample theta (5, Nt),
     u (3, na), J_IK (3, na, d), w (3, d), platform pose (4, 4), V_p (4, 6), IK residual;
-    ``IST`` (S, 2) status and info (failing limb / joint).
+    ``IST`` (S, 2) status and info (failing limb / joint; for a solved sample the number of
+    Newton steps).
     """
     L = IP[0]
     Nm = IP[1]
@@ -646,6 +642,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     PR = np.empty((3, 3))
     Pp = np.empty(3)
     PRo = np.empty((3, 3))
+    xprev = np.zeros((2, d))
     Ppo = np.empty(3)
     tp = np.empty(3)
     cs = np.empty((2, Nm))
@@ -674,7 +671,6 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     tv = np.empty(d)
     Gk = np.zeros((3, 3, 3))
     zero3 = np.zeros(3)
-    thl = np.empty((5, Nm))
     Vb = np.empty((4, Nm, 6))
     Qv = np.empty((3, Nm))
     relR = np.empty((Nm, 3, 3))
@@ -748,6 +744,40 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
                             e = e - _TWO_PI * np.floor(e / _TWO_PI) - np.pi
                         b[6 * L + r] = e
                 _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[0], hb, y6)
+                # 2nd order: the task step dxi = xi' h + xi'' h^2 / 2 + O(h^3) of the previous
+                # sample's motion gives h; add (theta'' - G xi'') h^2 / 2 (= z2 - S [0; xi''])
+                # when dxi is consistent with that motion (else the 1st-order step alone)
+                ob = 0 if pose else 6 * L
+                a2 = 0.0
+                ad = 0.0
+                dd = 0.0
+                for r in range(d):
+                    a2 += xprev[0, r] * xprev[0, r]
+                    ad += b[ob + r] * xprev[0, r]
+                    dd += b[ob + r] * b[ob + r]
+                if a2 > 0.0 and dd > 0.0:
+                    h = ad / a2
+                    fg = 0.0
+                    jj = 0.0
+                    for r in range(d):
+                        jr = xprev[0, r] + xprev[1, r] * h
+                        fg += (b[ob + r] - xprev[0, r] * h - 0.5 * xprev[1, r] * h * h) * jr
+                        jj += jr * jr
+                    if jj > 0.0:
+                        h += fg / jj
+                    fr = 0.0
+                    for r in range(d):
+                        e = b[ob + r] - xprev[0, r] * h - 0.5 * xprev[1, r] * h * h
+                        fr += e * e
+                    if fr <= 0.0025 * dd:
+                        for r in range(6 * L):
+                            b[r] = 0.0
+                        for r in range(d):
+                            b[6 * L + r] = xprev[1, r]
+                        _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, ca, hb, y6)
+                        hh = 0.5 * h * h
+                        for j in range(nz):
+                            z[0, j] += hh * (z[2, j] - ca[j])
                 for j in range(Nt):
                     th[j] += z[0, j]
                 if not pose:
@@ -782,6 +812,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
         if not res < max(tol, 1e-9):
             IST[s, 0] = 1
             continue
+        IST[s, 1] = lf                      # Newton steps
         for j in range(Nt):
             if th[j] < lower[j] - 1e-12 or th[j] > upper[j] + 1e-12:
                 IST[s, 0] = 5
@@ -804,44 +835,70 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
         for r in range(d):
             b[6 * L + r] = XIN[nx + r]
         _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[1], hb, y6)
-        for j in range(Nt):
-            OUT[s, j] = th[j]
-            OUT[s, Nt + j] = z[1, j]
         # ---- orders 2..4: K z^(nu) = [0; x^(nu)] - sum_k binom(nu-1, k) K^(k) z^(nu-k)
+        for j in range(Nt):
+            z[0, j] = th[j]                     # z[k, :Nt] = theta^(k), k = 0..4
         for nu in range(2, 5):
             kk = nu - 1                         # new derivative order of J and G_k
             for l in range(L):
                 N = Nl[l]
                 o = off[l]
-                for k in range(kk + 1):
-                    for i in range(N):
-                        thl[k, i] = OUT[s, k * Nt + o + i]
-                _jac_deriv(N, Jc[l], J1[l], J2[l], J3[l], thl, kk)
+                _jac_deriv(N, Jc[l], J1[l], J2[l], J3[l], z[:, o:o + Nm], kk)
+                # limb rows: - sum_k binom(nu-1, k) J^(k) theta^(nu-k)
+                acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                for i in range(N):
+                    acc = _axpy6((nu - 1.0) * z[nu - 1, o + i] if nu > 2 else z[1, o + i],
+                                 _ld6(J1[l], i), acc)
+                    if nu >= 3:
+                        acc = _axpy6((nu - 1.0) * z[nu - 2, o + i] if nu > 3 else z[1, o + i],
+                                     _ld6(J2[l], i), acc)
+                    if nu >= 4:
+                        acc = _axpy6(z[1, o + i], _ld6(J3[l], i), acc)
+                for c in range(6):
+                    b[6 * l + c] = -acc[c]
+            for r in range(d):
+                b[6 * L + r] = XIN[nx + (nu - 1) * nd + r]
             if not pose:
                 _gmat(z[1, Nt + 3:], z[2, Nt + 3:] if kk >= 2 else zero3,
                       z[3, Nt + 3:] if kk >= 3 else zero3, kk, Gk[kk - 1], S3)
-            for r in range(6 * L):
-                b[r] = 0.0
-            for r in range(d):
-                b[6 * L + r] = XIN[nx + (nu - 1) * nd + r]
-            for k in range(1, nu):
-                coef = 1.0 if k == nu - 1 else float(nu - 1)     # binom(nu - 1, k), nu <= 4
-                Jk = J1 if k == 1 else (J2 if k == 2 else J3)
-                _kk_mv(L, Nl, off, pose, tidx, PR, Jk, Gk[k - 1], z[nu - k], coef, b)
+                for k in range(1, nu):
+                    coef = 1.0 if k == nu - 1 else float(nu - 1)     # binom(nu - 1, k), nu <= 4
+                    _task_mv(L, Nt, tidx, PR, Gk[k - 1], z[nu - k], coef, b)
             _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[nu], hb, y6)
+        for k in range(5):
             for j in range(Nt):
-                OUT[s, nu * Nt + j] = z[nu, j]
+                OUT[s, k * Nt + j] = z[k, j]
         # ---- limb Newton-Euler with 1st/2nd derivatives (tree bodies)
         for l in range(L):
             N = Nl[l]
             o = off[l]
-            for k in range(5):
-                for i in range(N):
-                    thl[k, i] = OUT[s, k * Nt + o + i]
-            limb_ne_d2_fast(X[l], M[l], heavy[l], g, thl, CR[l], Cq[l], Vb, Qv, relR, relp, nl[l])
+            thl = z[:, o:o + Nm]
+            # the platform body (last body of the platform limb) moves with V_p: its wrench
+            # W is computed from V_p directly and enters Q as J^T W (J^T W)' (J^T W)'' (J the
+            # platform Jacobian of the limb); the recursion stops at the last massive body before
+            plat = l == L - 1 and nl[l] == N and heavy[l, N - 1] != 0
+            nb = nl[l]
+            if plat:
+                nb = 0
+                for i in range(N - 1):
+                    if heavy[l, i]:
+                        nb = i + 1
+            limb_ne_d2_fast(X[l], M[l], heavy[l], g, thl, CR[l], Cq[l], Vb, Qv, relR, relp, nb)
             for k in range(3):
                 for i in range(N):
                     Q[k, o + i] = Qv[k, i]
+            if plat:
+                av0 = -(PR[0, 0] * g[0] + PR[1, 0] * g[1] + PR[2, 0] * g[2])
+                av1 = -(PR[0, 1] * g[0] + PR[1, 1] * g[1] + PR[2, 1] * g[2])
+                av2 = -(PR[0, 2] * g[0] + PR[1, 2] * g[1] + PR[2, 2] * g[2])
+                W0, W1, W2 = _body_wrench6(M[l, N - 1], _zv(z, 1, Nt), _zv(z, 2, Nt), _zv(z, 3, Nt),
+                                           _zv(z, 4, Nt), av0, av1, av2)
+                for i in range(N):
+                    j0 = _ld6(Jc[l], i)
+                    j1 = _ld6(J1[l], i)
+                    Q[0, o + i] += _dot6(j0, W0)
+                    Q[1, o + i] += _dot6(j0, W1) + _dot6(j1, W0)
+                    Q[2, o + i] += _dot6(j0, W2) + 2.0 * _dot6(j1, W1) + _dot6(_ld6(J2[l], i), W0)
         # ---- w = G^T Q, w' = G^T Q' + G'^T Q, ... by adjoint solves (G = S [0; I],
         # G' = -S K' G, G'' = -S (K'' G + 2 K' G')):
         # y0 = S^T Q, y1 = S^T (Q' - K'^T y0), y2 = S^T (Q'' - K''^T y0 - 2 K'^T y1); w^(k) = task part
@@ -964,6 +1021,9 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
                 OUT[s, oV + 6 * k + c] = z[k + 1, Nt + c]
         for j in range(Nt):
             th_ok[j] = th[j]
+        for k in range(2):
+            for r in range(d):
+                xprev[k, r] = XIN[nx + k * nd + r]
         for r in range(3):
             Ppo[r] = Pp[r]
             for c in range(3):

@@ -672,7 +672,7 @@ def _ne_limb(lb, th, Cs, g):
     return Q[0], Q[1], Q[2]
 
 
-def _batch(a, shape, name, S=None):
+def _batch(a, shape, name, S=None, finite=True):
     a = np.asarray(a, float)
     if a.shape == shape:
         a = a[None]
@@ -680,7 +680,7 @@ def _batch(a, shape, name, S=None):
         raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), got {a.shape}')
     if S is not None and a.shape[0] != S:
         raise InputError(f'{name} has {a.shape[0]} samples, expected {S}')
-    if not np.all(np.isfinite(a)):
+    if finite and not np.all(np.isfinite(a)):
         raise InputError(f'{name} contains non-finite values')
     return a
 
@@ -713,17 +713,24 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
     d = p.delta
     pose = p.task == 'pose'
-    X = _batch(x, (4, 4) if pose else (d,), 'x')
-    single = np.asarray(x).ndim == (2 if pose else 1)
+    comp = route == 'compiled'            # (the kernel checks finiteness and orthonormality)
+    X = _batch(x, (4, 4) if pose else (d,), 'x', finite=not comp)
+    single = np.ndim(x) == (2 if pose else 1)
     S = X.shape[0]
     nd = 6 if pose else d
-    D = [_batch(v, (nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
+    D = [_batch(v, (nd,), nm, S, not comp)
+         for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
     g = p.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
     L, Nt = len(p.limbs), p.offsets[-1]
+    if comp:
+        if theta_guess is None:
+            th = p.theta_ref[None]
+        else:
+            th = np.asarray(theta_guess, float)
+            th = th.reshape(1, Nt) if th.ndim == 1 else np.broadcast_to(th, (S, Nt))
+        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single)
     th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else
                                   np.asarray(theta_guess, float), (S, Nt)))
-    if route == 'compiled':
-        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single)
     # ---------------------------------------------------------------- position IK (Newton)
     if pose:
         if np.max(np.abs(np.einsum('sji,sjk->sik', X[:, :3, :3], X[:, :3, :3]) - np.eye(3))) > 1e-9:
@@ -879,13 +886,18 @@ class _Packed:
         self._slices = [(slice(o[k], o[k + 1]), sh) for k, sh in enumerate(
             [(5, Nt), (3, na), (3, na, d), (3, d), (4, 4), (4, 6), ()])]
         self.nout = int(o[-1])
+        self._key = None
 
     def params(self, g, tol, max_iter, warm):
-        """(IP, FP) with the call's gravity, tolerance, iteration limit and warm-start flag."""
-        IP, FP = self.IP.copy(), self.FP.copy()
-        IP[6], IP[7] = int(max_iter), int(bool(warm))
-        FP[0], FP[1:4] = float(tol), g
-        return IP, FP
+        """(IP, FP) with the call's gravity, tolerance, iteration limit and warm-start flag
+        (the last ones are reused: do not modify them)."""
+        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm))
+        if key != self._key:
+            IP, FP = self.IP.copy(), self.FP.copy()
+            IP[6], IP[7] = key[4], key[5]
+            FP[0], FP[1:4] = key[3], key[:3]
+            self._key, self._par = key, (IP, FP)
+        return self._par
 
     def views(self, OUT):
         """theta, u (3, na), J_IK, w, Cp, Vp, residual: views of the kernel output (S, nout)."""
@@ -945,7 +957,7 @@ def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single):
     pk = _packed(p)
     S = X.shape[0]
     IN = np.concatenate([X.reshape(S, -1)] + D, 1)
-    th0 = np.ascontiguousarray(th[:1] if warm else th)
+    th0 = np.ascontiguousarray(th[:1] if warm else th, float)
     OUT = np.empty((S, pk.nout))
     IST = np.empty((S, 2), np.int64)
     pk.run(*pk.params(g, tol, max_iter, warm), IN, th0, OUT, IST)
