@@ -185,7 +185,7 @@ def _lu_rows(A, m, n, perm):
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
     """Limb-elimination factorisation of K (module docstring) by LU: per limb
-    ``P_l J_l = [L1; L2] U`` (LUl (L, 6, Nm), pl (L, 6)); the constraint rows of the limb
+    ``P_l J_l = [L1; L2] U`` (LUl (L, 6, 6), padded with the identity, pl (L, 6)); the constraint rows of the limb
     (left null space of J_l, ``[-L2 L1^-1, I] P_l``) and the task rows T stacked in H0 (mh, 6)
     (``hown[r]`` = limb of row r, or -1 - task row), LU of H0 in LUH, ph. Returns
     (status, limb, mh): 0, 2 (singular limb Jacobian of ``limb``) or 7 (parallel)."""
@@ -199,6 +199,11 @@ def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
         dmin, dmax = _lu_rows(A, 6, N, pl[l])
         if N > 0 and dmin <= _RCOND * max(1.0, dmax):
             return 2, l, 0
+        # padded to the LU of the square [J_l, E_l] (E_l: unit columns of the non-pivot rows):
+        # columns N..5 = identity, so the solves run over fixed 6 x 6 loops
+        for r in range(6):
+            for c in range(N, 6):
+                A[r, c] = 1.0 if r == c else 0.0
         P = pl[l]
         for k in range(N, 6):
             # x = L2[k] L1^-1; row (permuted) = [-x, e_k]
@@ -268,16 +273,19 @@ def _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z, hb, y6):
         o = off[l]
         A = LUl[l]
         P = pl[l]
-        for k in range(N):
+        # [theta_l; mu] = [J_l, E_l]^-1 (V + b_l) (mu = 0 for a consistent b), fixed 6 x 6
+        for k in range(6):
             s = z[Nt + P[k]] + b[6 * l + P[k]]
             for j in range(k):
                 s -= A[k, j] * y6[j]
             y6[k] = s
-        for k in range(N - 1, -1, -1):
+        for k in range(5, -1, -1):
             s = y6[k]
-            for j in range(k + 1, N):
-                s -= A[k, j] * z[o + j]
-            z[o + k] = s / A[k, k]
+            for j in range(k + 1, 6):
+                s -= A[k, j] * y6[j]
+            y6[k] = s / A[k, k]
+        for k in range(N):
+            z[o + k] = y6[k]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -299,19 +307,20 @@ def _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, c, y, fin, fout, t6, 
         o = off[l]
         A = LUl[l]
         P = pl[l]
-        for k in range(N):                       # U^T t = c_l
-            s = c[o + k]
+        # a_l = [J_l, E_l]^-T [c_l; 0] (fixed 6 x 6 loops on the padded LU)
+        for k in range(6):
+            t6[k] = c[o + k] if k < N else 0.0
+        for k in range(6):                       # U^T t = [c_l; 0]
+            s = t6[k]
             for j in range(k):
                 s -= A[j, k] * t6[j]
             t6[k] = s / A[k, k]
-        for k in range(N - 1, -1, -1):           # L1^T s = t
+        for k in range(5, -1, -1):               # L^T s = t
             s = t6[k]
-            for j in range(k + 1, N):
+            for j in range(k + 1, 6):
                 s -= A[j, k] * t6[j]
             t6[k] = s
         for k in range(6):
-            y[6 * l + k] = 0.0
-        for k in range(N):
             y[6 * l + P[k]] = t6[k]
             aV[P[k]] += t6[k]
     # h = P_H^T [L1^-T U^-T aV; 0]
@@ -650,7 +659,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     J1 = np.zeros((L, Nm, 6))
     J2 = np.zeros((L, Nm, 6))
     J3 = np.zeros((L, Nm, 6))
-    LUl = np.zeros((L, 6, Nm))
+    LUl = np.zeros((L, 6, 6))
     pl = np.empty((L, 6), dtype=np.int64)
     mhx = 6 * L + 6
     H0 = np.empty((mhx, 6))
