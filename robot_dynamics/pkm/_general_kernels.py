@@ -8,24 +8,43 @@ backward suffix sums), ``G, G', G''``, the limb Newton-Euler with 1st/2nd deriva
 ``J_IK`` and ``u, ud, udd`` (square, or least-norm for redundant actuation).
 
 Packed limb data (``L`` limbs, padded to ``Nm`` = the longest limb; built by
-``robot_dynamics.pkm.general._pack``): ``BR`` (L, Nm, 3, 3), ``Bp`` (L, Nm, 3) reference pose of
-body i in body i-1 (i = 0: world); ``X`` (L, Nm, 6) unit joint screws (linear first) in the body
-frames; ``M`` (L, Nm, 6, 6) body inertias (zero for the virtual cut-joint bodies and the padding);
-``heavy`` (L, Nm) nonzero inertia; ``Nl`` (L,) joints per limb (virtual included), ``nl`` (L,)
-tree bodies per limb, ``off`` (L + 1,) offsets in the stacked joint vector (``Nt = off[L]``).
+``robot_dynamics.pkm.general._Packed``): ``BR`` (L, Nm, 3, 3), ``Bp`` (L, Nm, 3) reference pose
+of body i in body i-1 (i = 0: world); ``X`` (L, Nm, 6) unit joint screws (linear first) in the
+body frames; ``M`` (L, Nm, 6, 6) body inertias (zero for the virtual cut-joint bodies and the
+padding); in the int parameter vector ``IP``: ``Nl`` (L,) joints per limb (virtual included),
+``nl`` (L,) tree bodies per limb, ``off`` (L + 1,) offsets in the stacked joint vector
+(``Nt = off[L]``), task components, actuated joints, nonzero-inertia flags.
 
-The limb solve of ``K z = b`` (numpy ``_KSolver``): per limb the Householder QR
-``J_l = Q_l [R1_l; 0]`` (6 x N_l; ``Q_l^T`` kept explicit), the platform twist from the stacked
-``Q2_l^T (V + b_l) = 0`` and the task rows ``T V = b_t`` (Householder QR of that
-(sum(6 - N_l) + delta) x 6 system, reflectors kept), then ``theta_l = R1_l^-1 Q1_l^T (V + b_l)``.
-Rank tests as numpy: ``min |diag R| <= 1e-10 max(1, max |diag R|)``.
+The solve of ``K z = b`` (``S``, a left inverse of K: the numpy ``_KSolver`` for consistent
+right-hand sides) by limb elimination with LU instead of QR: per limb ``P_l J_l = [L1; L2] U``
+(partial pivoting; padded to the LU of the square ``[J_l, E_l]``, E_l the unit columns of the
+non-pivot rows), the limb's constraint rows ``[-L2 L1^-1, I] P_l`` (its left null space) and the
+task rows T stacked in H ((sum(6 - N_l) + delta) x 6, LU with row pivoting: the platform twist
+from 6 independent rows), then ``theta_l`` from the limb LU. For a consistent b this is the
+exact solution, as numpy's least squares; a Newton step with an inconsistent residual is a
+different (equally convergent) step. Rank tests: ``min |U_kk| <= 1e-10 max(1, max |U_kk|)``.
+
+Nothing of ``G = S [0; I]``, ``G'``, ``G''`` is formed: with the transpose ``S^T`` (adjoint
+solves), ``w = (S^T Q)_t``, ``w' = (S^T (Q' - K'^T y0))_t``, ``w'' = (S^T (Q'' - K''^T y0 - 2
+K'^T y1))_t`` (y0, y1 the first two adjoint vectors, ``_t`` the task rows), and the row of
+``J_IK`` of actuated joint a and its derivatives ``r0 = S^T e_a``, ``r1 = -S^T K'^T r0``,
+``r2 = -S^T (K''^T r0 + 2 K'^T r1)`` (from ``G' = -S K' G``, ``G'' = -S (K'' G + 2 K' G')``;
+sparse: only the limbs they reach). The platform body's wrench is computed from V_p directly
+and enters Q as ``J_p^T W`` (and derivatives) of its limb. ``u``: QR with column pivoting of
+``J_IK`` (singular if ``|R_dd| <= 1e-10 |R_11|``; numpy: the singular values), square solve or
+least norm differentiated exactly.
+
+Warm start (``warm``): sample s starts from the solution of the previous one plus a predictor
+step with the previous factorisation: the chord Newton step to the new task, and, when the
+task step is consistent with the previous sample's motion (``dxi = xi' h + xi'' h^2 / 2`` fits
+to 5 %), the 2nd-order term ``(theta'' - G xi'') h^2 / 2``; along a trajectory sampled at 1 kHz
+one Newton step per sample remains.
 
 Status codes (per sample): 0 ok, 1 position IK not converged, 2 singular limb Jacobian (``info``
 = limb), 3 singular J_IK (actuation singularity), 4 non-finite input, 5 IK solution outside the
 joint limits (``info`` = stacked joint), 7 parallel (constraint/task) singularity, 8 the
-rotation part of the pose task is not orthonormal. On failure
-the outputs of the sample are undefined; with the warm start, the next sample starts from the
-last successful solution.
+rotation part of the pose task is not orthonormal. On failure the outputs of the sample are
+undefined; with the warm start, the next sample starts from the last successful solution.
 
 Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come from
 :mod:`._recursive_kernels` (note: numba's cache does not see edits of that module; clear
@@ -185,8 +204,8 @@ def _lu_rows(A, m, n, perm):
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
     """Limb-elimination factorisation of K (module docstring) by LU: per limb
-    ``P_l J_l = [L1; L2] U`` (LUl (L, 6, 6), padded with the identity, pl (L, 6)); the constraint rows of the limb
-    (left null space of J_l, ``[-L2 L1^-1, I] P_l``) and the task rows T stacked in H0 (mh, 6)
+    ``P_l J_l = [L1; L2] U`` (LUl (L, 6, 6), padded with the identity, pl (L, 6)); the
+    constraint rows of the limb (left null space of J_l, ``[-L2 L1^-1, I] P_l``) and the task rows T stacked in H0 (mh, 6)
     (``hown[r]`` = limb of row r, or -1 - task row), LU of H0 in LUH, ph. Returns
     (status, limb, mh): 0, 2 (singular limb Jacobian of ``limb``) or 7 (parallel)."""
     mh = 0
@@ -717,7 +736,8 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
             dev = 0.0
             for r in range(3):
                 for c in range(3):
-                    acc = XIN[4 * r] * XIN[4 * c] + XIN[4 * r + 1] * XIN[4 * c + 1] + XIN[4 * r + 2] * XIN[4 * c + 2]
+                    acc = (XIN[4 * r] * XIN[4 * c] + XIN[4 * r + 1] * XIN[4 * c + 1]
+                           + XIN[4 * r + 2] * XIN[4 * c + 2])
                     dev = max(dev, abs(acc - (1.0 if r == c else 0.0)))
             if not dev <= 1e-9:
                 IST[s, 0] = 8
