@@ -85,6 +85,19 @@ def test_warm_start_and_workspace(name):
         assert np.max(np.abs(data.theta_a - ref.theta_a[s])) <= 1e-10 * np.max(np.abs(ref.theta_a))
 
 
+@pytest.mark.parametrize('name', ['gs', 'rpr', 'rrr'])
+def test_warm_start_on_unordered_samples(name):
+    """Samples in random order (large, inconsistent steps between neighbours: the predictor's
+    2nd-order term is refused, the chord step may be poor): warm_start gives the numpy route's
+    numbers (one assembly branch), and every sample took Newton steps from its predictor or,
+    if that failed, from the previous solution."""
+    m = _model(name)
+    order = np.random.default_rng(3).permutation(30)
+    args = tuple(a[order] for a in _motion(name, np.linspace(0.0, 1.0, 30)))
+    ref = inverse_dynamics_d2_general(m, *args, route='numpy')
+    _close(inverse_dynamics_d2_general(m, *args, warm_start=True), ref)
+
+
 def test_dispatch_and_status_codes():
     gs, rpr, rrr = _model('gs'), _model('rpr'), _model('rrr')
     # rd.pkm.inverse_dynamics_d2(route='general') = the compiled general route

@@ -38,7 +38,8 @@ Warm start (``warm``): sample s starts from the solution of the previous one plu
 step with the previous factorisation: the chord Newton step to the new task, and, when the
 task step is consistent with the previous sample's motion (``dxi = xi' h + xi'' h^2 / 2`` fits
 to 5 %), the 2nd-order term ``(theta'' - G xi'') h^2 / 2``; along a trajectory sampled at 1 kHz
-one Newton step per sample remains.
+one Newton step per sample remains. If the IK from the predicted start fails (convergence,
+singularity or joint limits), it is retried once from the previous solution itself.
 
 Status codes (per sample): 0 ok, 1 position IK not converged, 2 singular limb Jacobian (``info``
 = limb), 3 singular J_IK (actuation singularity), 4 non-finite input, 5 IK solution outside the
@@ -748,10 +749,12 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
                 for c in range(3):
                     PR[r, c] = XIN[4 * r + c]
         # ---- Newton start
+        predicted = False
         if warm and have_ok:
             for j in range(Nt):
                 th[j] = th_ok[j]
             if fact_ok:
+                predicted = True
                 # predictor: one chord step from the previous solution (its FK and factors)
                 if not pose:
                     for r in range(3):
@@ -829,24 +832,36 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
                     for c in range(3):
                         PR[r, c] = CR[lp, Nl[lp] - 1, r, c]
         fact_ok = False
-        # ---- position IK
-        st, lf, res = _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR,
-                              Cq, cs, Jc, LUl, pl, H0, LUH, ph, hown, b, z[0], hb, y6, tv, E3,
-                              tp, tol, max_iter)
-        OUT[s, oR] = res
-        if st != 0:
-            IST[s, 0] = st
-            IST[s, 1] = lf
-            continue
-        if not res < max(tol, 1e-9):
-            IST[s, 0] = 1
-            continue
-        IST[s, 1] = lf                      # Newton steps
-        for j in range(Nt):
-            if th[j] < lower[j] - 1e-12 or th[j] > upper[j] + 1e-12:
-                IST[s, 0] = 5
-                IST[s, 1] = j
+        # ---- position IK (a warm start that used the predictor and failed, in convergence or
+        # joint limits, is retried once from the previous solution itself)
+        for attempt in range(2):
+            st, lf, res = _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp,
+                                  CR, Cq, cs, Jc, LUl, pl, H0, LUH, ph, hown, b, z[0], hb, y6, tv,
+                                  E3, tp, tol, max_iter)
+            OUT[s, oR] = res
+            IST[s, 0] = 0
+            if st != 0:
+                IST[s, 0] = st
+                IST[s, 1] = lf
+            elif not res < max(tol, 1e-9):
+                IST[s, 0] = 1
+            else:
+                IST[s, 1] = lf                  # Newton steps
+                for j in range(Nt):
+                    if th[j] < lower[j] - 1e-12 or th[j] > upper[j] + 1e-12:
+                        IST[s, 0] = 5
+                        IST[s, 1] = j
+                        break
+            if IST[s, 0] == 0 or not predicted:
                 break
+            predicted = False
+            for j in range(Nt):
+                th[j] = th_ok[j]
+            if not pose:
+                for r in range(3):
+                    Pp[r] = Ppo[r]
+                    for c in range(3):
+                        PR[r, c] = PRo[r, c]
         if IST[s, 0] != 0:
             continue
         # ---- velocity level: K at the solution (the FK of the last Newton iteration is at th)
