@@ -10,10 +10,12 @@ microseconds per call, single sample and batched per sample, in the same run as
   (one batched kernel call per sample; ud, udd from the stencil);
 * (a2) finite differences of the projection-method inverse dynamics (seed 002,
   ``rd.projected_inverse_dynamics`` on the 21-DOF tree with 15 constraints, 5 calls);
-* the general numpy route (``rd.pkm.general.inverse_dynamics_d2_general``, any serial-limb
-  PKM from URDF + sidecar; batched Newton IK from the reference configuration) on the same
-  Gough-Stewart motion (general vs compiled) and on the translational 3-UPU test robot
-  (test/data/tripteron_3upu.urdf, a smooth x-y-z motion) (``--only-general``: just these rows);
+* the general route (``rd.pkm.general.inverse_dynamics_d2_general``, any serial-limb PKM from
+  URDF + sidecar), numpy (``route='numpy'``: batched Newton IK from the reference
+  configuration) and compiled (default: numba kernel, per sample; cold, warm-started, and the
+  :class:`GeneralID2Data` workspace) on the same Gough-Stewart motion and on the translational
+  3-UPU test robot (test/data/tripteron_3upu.urdf, a smooth x-y-z motion)
+  (``--only-general``: just these rows and the compiled 6x6 rows to compare);
 * (b) Pinocchio: ``pinocchio.rnea`` on the same 21-DOF spanning tree (the limb inverse dynamics
   part only, no constraint elimination: a lower bound of a Pinocchio-based first-order ID).
   Pinocchio has no 2nd-order time derivatives of the ID; 5 calls are what an FD of it costs.
@@ -86,8 +88,14 @@ def main():
 
     general_rows(a, model, args1, argsB, add)
     if a.only_general:
-        add('ours: compiled route (inverse_dynamics_d2), single call', lambda: inverse_dynamics_d2(model, *args1))
-        add(f'ours: compiled route, batch {a.batch}, per sample', lambda: inverse_dynamics_d2(model, *argsB), a.batch)
+        from robot_dynamics.pkm.recursive import ID2Data
+        add('compiled 6x6 route (inverse_dynamics_d2): Gough-Stewart, single call',
+            lambda: inverse_dynamics_d2(model, *args1))
+        d2data = ID2Data(model)
+        d2data(*args1)
+        add('compiled 6x6 route: Gough-Stewart, ID2Data single call (warm-started)', lambda: d2data(*args1))
+        add(f'compiled 6x6 route: Gough-Stewart, batch {a.batch}, per sample',
+            lambda: inverse_dynamics_d2(model, *argsB), a.batch)
         return report(rows)
     iks = {'both': ('closed', 'newton'), 'closed': ('closed',), 'newton': ('newton',)}[a.ik]
     api_ik = {'closed': 'auto', 'newton': 'newton'}
@@ -163,18 +171,19 @@ def main():
 def report(rows):
     print(f'# {platform.processor() or platform.machine()}, python {platform.python_version()}, '
           f'numpy {np.__version__}; paper: 0.75 ms/call (MATLAB, i7-4810MQ)')
-    print(f'{"what":80s} {"best us":>10s} {"median us":>10s}')
+    print(f'{"what":92s} {"best us":>10s} {"median us":>10s}')
     for name, b, m in rows:
-        print(f'{name:80s} {b:10.2f} {m:10.2f}')
+        print(f'{name:92s} {b:10.2f} {m:10.2f}')
 
 
 def general_rows(a, model, args1, argsB, add):
-    """The general numpy route: Gough-Stewart (same motion as the compiled rows) and the
-    translational 3-UPU of test/data (x, y, z sinusoids, 4 derivatives analytic)."""
-    from robot_dynamics.pkm.general import inverse_dynamics_d2_general
-    add('general route: Gough-Stewart, single call', lambda: inverse_dynamics_d2_general(model, *args1))
-    add(f'general route: Gough-Stewart, batch {a.batch}, per sample',
-        lambda: inverse_dynamics_d2_general(model, *argsB), a.batch)
+    """The general route: numpy (``route='numpy'``) and compiled (the default: the numba kernel
+    of pkm/_general_kernels.py), Gough-Stewart (same motion as the compiled 6x6 rows) and the
+    translational 3-UPU of test/data (x, y, z sinusoids, 4 derivatives analytic). Rows: the
+    public function (single call: Newton from the reference configuration; batch: every
+    sample from it, or ``warm_start=True``: each from the previous sample) and the workspace
+    :class:`GeneralID2Data` (single call warm-started from its previous call; ``batch``)."""
+    from robot_dynamics.pkm.general import GeneralID2Data, inverse_dynamics_d2_general
     upu = rd.load_model(os.path.join(ROOT, 'test', 'data', 'tripteron_3upu.urdf'))
     ts = np.linspace(0, 1, a.batch, endpoint=False)
     comps = [(0.03, 5.0, 0.0), (0.025, 6.9, 0.4), (0.02, 4.4, 1.0)]
@@ -183,10 +192,24 @@ def general_rows(a, model, args1, argsB, add):
     for c, (A, w, ph) in enumerate(comps):
         for k in range(5):
             P[:, k, c] += A * w ** k * np.sin(w * ts + ph + k * np.pi / 2)
-    add('general route: 3-UPU (test/data), single call',
-        lambda: inverse_dynamics_d2_general(upu, *(P[13, k] for k in range(5))))
-    add(f'general route: 3-UPU, batch {a.batch}, per sample',
-        lambda: inverse_dynamics_d2_general(upu, *(P[:, k] for k in range(5))), a.batch)
+    upu1 = tuple(P[13, k] for k in range(5))
+    upuB = tuple(P[:, k] for k in range(5))
+    B = a.batch
+    for nm, m, one, bat in (('Gough-Stewart', model, args1, argsB), ('3-UPU (test/data)', upu, upu1, upuB)):
+        f = inverse_dynamics_d2_general
+        add(f'general route, numpy: {nm}, single call', lambda: f(m, *one, route='numpy'))
+        add(f'general route, numpy: {nm}, batch {B}, per sample', lambda: f(m, *bat, route='numpy'), B)
+        add(f'general route, compiled: {nm}, single call (Newton from the reference)', lambda: f(m, *one))
+        data = GeneralID2Data(m)
+        data(*one)
+        add(f'general route, compiled: {nm}, GeneralID2Data single call (warm-started)',
+            lambda: data(*one))
+        add(f'general route, compiled: {nm}, batch {B}, per sample (each from the reference)',
+            lambda: f(m, *bat), B)
+        add(f'general route, compiled: {nm}, batch {B}, per sample (warm_start=True)',
+            lambda: f(m, *bat, warm_start=True), B)
+        add(f'general route, compiled: {nm}, GeneralID2Data.batch {B}, per sample',
+            lambda: data.batch(*bat), B)
 
 
 if __name__ == '__main__':

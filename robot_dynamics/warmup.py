@@ -4,7 +4,8 @@ The kernels are numba functions with ``cache=True``: each is compiled on its fir
 argument types of that call and stored in the ``__pycache__`` of the copy of the package that
 was imported (the installed one, or a source tree on ``PYTHONPATH``). A node started on a cold
 cache compiles its kernels itself: 20-230 s per family (tree kinematics, projection, constraint
-embedding, recursive 2nd-order ID, VDC/hydraulics, SEA), during which it publishes nothing.
+embedding, recursive 2nd-order ID (6 x 6 and general route), VDC/hydraulics, SEA), during which
+it publishes nothing.
 
 :func:`warmup` runs, for every robot config ``config/<robot>.yaml``, the core API calls that
 each node of that config makes at run time, with the node's parameters from the config and the
@@ -145,6 +146,11 @@ def warmup_robot(robot):
     if 'sea_controller' in exes:
         from . import sea
         sea.warmup(model)
+    if model.loops:
+        # the general 2nd-order PKM route (one kernel signature for every robot; this model's
+        # data if it fits the route, else the five-bar's)
+        from .pkm import general
+        general.warmup(model)
     return covered, skipped
 
 
@@ -243,7 +249,8 @@ def _trajectory_node(model, p, ctx):
     mode = p.get('mode', 'joint')
     if mode == 'pkm_d2':
         # every profile (the Gough-Stewart's roll / pose_move included): the general route's
-        # table the node builds at start, then one grid and one interpolated sample
+        # table the node builds at start (compiled kernel pkm/_general_kernels.py, also warmed
+        # up by warmup_robot for every model with loops), then one grid and one interpolated sample
         from .control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
         d2 = tabulated_d2_from_params(m, p.get('profile', 'circle'),
                                       {k: p[k] for k in tabulated_d2_defaults(m) if k in p})

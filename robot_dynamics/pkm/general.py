@@ -69,7 +69,7 @@ from ..lie import _Ad, _ad, _hat, _inv_se3, exp_se3  # (unchecked, batched; line
 from .recursive import PKMSingularityError, PKMStructureError
 
 __all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
-           'TASK_COMPONENTS']
+           'GeneralID2Data', 'TASK_COMPONENTS']
 
 TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 #: virtual joints of each supported cut-joint type, in frame_a axes through its origin:
@@ -594,7 +594,7 @@ class _KSolver:
             idx = np.nonzero(bad)[0]
             raise PKMSingularityError(f"{p.model_name}: parallel (constraint/task) singularity at "
                                       f"{len(idx)} of {S} samples (first {idx[0]})", idx,
-                                      np.where(bad, 3, 0))
+                                      np.where(bad, 7, 0))
         self.Qh, self.Rh = Qh, Rh
 
     def solve(self, b):
@@ -672,7 +672,7 @@ def _ne_limb(lb, th, Cs, g):
     return Q[0], Q[1], Q[2]
 
 
-def _batch(a, shape, name, S=None):
+def _batch(a, shape, name, S=None, finite=True):
     a = np.asarray(a, float)
     if a.shape == shape:
         a = a[None]
@@ -680,13 +680,14 @@ def _batch(a, shape, name, S=None):
         raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), got {a.shape}')
     if S is not None and a.shape[0] != S:
         raise InputError(f'{name} has {a.shape[0]} samples, expected {S}')
-    if not np.all(np.isfinite(a)):
+    if finite and not np.all(np.isfinite(a)):
         raise InputError(f'{name} contains non-finite values')
     return a
 
 
 def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None, task=None,
-                                gravity=None, theta_guess=None, tol=1e-12, max_iter=50):
+                                gravity=None, theta_guess=None, tol=1e-12, max_iter=50,
+                                route='compiled', warm_start=False):
     """2nd-order inverse dynamics of a general PKM (module docstring): ``u, ud, udd``.
 
     ``model``: Model (or a :class:`GeneralPKM`). ``delta = 6``: ``x`` (4, 4) or (S, 4, 4) platform
@@ -698,19 +699,36 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     sample is solved from it, batched: a sample far from the start may converge to another
     assembly mode, so pass e.g. the previous solution ``theta[:, 0]`` of a neighbouring sample
     for large motions). Stacked limb coordinates: limb order ``pkm.limbs``, offsets
-    ``pkm.offsets``, names ``pkm.joint_label``. Returns :class:`GeneralID2Result`; raises
-    :class:`PKMSingularityError` (IK failure, singular K or J_IK) or InputError.
+    ``pkm.offsets``, names ``pkm.joint_label``. ``route``: ``'compiled'`` (default) the numba
+    kernel (:mod:`._general_kernels`, per sample, same numbers to round-off) or ``'numpy'`` (the
+    batched numpy code, the test oracle). ``warm_start`` (compiled route): each sample after the
+    first starts its Newton IK from the previous sample's solution (for a trajectory: fewer
+    iterations, and the assembly branch is followed) instead of from ``theta_guess``.
+    Returns :class:`GeneralID2Result`; raises :class:`PKMSingularityError` (IK failure,
+    singular K or J_IK, joint limits; ``status`` codes as :mod:`._general_kernels`) or
+    InputError.
     """
+    if route not in ('compiled', 'numpy'):
+        raise InputError(f"route must be 'compiled' or 'numpy', got {route!r}")
     p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
     d = p.delta
     pose = p.task == 'pose'
-    X = _batch(x, (4, 4) if pose else (d,), 'x')
-    single = np.asarray(x).ndim == (2 if pose else 1)
+    comp = route == 'compiled'            # (the kernel checks finiteness and orthonormality)
+    X = _batch(x, (4, 4) if pose else (d,), 'x', finite=not comp)
+    single = np.ndim(x) == (2 if pose else 1)
     S = X.shape[0]
     nd = 6 if pose else d
-    D = [_batch(v, (nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
+    D = [_batch(v, (nd,), nm, S, not comp)
+         for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
     g = p.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
     L, Nt = len(p.limbs), p.offsets[-1]
+    if comp:
+        if theta_guess is None:
+            th = p.theta_ref[None]
+        else:
+            th = np.asarray(theta_guess, float)
+            th = th.reshape(1, Nt) if th.ndim == 1 else np.broadcast_to(th, (S, Nt))
+        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single)
     th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else
                                   np.asarray(theta_guess, float), (S, Nt)))
     # ---------------------------------------------------------------- position IK (Newton)
@@ -829,3 +847,224 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     if single:
         res = GeneralID2Result(*(r[0] for r in res))
     return res
+
+
+# ---------------------------------------------------------------------------- compiled route
+class _Packed:
+    """Padded arrays of a :class:`GeneralPKM` for :mod:`._general_kernels` (built once, cached
+    on the GeneralPKM as ``_packed``): limb data BR, Bp, X, M and the parameter vectors IP, FP
+    (layout: ``general_id_d2_batch``)."""
+
+    def __init__(self, p):
+        from ._general_kernels import FP_HEAD, IP_HEAD
+        L = len(p.limbs)
+        Nm = max(lb.N for lb in p.limbs)
+        self.BR = np.zeros((L, Nm, 3, 3))
+        self.Bp = np.zeros((L, Nm, 3))
+        self.X = np.zeros((L, Nm, 6))
+        self.M = np.zeros((L, Nm, 6, 6))
+        for l, lb in enumerate(p.limbs):
+            self.BR[l, :lb.N] = lb.B[:, :3, :3]
+            self.Bp[l, :lb.N] = lb.B[:, :3, 3]
+            self.X[l, :lb.N] = lb.X
+            self.M[l, :lb.n] = lb.M[:lb.n]
+        heavy = np.any(self.M != 0.0, axis=(2, 3))
+        self.pose = p.task == 'pose'
+        self.d, self.na, self.Nt = p.delta, len(p.act_index), int(p.offsets[-1])
+        self.nd = 6 if self.pose else p.delta
+        self.nx = 16 if self.pose else p.delta
+        self.act = np.asarray(p.act_index, np.int64)
+        head = np.array([L, Nm, self.Nt, self.d, self.na, self.pose, 0, 0], np.int64)
+        assert len(head) == IP_HEAD
+        self.IP = np.concatenate([head, [lb.N for lb in p.limbs], [lb.n for lb in p.limbs],
+                                  p.offsets, p.task_idx, p.act_index,
+                                  heavy.ravel()]).astype(np.int64)
+        self.FP = np.concatenate([[0.0], p.gravity, p.R_ref.ravel(), p.lower, p.upper]).astype(float)
+        assert len(self.FP) == FP_HEAD + 2 * self.Nt
+        Nt, na, d = self.Nt, self.na, self.d
+        o = np.cumsum([0, 5 * Nt, 3 * na, 3 * na * d, 3 * d, 16, 24, 1])
+        self._slices = [(slice(o[k], o[k + 1]), sh) for k, sh in enumerate(
+            [(5, Nt), (3, na), (3, na, d), (3, d), (4, 4), (4, 6), ()])]
+        self.nout = int(o[-1])
+        self._key = None
+
+    def params(self, g, tol, max_iter, warm):
+        """(IP, FP) with the call's gravity, tolerance, iteration limit and warm-start flag
+        (the last ones are reused: do not modify them)."""
+        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm))
+        if key != self._key:
+            IP, FP = self.IP.copy(), self.FP.copy()
+            IP[6], IP[7] = key[4], key[5]
+            FP[0], FP[1:4] = key[3], key[:3]
+            self._key, self._par = key, (IP, FP)
+        return self._par
+
+    def views(self, OUT):
+        """theta, u (3, na), J_IK, w, Cp, Vp, residual: views of the kernel output (S, nout)."""
+        S = OUT.shape[0]
+        return [OUT[:, sl].reshape((S,) + sh) for sl, sh in self._slices]
+
+    def run(self, IP, FP, IN, th0, OUT, IST):
+        from ._general_kernels import general_id_d2_batch
+        general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN, th0, OUT, IST)
+
+
+def _packed(p):
+    pk = p.__dict__.get('_packed')
+    if pk is None:
+        pk = p._packed = _Packed(p)
+    return pk
+
+
+def _raise_status(p, status, info, resid, theta):
+    """The PKMSingularityError / InputError of the kernel's status codes (the texts of the numpy
+    route; the first failure kind in the numpy route's order)."""
+    S = len(status)
+    if np.any(status == 4):
+        raise InputError('x or the task derivatives contain non-finite values')
+    if np.any(status == 8):
+        raise InputError('x: the rotation part is not orthonormal')
+    for code in (2, 7, 1, 5, 3):
+        bad = status == code
+        if not np.any(bad):
+            continue
+        idx = np.nonzero(bad)[0]
+        s0 = idx[0]
+        st = np.where(bad, code, 0)
+        if code == 2:
+            lb = p.limbs[int(info[s0])]
+            msg = (f"{p.model_name}: limb '{lb.name}': singular limb Jacobian at {len(idx)} of {S} "
+                   f"samples (first {s0})")
+        elif code == 7:
+            msg = (f"{p.model_name}: parallel (constraint/task) singularity at {len(idx)} of {S} "
+                   f"samples (first {s0})")
+        elif code == 1:
+            msg = (f"{p.model_name}: position IK did not converge at {len(idx)} of {S} samples "
+                   f"(first {s0}, residual {resid[s0]:.3g}): pose outside the workspace or singular")
+        elif code == 5:
+            j = int(info[s0])
+            msg = (f"{p.model_name}: IK solution outside the URDF joint limits at {len(idx)} of {S} "
+                   f"samples (first {s0}: joint '{p.joint_label[j]}' = {theta[s0, j]:.6g})")
+        else:
+            msg = (f"{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} "
+                   f"samples, first {s0}")
+        raise PKMSingularityError(msg, idx, st)
+    raise PKMSingularityError(f'{p.model_name}: the kernel failed (status {sorted(set(status.tolist()))})',
+                              np.nonzero(status)[0], status)
+
+
+def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single):
+    pk = _packed(p)
+    S = X.shape[0]
+    IN = np.concatenate([X.reshape(S, -1)] + D, 1)
+    th0 = np.ascontiguousarray(th[:1] if warm else th, float)
+    OUT = np.empty((S, pk.nout))
+    IST = np.empty((S, 2), np.int64)
+    pk.run(*pk.params(g, tol, max_iter, warm), IN, th0, OUT, IST)
+    TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
+    if np.any(IST[:, 0]):
+        _raise_status(p, IST[:, 0], IST[:, 1], resid, TH[:, 0])
+    res = GeneralID2Result(U[:, 0], U[:, 1], U[:, 2], TH, TH[:, :, pk.act], JIK, WT, CP, VP)
+    if single:
+        res = GeneralID2Result(*(r[0] for r in res))
+    return res
+
+
+class GeneralID2Data:
+    """Workspace of the compiled general route (the Model/Data split): the packed
+    :class:`GeneralPKM` and preallocated buffers, for a controller or a reference generator
+    calling it every period. ``data(x, xd, xdd, xddd, xdddd)`` returns ``(u, ud, udd)``
+    (3, n_a) for one sample (arguments as one sample of :func:`inverse_dynamics_d2_general`:
+    ``x`` (4, 4) pose and body-fixed twist derivatives (6,) if ``pkm.task == 'pose'``, else the
+    task coordinates (delta,) and their derivatives 1..4), the Newton IK warm-started from the
+    previous successful call (``theta`` (Ntot,), reset with :meth:`reset`); after a call,
+    ``theta_all`` (5, Ntot) holds the limb coordinates and derivatives 0..4 and ``theta_a``
+    (5, n_a) the actuated ones. :meth:`batch` runs S samples in one kernel call, each
+    warm-started from the previous one (the first from ``theta``) and returns a
+    :class:`GeneralID2Result`. Raises :class:`PKMSingularityError` / InputError as
+    :func:`inverse_dynamics_d2_general`; the returned array is reused by the next call.
+    """
+
+    def __init__(self, model, platform=None, task=None, gravity=None, tol=1e-12, max_iter=50):
+        self.pkm = p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
+        self._pk = pk = _packed(p)
+        self.g = np.asarray(p.gravity if gravity is None else np.asarray(gravity, float).reshape(3), float)
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        self._IP, self._FP = pk.params(self.g, self.tol, self.max_iter, False)
+        self._IN = np.zeros((1, pk.nx + 4 * pk.nd))
+        self._x = self._IN[0, :pk.nx].reshape((4, 4) if pk.pose else (pk.d,))
+        self._D = self._IN[0, pk.nx:].reshape(4, pk.nd)
+        self._OUT = np.empty((1, pk.nout))
+        self._IST = np.zeros((1, 2), np.int64)
+        self._views = [v[0] for v in pk.views(self._OUT)]
+        self.reset()
+
+    def reset(self, theta=None):
+        """IK warm start: ``theta`` (Ntot,) or the reference configuration."""
+        p = self.pkm
+        self.theta = np.array(p.theta_ref if theta is None else
+                              np.asarray(theta, float).reshape(p.offsets[-1]), float)[None]
+
+    @property
+    def theta_all(self):
+        return self._views[0]
+
+    @property
+    def theta_a(self):
+        return self._views[0][:, self._pk.act]
+
+    def __call__(self, x, xd, xdd, xddd, xdddd):
+        D = self._D
+        try:
+            self._x[...] = x
+            D[0], D[1], D[2], D[3] = xd, xdd, xddd, xdddd
+        except ValueError:
+            pk = self._pk
+            raise InputError('GeneralID2Data: x must be ' + ('(4, 4)' if pk.pose else f'({pk.d},)')
+                             + f' and the task derivatives ({pk.nd},) each') from None
+        self._pk.run(self._IP, self._FP, self._IN, self.theta, self._OUT, self._IST)
+        if self._IST[0, 0]:
+            v = self._views
+            _raise_status(self.pkm, self._IST[:, 0], self._IST[:, 1], v[6][None], v[0][None, 0])
+        th = self._views[0][0]
+        self.theta[0] = th
+        return self._views[1]
+
+    def batch(self, x, xd, xdd, xddd, xdddd):
+        """S samples (shapes as :func:`inverse_dynamics_d2_general`), warm-started in sequence
+        from ``theta``; ``theta`` becomes the last sample's solution."""
+        p, pk = self.pkm, self._pk
+        X = _batch(x, (4, 4) if pk.pose else (pk.d,), 'x')
+        S = X.shape[0]
+        D = [_batch(v, (pk.nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'),
+                                                      (xdddd, 'xdddd'))]
+        r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False)
+        self.theta[0] = r.theta[-1, 0]
+        return r
+
+
+def warmup(model=None):
+    """Compile (or load from the numba cache) the general-route kernel with the argument types
+    used at run time (batch entry cold and warm-started, :class:`GeneralID2Data`). ``model``: a
+    PKM Model of the general route (default, or if it is outside the route, ``urdf/five_bar``);
+    the kernel has one signature for every robot. Returns the GeneralPKM used."""
+    from .. import data_path, load_model
+    p = None
+    if model is not None:
+        try:
+            p = general_pkm(model)
+        except PKMStructureError:
+            p = None
+    if p is None:
+        p = general_pkm(load_model(data_path('urdf/five_bar.urdf')))
+    z = np.zeros(6 if p.task == 'pose' else p.delta)
+    x = p.x_ref
+    try:
+        inverse_dynamics_d2_general(p, x, z, z, z, z)
+        inverse_dynamics_d2_general(p, np.stack([x, x]), *([np.stack([z, z])] * 4), warm_start=True)
+        data = GeneralID2Data(p)
+        data(x, z, z, z, z)
+        data.batch(np.stack([x, x]), *([np.stack([z, z])] * 4))
+    except PKMSingularityError:     # e.g. an actuation singularity at the reference: compiled anyway
+        pass
+    return p

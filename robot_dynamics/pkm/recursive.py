@@ -64,7 +64,8 @@ class PKMSingularityError(RobotDynamicsError):
     ``samples``: indices of the failing samples; ``status``: per-sample codes (1 IK not
     converged / no IK solution, 2 singular J_t (closed-form IK: U or S at a singular
     configuration), 3 singular J_IK, 4 non-finite input, 5 IK solution outside the URDF joint
-    limits, 6 closed-form IK branch ambiguous: the warm start does not single out one branch)."""
+    limits, 6 closed-form IK branch ambiguous: the warm start does not single out one branch,
+    7 parallel (constraint/task) singularity of the general route)."""
 
     def __init__(self, message, samples=None, status=None):
         self.samples = samples
