@@ -184,9 +184,11 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path, robo
 def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
     """test/data/five_bar_sea (two SEAs, vertical plane, gravity in the plane; outside the
     planar 3RRR class: plant and law on the general 2nd-order route), written only as URDF +
-    sidecar + config: one goal move in lock-step over real topics. Bounds as the planar robot's
-    (the same 1 kHz ZOH loop, test_sea_general.py: 4.7e-5 m offline): |e| < 1e-4 m, < 5e-6 m at
-    rest 0.3 s after the move, the published joints close the loop to 1e-9."""
+    sidecar + config: one goal move (36 mm in 0.36 s) in lock-step over real topics. Bounds:
+    |e| <= 1.01 x the error of the same move in the offline 1 kHz ZOH loop (core law + plant,
+    1.079e-4 m; the lock-step graph IS that loop: measured 1.079e-4 m, no sample
+    extrapolated), < 5e-6 m at rest 0.3 s after the move, the published joints close the loop
+    to 1e-9."""
     import os
     import robot_dynamics as rd
     from robot_dynamics.sea_general import SEAPKM
@@ -200,6 +202,7 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
     move = max(0.3, 2 * np.hypot(*(target - start)) / 0.2)
 
     def body(launcher, probe, model, out):
+        probe.subscribe('loop', DiagnosticArray, '/diagnostics')
         goal = probe.node.create_publisher(PointStamped, '/goal', QOS_COMMAND)
         probe.wait_for(lambda: len(probe.ref) > 50 and len(probe.js) > 10, 60.0, 'reference and joint states')
         probe.wait_for(lambda: goal.get_subscription_count() > 0, 10.0, 'goal subscription')
@@ -239,10 +242,21 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
         T, E, X = map(np.asarray, (T, E, X))
         k = min(np.searchsorted(T, t0 + move + SETTLE), len(T) - 1)
         rest = np.hypot(*(X[k] - target))
-        print(f'\nfive_bar_sea: {len(T)} lock-step steps, |e| max {E.max():.2e}, rest {rest:.2e} m, '
-              f'closure {max(clo):.1e}')
+        # the same move in the offline 1 kHz sampled loop (core law + plant, ZOH)
+        import sys
+        sys.path.insert(0, os.path.dirname(__file__))
+        from test_sea_general import _run
+        from robot_dynamics.control.laws import make_law
+        from robot_dynamics.plants import make_plant
+        e_zoh = _run(model, make_law(model, 'sea_flatness'), make_plant('sea', model, dt=1e-3),
+                     target - start, T=move, n=int(round((move + 0.1) / 1e-3)), norm=True)[0]
+        with probe.lock:
+            rep = [{kv.key: kv.value for kv in st.values} for _, m in probe.loop for st in m.status
+                   if 'sea_controller' in st.name][-1]
+        print(f'\nfive_bar_sea: {len(T)} lock-step steps, |e| max {E.max():.2e} (offline loop '
+              f'{e_zoh:.2e}), rest {rest:.2e} m, closure {max(clo):.1e}; loop report {rep}')
         assert len(T) > 0.8 * (move + SETTLE) / 1e-3
-        assert E.max() < 1e-4, E.max()
+        assert E.max() < 1.01 * e_zoh, (E.max(), e_zoh)       # the graph IS the sampled loop
         assert rest < 5e-6, rest
         assert max(clo) < 1e-9
         assert X[:, 0].max() > 0.029
