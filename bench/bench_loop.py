@@ -7,7 +7,9 @@ state -> command latency, overruns, measured beside the configured periods.
 
 Per robot the graph of config/<robot>.yaml is started with the built-in launcher (timing
 realtime unless --timing lockstep), a probe node in this process records the arrival times of
-``/joint_states`` and of the controller's commands, ``/sim_node/real_time_factor`` and
+``/joint_states`` (or of sim_node's ``control_state_topic`` when the config sets one: the
+controller's every-state topic, /joint_states being decimated for visualisation) and of the
+controller's commands, ``/sim_node/real_time_factor`` and
 ``/diagnostics``. Latency = arrival of a command - arrival of the newest state before it (both
 at the probe: includes the DDS hops state -> controller -> probe, an upper bound of the
 controller's own state -> command time, which ``/diagnostics`` reports as latency_p50/p99 for
@@ -42,10 +44,16 @@ def _probe_run(robot, duration, timing, startup, logdir):
     topic = f"/{(ctl.parameters if ctl else sim.parameters).get('controller', 'effort_controller')}/commands"
     row = dict(robot=robot, rate=float(sim.parameters.get('rate', 1000.0)),
                publish_rate=float(sim.parameters.get('publish_rate', 100.0)), ok=False)
-    with open(os.path.join(logdir, f'bench_loop_{robot}.log'), 'w') as logf, recording() as rec:
+    from robot_dynamics.bringup import observer_priority
+    with open(os.path.join(logdir, f'bench_loop_{robot}.log'), 'w') as logf, observer_priority(timing), \
+            recording() as rec:
         cmd = rec.subscribe('cmd', 'Float64MultiArray', topic)
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
         diag = rec.subscribe('diag', 'DiagnosticArray', '/diagnostics')
+        ctl_topic = sim.parameters.get('control_state_topic', '')   # the controller's every-state topic
+        ctl_js = rec.subscribe('ctl_js', 'JointState', '/' + ctl_topic.lstrip('/')) if ctl_topic else None
+        if ctl_topic:
+            row['js_topic'] = ctl_topic
         launcher = Launcher(b, out=logf).start()
         try:
             t0 = time.monotonic()
@@ -60,7 +68,8 @@ def _probe_run(robot, duration, timing, startup, logdir):
             time.sleep(duration)
             w1 = time.monotonic()
             with rec.lock:
-                J = [(j[3], j[0]) for j in rec.js if j[3] >= w0]
+                J = ([(t, m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec) for t, m in ctl_js if t >= w0]
+                     if ctl_js is not None else [(j[3], j[0]) for j in rec.js if j[3] >= w0])
                 C = [t for t, _ in cmd if t >= w0]
                 R = [m.data for t, m in rtf if t >= w0]
                 D = {st.name: {kv.key: kv.value for kv in st.values} for _, m in diag for st in m.status}

@@ -72,13 +72,68 @@ LOCKSTEP_EVERY_SAMPLE = {
                                              'vdc_controller', 'sea_controller')},
     'ik_node': {'aux_rate': 0.0}, 'kinematics_node': {'rate': 0.0},
 }
-_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description', 'nice'}
+_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description', 'nice', 'rt_priority'}
 # the control path (plant, reference, controllers) runs at a higher CPU priority in real time so
 # that other work on the machine (a CPU hog, the test runner) does not stall it (nice -10, as
 # ros2_control's controller manager asks for a real-time priority); ignored without permission
 CONTROL_PATH = ('sim_node', 'trajectory_node', 'ik_node', 'controller_node', 'dynamics_node',
                 'ip_controller', 'vdc_controller', 'sea_controller')
 REALTIME_NICE = -10
+# ... and, where the user may (root or an rtprio limit, as ros2_control's controller manager asks
+# for its update thread, default priority 50), under SCHED_FIFO: a CPU hog or the test runner
+# (SCHED_OTHER) then never preempts the control path; nice is the fallback without permission
+REALTIME_FIFO = 50
+_FIFO_OK = None
+
+
+def fifo_permitted():
+    """True when processes may be started under SCHED_FIFO here (``chrt -f 1 true`` succeeds;
+    checked once per process)."""
+    global _FIFO_OK
+    if _FIFO_OK is None:
+        import shutil
+        import subprocess
+        chrt = shutil.which('chrt')
+        _FIFO_OK = bool(chrt) and subprocess.run([chrt, '-f', '1', 'true'], stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL).returncode == 0
+    return _FIFO_OK
+
+
+class observer_priority:
+    """Context: the calling thread (and the threads it starts, e.g. a recorder's rclpy node and
+    its DDS threads) runs under SCHED_FIFO ``REALTIME_FIFO`` (as the control path) while a real-time graph is
+    measured, where the user may: an instrument starved by the control path would drop or
+    late-stamp what it records. ``timing`` other than 'realtime': nothing. ``active`` says
+    whether it took effect."""
+
+    def __init__(self, timing):
+        self.timing, self.active = timing, False
+
+    def __enter__(self):
+        if self.timing == 'realtime' and fifo_permitted():
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_FIFO))
+                self.active = True
+            except (OSError, AttributeError):
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            self.active = False
+        return False
+
+
+def process_prefix(spec):
+    """Command prefix that starts a node at its CPU priority: ``chrt -f <rt_priority>``
+    (SCHED_FIFO) when the spec asks for it and the user may, else ``nice -n <nice>``, else none."""
+    import shutil
+    if spec.rt_priority and fifo_permitted():
+        return ['chrt', '-f', str(spec.rt_priority)]
+    if spec.nice and shutil.which('nice'):
+        return ['nice', '-n', str(spec.nice)]
+    return []
 
 # DDS discovery stays on loopback unless the user's environment says otherwise (Kilted reads
 # ROS_AUTOMATIC_DISCOVERY_RANGE: LOCALHOST | SUBNET (the ROS default) | SYSTEM_DEFAULT | OFF,
@@ -114,6 +169,7 @@ class NodeSpec:
     remappings: dict = field(default_factory=dict)
     namespace: str = ''
     nice: int = 0
+    rt_priority: int = 0           # SCHED_FIFO priority (1..99; 0 = normal scheduling)
 
     @property
     def module(self) -> str:
@@ -351,12 +407,16 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         every = LOCKSTEP_EVERY_SAMPLE.get(exe, {}) if timing == 'lockstep' else {}
         params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **every, **flag,
                   **overrides.get(name, {})}
-        nice = nd.get('nice', REALTIME_NICE if (timing == 'realtime' and exe in CONTROL_PATH) else 0)
+        ctl_path = timing == 'realtime' and exe in CONTROL_PATH
+        nice = nd.get('nice', REALTIME_NICE if ctl_path else 0)
         if not isinstance(nice, int) or isinstance(nice, bool) or not -20 <= nice <= 19:
             raise BringupError(path, f'{key}.nice', f'must be an integer in -20..19, got {nice!r}')
+        rtp = nd.get('rt_priority', REALTIME_FIFO if ctl_path else 0) if timing == 'realtime' else 0
+        if not isinstance(rtp, int) or isinstance(rtp, bool) or not 0 <= rtp <= 99:
+            raise BringupError(path, f'{key}.rt_priority', f'must be an integer in 0..99, got {rtp!r}')
         specs.append(NodeSpec(name=name, executable=exe, parameters=params,
                               remappings={str(a): str(b) for a, b in remaps.items()}, namespace=ns,
-                              nice=nice))
+                              nice=nice, rt_priority=rtp))
     if ns:
         # /clock is absolute in ROS (rclpy's time source subscribes /clock): a namespaced graph on
         # simulated time gets its own, so two lock-step robots on one domain do not share a clock
@@ -501,7 +561,8 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=No
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],
                     remappings=list(s.remappings.items()), output='screen',
-                    **({'prefix': f'nice -n {s.nice}'} if s.nice else {}), **dds) for s in b.nodes]
+                    **({'prefix': ' '.join(process_prefix(s))} if process_prefix(s) else {}), **dds)
+               for s in b.nodes]
     # a namespaced robot keeps its clock (load_bringup) and its TF tree to itself: two robots
     # with the same link names would otherwise mix on /tf (the usual multi-robot remaps)
     clock = [(t, f'/{ns}{t}') for t in ('/clock', '/tf', '/tf_static')] if ns else []

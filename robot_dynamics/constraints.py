@@ -34,6 +34,16 @@ def constraint_row_names(model):
     return [r for lp in model.loops for r in lp.row_names]
 
 
+def _frame_pose(model, st, name):
+    """World (R, p) of a frame from a world_state dict."""
+    fidx = model.frame_index(name)
+    j = model.frame_parent[fidx]
+    if j < 0:
+        return model.frame_R[fidx], model.frame_p[fidx]
+    Rj = st['R'][j]
+    return Rj @ model.frame_R[fidx], st['p'][j] + Rj @ model.frame_p[fidx]
+
+
 def _frame_full(model, st, name, with_vel):
     fidx = model.frame_index(name)
     R, p, w, v, al, a = _frame_state(model, st, fidx)
@@ -54,6 +64,18 @@ def constraint_terms(model, q, qd=None, jacobian=True):
     A = np.zeros((m, n)) if jacobian else None
     bias = np.zeros(m) if qd is not None else None
     r = 0
+    if not jacobian and bias is None:       # the residual only: cut-frame placements
+        for lp in model.loops:
+            Ra, pa = _frame_pose(model, st, lp.frame_a)
+            Rb, pb = _frame_pose(model, st, lp.frame_b)
+            d = pb - pa
+            for nl in lp.pos_dirs:
+                phi[r] = (Ra @ nl) @ d
+                r += 1
+            for ul, wl in lp.rot_pairs:
+                phi[r] = (Ra @ ul) @ (Rb @ wl)
+                r += 1
+        return ConstraintTerms(phi, None, None)
     for lp in model.loops:
         Ra, pa, wa, va, ala, aa, Ja = _frame_full(model, st, lp.frame_a, qd is not None)
         Rb, pb, wb, vb, alb, ab, Jb = _frame_full(model, st, lp.frame_b, qd is not None)

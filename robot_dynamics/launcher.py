@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -223,7 +222,8 @@ class Launcher:
                     par[key] = os.path.abspath(v)          # relative to the caller's directory
         with open(pf, 'w') as fh:
             yaml.safe_dump(params, fh)
-        prefix = ['nice', '-n', str(spec.nice)] if spec.nice and shutil.which('nice') else []
+        from .bringup import process_prefix
+        prefix = process_prefix(spec)
         return prefix + [self.python, *self.python_flags(), '-m', spec.module] + spec.ros_args(pf)
 
     def _start_watchdog(self):

@@ -338,9 +338,12 @@ def sim_params(model):
         'refuse_assembly_jumps': (True, 'refuse a step that leaves the assembly mode (plant holds)', None),
         'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
                        'every state; lock-step: always with every state)', (0.0, 1e6)),
-        'joint_states_rate': (0.0, 'real time, plants with extra states: joint_states at most this '
-                              'often [Hz of plant time] (the extra-states topic carries every joint '
+        'joint_states_rate': (0.0, 'real time, with an extra-states or control_state_topic: joint_states '
+                              'at most this often [Hz of plant time] (that topic carries every joint '
                               'with each state; 0 = with every state)', (0.0, 1e6)),
+        'control_state_topic': ('', 'every published state also on this JointState topic (the '
+                                "controller's state_topic; empty = none): joint_states is then for "
+                                'visualisation, decimated by joint_states_rate in real time', None),
         'start_with_command': (True, 'real time with start_topic: the plant clock also waits for a '
                                'valid command or a publisher on the command topic (the controller is up)', None),
         'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),

@@ -23,7 +23,7 @@ from std_srvs.srv import SetBool
 from visualization_msgs.msg import MarkerArray
 
 import robot_dynamics as rd
-from robot_dynamics.bringup import load_bringup
+from robot_dynamics.bringup import load_bringup, observer_priority
 from robot_dynamics.launcher import Launcher
 from robot_dynamics.nodes._common import QOS_COMMAND, make_executor
 
@@ -140,7 +140,12 @@ def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None,
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     model = rd.load_model(b.urdf)
-    probe = Probe(model)
+    prio = observer_priority(b.timing).__enter__()     # the probe above a real-time graph
+    try:
+        probe = Probe(model)
+    except BaseException:
+        prio.__exit__()
+        raise
     if setup is not None:
         setup(probe)
     launcher.start()
@@ -152,6 +157,7 @@ def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None,
     finally:
         probe.close()
         launcher.shutdown()
+        prio.__exit__()
     assert_no_process_left(launcher)
     return out.getvalue()
 

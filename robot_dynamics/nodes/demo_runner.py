@@ -50,7 +50,8 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     logpath = os.path.join(outdir, f'demo_{name}.log')
     _say(f'demo: {name} ({b.timing}) graph ({", ".join(s.name for s in b.nodes)}) for {duration:g} s; '
          f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]}, node logs -> {logpath}')
-    with open(logpath, 'w') as logf, recording(spec.frame, bag=bag) as rec:
+    from ..bringup import observer_priority
+    with open(logpath, 'w') as logf, observer_priority(b.timing), recording(spec.frame, bag=bag) as rec:
         from std_msgs.msg import Float64MultiArray
         cmds = rec.subscribe('cmd', Float64MultiArray, cmd_topic)
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')

@@ -15,7 +15,9 @@ stamp = plant time on the wall clock, or the plant time itself with ``publish_cl
 extra states (hydraulic cylinders) ONE complete state per step on ``extra_states_topic``: every
 joint as on ``joint_states`` (same stamp), then per cylinder stroke/rate/piston force and
 ``<cyl>/p_a``, ``<cyl>/p_b`` [Pa], ``<cyl>/u`` [V] (a controller needing joints and pressures of
-the same instant subscribes to this one topic). Services ``~/reset`` (Trigger),
+the same instant subscribes to this one topic); with ``control_state_topic`` every state also
+on that topic (the controller's state; ``joint_states`` is then for visualisation and
+``joint_states_rate`` decimates it in real time). Services ``~/reset`` (Trigger),
 ``~/hold`` (SetBool). ``lockstep: true``: one publish period per received command, no
 wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no command came.
 ``start_topic`` (real time, default '' = at once): the plant clock starts with the first message
@@ -63,6 +65,8 @@ class SimNode(Node):
         controller = P['controller']
         self.plant = self.sim.plant
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
+        self.pub_ctl = (self.create_publisher(JointState, P['control_state_topic'], QOS_STATE)
+                        if P['control_state_topic'] else None)
         self.pub_hold = self.create_publisher(Bool, '~/holding', QOS_STATE)
         self.pub_clock = self.create_publisher(Clock, '/clock', QOS_STATE) if self.publish_clock else None
         self.pub_extra = (self.create_publisher(JointState, P['extra_states_topic'], QOS_STATE)
@@ -195,7 +199,9 @@ class SimNode(Node):
             js.header.stamp = Time(nanoseconds=int(round((self.ros0 + self.sim.slip + p.t) * 1e9))).to_msg()
         js.name, js.position, js.velocity = list(self.model.joint_names), p.q.tolist(), p.qd.tolist()
         js.effort = self.sim.applied.tolist()
-        if self.pub_extra is None or self.js_out.due(p.t):
+        if self.pub_ctl is not None:            # the controller's state: every state
+            self.pub_ctl.publish(js)
+        if (self.pub_extra is None and self.pub_ctl is None) or self.js_out.due(p.t):
             self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
