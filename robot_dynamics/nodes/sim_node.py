@@ -201,7 +201,7 @@ class SimNode(Node):
         js.effort = self.sim.applied.tolist()
         if self.pub_ctl is not None:            # the controller's state: every state
             self.pub_ctl.publish(js)
-        if (self.pub_extra is None and self.pub_ctl is None) or self.js_out.due(p.t):
+        if (self.pub_extra is None and self.pub_ctl is None) or self.waiting or self.js_out.due(p.t):
             self.pub_js.publish(js)
         if self.pub_extra is not None:          # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))
