@@ -253,7 +253,11 @@ def test_lockstep_runs_every_auxiliary_output_realtime_decimates_them():
     ls = {n.name: n.parameters for n in load_bringup('irsbot2_t1', timing='lockstep').nodes}
     assert rt['dynamics_node']['error_rate'] == 250.0 and ls['dynamics_node']['error_rate'] == 0.0
     assert rt['ik_node']['aux_rate'] == 50.0 and ls['ik_node']['aux_rate'] == 0.0
-    assert rt['kinematics_node']['rate'] == 100.0 and ls['kinematics_node']['rate'] == 0.0
+    # kinematics_node takes every /joint_states: sim_node decimates it to 100 Hz in real time
+    # (its control_state_topic carries every state for the controller; lock-step: every state)
+    assert rt['kinematics_node']['rate'] == 0.0 and ls['kinematics_node']['rate'] == 0.0
+    assert rt['sim_node']['joint_states_rate'] == 100.0
+    assert rt['sim_node']['control_state_topic'] == rt['dynamics_node']['state_topic'] == 'control/joint_states'
     assert rt['trajectory_node']['sync_topic'] == '' and ls['trajectory_node']['sync_topic'] == 'joint_states'
 
 
@@ -286,3 +290,33 @@ def test_relative_paths_share_dir_first_then_config_dir(tmp_path):
                                    'nodes': nodes}))
     with pytest.raises(BringupError, match='loops'):
         load_bringup(str(cfg))
+
+
+def test_control_path_priority_in_real_time_only(tmp_path, monkeypatch):
+    """Real time: the control path (plant, reference, IK, controllers) asks for SCHED_FIFO 50
+    (rt_priority) with nice -10 as the fallback; lock-step and the visualisation nodes run at
+    normal priority; the prefix is chrt where the user may, else nice; rt_priority is checked."""
+    from robot_dynamics import bringup as B
+    rt = {n.name: n for n in load_bringup('irsbot2_t1', timing='realtime').nodes}
+    ls = {n.name: n for n in load_bringup('irsbot2_t1', timing='lockstep').nodes}
+    for name in ('sim_node', 'trajectory_node', 'ik_node', 'dynamics_node'):
+        assert (rt[name].rt_priority, rt[name].nice) == (B.REALTIME_FIFO, B.REALTIME_NICE)
+        assert (ls[name].rt_priority, ls[name].nice) == (0, 0)
+    assert rt['kinematics_node'].rt_priority == 0 and rt['kinematics_node'].nice == 0
+    monkeypatch.setattr(B, '_FIFO_OK', True)
+    assert B.process_prefix(rt['sim_node']) == ['chrt', '-f', '50']
+    monkeypatch.setattr(B, '_FIFO_OK', False)
+    assert B.process_prefix(rt['sim_node']) == ['nice', '-n', '-10']
+    assert B.process_prefix(rt['kinematics_node']) == []
+    cfg = tmp_path / 'p.yaml'
+    cfg.write_text(yaml.safe_dump({'robot': 'x', 'urdf': os.path.join(ROOT, 'urdf/four_bar.urdf'), 'timing': 'realtime',
+                                   'nodes': {'sim_node': {'rt_priority': 120}}}))
+    with pytest.raises(BringupError, match='rt_priority'):
+        load_bringup(str(cfg))
+    with B.observer_priority('lockstep') as o:
+        assert not o.active
+    with B.observer_priority('realtime') as o:
+        assert o.active == B.fifo_permitted()
+        if o.active:
+            assert os.sched_getscheduler(0) == os.SCHED_FIFO
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
