@@ -356,6 +356,7 @@ class GeneralSeaFlatnessLaw(Law):
 
     name = 'sea_flatness'
     reference_order = 4
+    preload = SeaFlatnessLaw.preload         # lambda set-point (lam_d = [preload, 0, 0])
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
         from ..sea_general import GeneralSEAFlatness, SEAPKM
@@ -379,13 +380,6 @@ class GeneralSeaFlatnessLaw(Law):
                                 + [model.joint_names[i] for i in mot])
         self.preload = float(preload)
 
-    @property
-    def preload(self):
-        return float(self.lam_d[0])
-
-    @preload.setter
-    def preload(self, v):
-        self.lam_d = np.array([float(v), 0.0, 0.0])
 
     def compute(self, state, ref):
         s = self.sea

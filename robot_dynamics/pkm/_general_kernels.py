@@ -54,8 +54,8 @@ Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come fr
 import numpy as np
 from numba import njit
 
-from ._recursive_kernels import (_FM, _ad6, _axpy6, _body_wrench6, _cross, _dot6, _ld6, _limb_fk,
-                                 _st6, limb_ne_d2_fast)
+from ._recursive_kernels import (_FM, _ad6, _axpy6, _body_wrench6, _cross, _dot6, _jp_col, _ld6,
+                                 _limb_fk, _st6, limb_ne_d2_fast)
 
 _C = True
 _RCOND = 1e-10
@@ -65,21 +65,6 @@ _TWO_PI = 2.0 * np.pi
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _zv(z, k, o):
     return z[k, o], z[k, o + 1], z[k, o + 2], z[k, o + 3], z[k, o + 4], z[k, o + 5]
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
-def _col(RN, pN, Ri, pi, x, out):
-    """out = Ad_{C_N^-1 C_i} x (column of the platform Jacobian) from world poses."""
-    w0 = Ri[0, 0] * x[3] + Ri[0, 1] * x[4] + Ri[0, 2] * x[5]
-    w1 = Ri[1, 0] * x[3] + Ri[1, 1] * x[4] + Ri[1, 2] * x[5]
-    w2 = Ri[2, 0] * x[3] + Ri[2, 1] * x[4] + Ri[2, 2] * x[5]
-    c0, c1, c2 = _cross(pi[0] - pN[0], pi[1] - pN[1], pi[2] - pN[2], w0, w1, w2)
-    v0 = Ri[0, 0] * x[0] + Ri[0, 1] * x[1] + Ri[0, 2] * x[2] + c0
-    v1 = Ri[1, 0] * x[0] + Ri[1, 1] * x[1] + Ri[1, 2] * x[2] + c1
-    v2 = Ri[2, 0] * x[0] + Ri[2, 1] * x[1] + Ri[2, 2] * x[2] + c2
-    for r in range(3):
-        out[r] = RN[0, r] * v0 + RN[1, r] * v1 + RN[2, r] * v2
-        out[3 + r] = RN[0, r] * w0 + RN[1, r] * w1 + RN[2, r] * w2
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -600,7 +585,7 @@ def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq
             break
         for l in range(L):
             for i in range(Nl[l]):
-                _col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
+                _jp_col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
         st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown)
         if st != 0:
             break
@@ -867,7 +852,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
         # ---- velocity level: K at the solution (the FK of the last Newton iteration is at th)
         for l in range(L):
             for i in range(Nl[l]):
-                _col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
+                _jp_col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
         st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown)
         if st != 0:
             IST[s, 0] = st
