@@ -20,7 +20,7 @@ import numpy as np
 
 from ._util import cross
 from .errors import InputError
-from .kinematics import _frame_state, _lwa_columns, world_state
+from .kinematics import _frame_pose, _frame_state, _lwa_columns, world_state
 
 __all__ = ['ConstraintTerms', 'constraint_terms', 'loop_residual', 'constraint_jacobian',
            'constraint_bias', 'loop_errors', 'constraint_row_names']
@@ -32,16 +32,6 @@ ConstraintTerms.__doc__ = """phi (m,), A (m, n), bias = Adot qd (m,) (None if qd
 def constraint_row_names(model):
     """Names ``<loop>/<row>`` of the m stacked constraint rows."""
     return [r for lp in model.loops for r in lp.row_names]
-
-
-def _frame_pose(model, st, name):
-    """World (R, p) of a frame from a world_state dict."""
-    fidx = model.frame_index(name)
-    j = model.frame_parent[fidx]
-    if j < 0:
-        return model.frame_R[fidx], model.frame_p[fidx]
-    Rj = st['R'][j]
-    return Rj @ model.frame_R[fidx], st['p'][j] + Rj @ model.frame_p[fidx]
 
 
 def _frame_full(model, st, name, with_vel):
@@ -66,8 +56,8 @@ def constraint_terms(model, q, qd=None, jacobian=True):
     r = 0
     if not jacobian and bias is None:       # the residual only: cut-frame placements
         for lp in model.loops:
-            Ra, pa = _frame_pose(model, st, lp.frame_a)
-            Rb, pb = _frame_pose(model, st, lp.frame_b)
+            Ra, pa = _frame_pose(model, st, model.frame_index(lp.frame_a))
+            Rb, pb = _frame_pose(model, st, model.frame_index(lp.frame_b))
             d = pb - pa
             for nl in lp.pos_dirs:
                 phi[r] = (Ra @ nl) @ d

@@ -127,6 +127,15 @@ def world_state(model, q, qd=None, qdd=None):
     return dict(R=Rw, p=pw, w=W, v=Vo, alpha=Al, a=Ao, axis=axis)
 
 
+def _frame_pose(model, st, fidx):
+    """World (R, p) of frame fidx from a world_state dict (no velocities)."""
+    j = model.frame_parent[fidx]
+    if j < 0:
+        return model.frame_R[fidx], model.frame_p[fidx]
+    Rj = st['R'][j]
+    return Rj @ model.frame_R[fidx], st['p'][j] + Rj @ model.frame_p[fidx]
+
+
 def _frame_state(model, st, fidx):
     """World (R, p, w, v, alpha, a) of frame fidx from a world_state dict."""
     j = model.frame_parent[fidx]

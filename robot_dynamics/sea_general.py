@@ -38,7 +38,7 @@ from math import factorial
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, RobotDynamicsError
 from .pkm.recursive import PKMStructureError
 from .sim import Plant, StepInfo
 
@@ -120,6 +120,16 @@ class SEAPKM:
         self.theta = r.theta[0, 0].copy()
         return r
 
+    def at(self, x, xd=None):
+        """The route's result (batch of one) at task coordinates ``x`` with rates ``xd``
+        (default rest) and zero higher derivatives: ``u`` is then the static (or quasi-static)
+        spring effort, ``theta`` the IK."""
+        X = np.zeros((1, 5, self.delta))
+        X[0, 0] = x
+        if xd is not None:
+            X[0, 1] = xd
+        return self.solve(X)
+
     def task_dynamics(self, x, xd):
         """``(M_t (d, d), b (d,), r)`` at (x, xd): ``w = M_t xdd + b``; ``r`` the route's
         result of the sample xdd = 0 (theta, theta_a, J_IK = r.J_IK[0], ...; batch axis 0)."""
@@ -174,9 +184,7 @@ class GeneralSEAPlant(Plant):
         self.t = float(t0)
         self.x = s.measure(q0, np.zeros_like(q0))[0]
         self.xd = np.zeros(s.delta)
-        X = np.zeros((1, 5, s.delta))
-        X[0, 0] = self.x
-        r = s.solve(X)
+        r = s.at(self.x)
         self.qm = r.theta_a[0, 0] + r.u[0] / s.K
         self.qdm = np.zeros(s.n_a)
         self.last = self._info(np.zeros(self.model.nq))
@@ -222,9 +230,7 @@ class GeneralSEAPlant(Plant):
         key = (self.x.tobytes(), self.xd.tobytes(), self.qm.tobytes(), self.qdm.tobytes())
         if getattr(self, '_true_key', None) != key:
             s = self.sea
-            X = np.zeros((1, 5, s.delta))
-            X[0, 0], X[0, 1] = self.x, self.xd
-            r = s.solve(X)
+            r = s.at(self.x, self.xd)
             q = s.tree_q(r.theta[0, 0], self.qm)
             qd = s.pkm.tree_q(r.theta[0, 1], np.zeros(self.model.nq))
             qd[s.i_mot] = self.qdm
@@ -245,11 +251,9 @@ class GeneralSEAPlant(Plant):
         """Hold: motors brake (``-damping * qd_m``) on top of the static spring torque that
         holds the link side against gravity at the current pose (u of the static ID)."""
         s = self.sea
-        X = np.zeros((1, 5, s.delta))
-        X[0, 0] = self.x
         try:
-            u = s.solve(X).u[0]
-        except Exception:                 # noqa: BLE001 - outside the workspace: brake only
+            u = s.at(self.x).u[0]
+        except RobotDynamicsError:        # outside the workspace / singular: brake only
             u = np.zeros(s.n_a)
         tau = np.zeros(self.model.nq)
         tau[s.i_mot] = u - float(damping) * self.qdm

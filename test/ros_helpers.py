@@ -140,24 +140,19 @@ def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None,
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     model = rd.load_model(b.urdf)
-    prio = observer_priority(b.timing).__enter__()     # the probe above a real-time graph
-    try:
+    with observer_priority(b.timing):              # the probe as the real-time control path
         probe = Probe(model)
-    except BaseException:
-        prio.__exit__()
-        raise
-    if setup is not None:
-        setup(probe)
-    launcher.start()
-    try:
-        probe.wait_for(ready or (lambda: len(probe.err) > 10), timeout, f'{robot}: graph ready')
-        body(launcher, probe, model, out)
-        dead = launcher.poll()
-        assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
-    finally:
-        probe.close()
-        launcher.shutdown()
-        prio.__exit__()
+        if setup is not None:
+            setup(probe)
+        launcher.start()
+        try:
+            probe.wait_for(ready or (lambda: len(probe.err) > 10), timeout, f'{robot}: graph ready')
+            body(launcher, probe, model, out)
+            dead = launcher.poll()
+            assert dead is None, f'node {dead} died:\n{out.getvalue()[-3000:]}'
+        finally:
+            probe.close()
+            launcher.shutdown()
     assert_no_process_left(launcher)
     return out.getvalue()
 

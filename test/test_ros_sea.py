@@ -243,8 +243,6 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
         k = min(np.searchsorted(T, t0 + move + SETTLE), len(T) - 1)
         rest = np.hypot(*(X[k] - target))
         # the same move in the offline 1 kHz sampled loop (core law + plant, ZOH)
-        import sys
-        sys.path.insert(0, os.path.dirname(__file__))
         from test_sea_general import _run
         from robot_dynamics.control.laws import make_law
         from robot_dynamics.plants import make_plant

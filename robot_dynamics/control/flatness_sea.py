@@ -23,13 +23,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import InputError
+from ..errors import InputError, RobotDynamicsError
 from .loop import Law, LawOutput
 from ..pkm.planar_sea import (Planar3RRR, Planar3RRRParams, _planar_batch, _preload_n, _solve2,
                               _solve3, _task_space_1, solve_preload)
 
 __all__ = ['SEAFlatnessController', 'SeaFlatnessLaw', 'GeneralSeaFlatnessLaw', 'make_sea_flatness_law',
            'pole_gains', 'sea_state_from_joints']
+
+
+def reference_derivs(ref, k):
+    """yd (5, k): a loop Reference's task coordinates .. snap (rows 0..4 of ``derivs``; rows it
+    lacks, e.g. a hold reference without ``derivs``, are zero)."""
+    yd = np.zeros((5, k))
+    if ref.derivs is not None:
+        n = min(5, len(ref.derivs))
+        yd[:n] = ref.derivs[:n]
+    else:
+        yd[0], yd[1], yd[2] = ref.pos, ref.vel, ref.acc
+    return yd
 
 
 def pole_gains(p, order=4):
@@ -309,14 +321,8 @@ class SeaFlatnessLaw(Law):
         return p, pd, q[self.im], qd[self.im]
 
     def desired(self, ref):
-        """yd (5, k): the reference's EE position .. snap (rows it lacks are zero)."""
-        yd = np.zeros((5, len(self.coords)))
-        if ref.derivs is not None:
-            n = min(5, len(ref.derivs))
-            yd[:n] = ref.derivs[:n]
-        else:
-            yd[0], yd[1], yd[2] = ref.pos, ref.vel, ref.acc
-        return yd
+        """yd (5, 2): the reference's EE position .. snap (:func:`reference_derivs`)."""
+        return reference_derivs(ref, 2)
 
     def compute(self, state, ref):
         p, pd, qm, qdm = self.measured(state)
@@ -384,7 +390,7 @@ class GeneralSeaFlatnessLaw(Law):
     def compute(self, state, ref):
         s = self.sea
         x, xd = s.measure(state.q, state.qd)
-        yd = SeaFlatnessLaw.desired(self, ref)
+        yd = reference_derivs(ref, len(self.coords))
         tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
         e, ed = yd[0] - x, yd[1] - xd
         lam = float(self.ctrl.lam)
@@ -403,10 +409,8 @@ class GeneralSeaFlatnessLaw(Law):
         if mode == 'hold' and state is not None:
             s = self.sea
             try:
-                X = np.zeros((1, 5, s.delta))
-                X[0, 0] = s.measure(state.q, state.qd)[0]
-                u = s.solve(X).u[0]
-            except Exception:             # noqa: BLE001 - outside the workspace: brake only
+                u = s.at(s.measure(state.q, state.qd)[0]).u[0]
+            except RobotDynamicsError:    # outside the workspace / singular: brake only
                 u = np.zeros(s.n_a)
             eff = (u - float(damping) * state.qd[s.i_mot])[self._out]
             if np.all(np.isfinite(eff)):
