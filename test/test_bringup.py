@@ -313,6 +313,7 @@ def test_control_path_priority_in_real_time_only(tmp_path, monkeypatch):
                                    'nodes': {'sim_node': {'rt_priority': 120}}}))
     with pytest.raises(BringupError, match='rt_priority'):
         load_bringup(str(cfg))
+    monkeypatch.setattr(B, '_FIFO_OK', None)            # the observer on this machine's real permission
     with B.observer_priority('lockstep') as o:
         assert not o.active
     with B.observer_priority('realtime') as o:
