@@ -13,7 +13,9 @@ microseconds per call, single sample and batched per sample, in the same run as
 * the general route (``rd.pkm.general.inverse_dynamics_d2_general``, any serial-limb PKM from
   URDF + sidecar), numpy (``route='numpy'``: batched Newton IK from the reference
   configuration) and compiled (default: numba kernel, per sample; cold, warm-started, and the
-  :class:`GeneralID2Data` workspace) on the same Gough-Stewart motion and on the translational
+  :class:`GeneralID2Data` workspace; batched also with ``threads=2``: two parallel chunks
+  joined to the sequential result; and "(u, ud, udd) only": ``jik_derivatives=False``, the
+  rows of J_IK', J_IK'' not formed) on the same Gough-Stewart motion and on the translational
   3-UPU test robot (test/data/tripteron_3upu.urdf, a smooth x-y-z motion)
   (``--only-general``: just these rows and the compiled 6x6 rows to compare);
 * (b) Pinocchio: ``pinocchio.rnea`` on the same 21-DOF spanning tree (the limb inverse dynamics
@@ -210,6 +212,14 @@ def general_rows(a, model, args1, argsB, add):
             lambda: f(m, *bat, warm_start=True), B)
         add(f'general route, compiled: {nm}, GeneralID2Data.batch {B}, per sample',
             lambda: data.batch(*bat), B)
+        add(f'general route, compiled: {nm}, batch {B}, per sample (warm_start=True, threads=2)',
+            lambda: f(m, *bat, warm_start=True, threads=2), B)
+        add(f'general route, compiled: {nm}, GeneralID2Data.batch {B} threads=2, per sample',
+            lambda: data.batch(*bat, threads=2), B)
+        add(f'general route, compiled: {nm}, (u, ud, udd) only: batch {B}, per sample (warm_start)',
+            lambda: f(m, *bat, warm_start=True, jik_derivatives=False), B)
+        add(f'general route, compiled: {nm}, (u, ud, udd) only: batch {B} threads=2, per sample',
+            lambda: f(m, *bat, warm_start=True, jik_derivatives=False, threads=2), B)
 
 
 if __name__ == '__main__':

@@ -85,6 +85,83 @@ def test_warm_start_and_workspace(name):
         assert np.max(np.abs(data.theta_a - ref.theta_a[s])) <= 1e-10 * np.max(np.abs(ref.theta_a))
 
 
+@pytest.mark.parametrize('name', ['gs', 'upu'])
+def test_threads_give_the_sequential_result(name):
+    """threads=2 (parallel chunks, pkm/_general_kernels.general_id_d2_chunks) equals one
+    sequential pass: cold per-sample starts, warm_start (the second chunk's first sample is
+    checked against the first chunk's last solution) and GeneralID2Data.batch; a batch shorter
+    than two chunks runs sequentially."""
+    m = _model(name)
+    args = _motion(name, np.linspace(0.0, 1.0, 150))
+    for kw in ({}, {'warm_start': True}):
+        _close(inverse_dynamics_d2_general(m, *args, threads=2, **kw),
+               inverse_dynamics_d2_general(m, *args, **kw), 1e-9)
+    seq, par = GeneralID2Data(m), GeneralID2Data(m)
+    _close(par.batch(*args, threads=2), seq.batch(*args), 1e-9)
+    assert np.max(np.abs(par.theta - seq.theta)) < 1e-9
+    short = tuple(a[:40] for a in args)
+    _close(inverse_dynamics_d2_general(m, *short, warm_start=True, threads=2),
+           inverse_dynamics_d2_general(m, *short, warm_start=True), 1e-12)
+
+
+@pytest.mark.parametrize('name', ROBOTS)
+def test_without_jik_derivative_rows(name):
+    """jik_derivatives=False (u' and u'' from adjoint products, no rows of J_IK', J_IK''): the
+    same u, ud, udd to round-off; J_IK[:, 1:] NaN for square actuation, all formed otherwise;
+    GeneralID2Data calls (which use it) equal the full batch."""
+    m = _model(name)
+    g = np.array([0.0, -9.81, 0.0]) if name == 'rrr' else None
+    args = _motion(name, np.linspace(0.0, 1.0, 12))
+    full = inverse_dynamics_d2_general(m, *args, gravity=g, warm_start=True)
+    fast = inverse_dynamics_d2_general(m, *args, gravity=g, warm_start=True, jik_derivatives=False)
+    for f in ('u', 'ud', 'udd', 'theta', 'w'):
+        a, b = getattr(fast, f), getattr(full, f)
+        assert np.max(np.abs(a - b)) <= 1e-11 * np.max(np.abs(b)), f
+    square = fast.J_IK.shape[-2] == fast.J_IK.shape[-1]
+    assert np.array_equal(fast.J_IK[:, 0], full.J_IK[:, 0])
+    assert np.all(np.isnan(fast.J_IK[:, 1:])) if square else np.array_equal(fast.J_IK, full.J_IK)
+    data = GeneralID2Data(m, gravity=g)
+    for s in (0, 5, 11):
+        U = data(*(a[s] for a in args))
+        for k, r in enumerate((full.u, full.ud, full.udd)):
+            assert np.max(np.abs(U[k] - r[s])) <= 1e-10 * np.max(np.abs(r)), (s, k)
+
+
+def test_chunk_join_resolves_a_wrong_or_failed_chunk_head():
+    """_Packed._join: a chunk whose first sample left the previous chunk's branch (here: its
+    theta overwritten) or failed where the sequential pass would not (its status set) is
+    solved again sequentially from the previous chunk's last solution; a good head is kept."""
+    from robot_dynamics.pkm.general import _packed
+    m = _model('gs')
+    p = general_pkm(m)
+    pk = _packed(p)
+    x, *D = _motion('gs', np.linspace(0.0, 1.0, 80))
+    S = len(x)
+    IN = np.concatenate([np.asarray(x).reshape(S, -1)] + list(D), 1)
+    IP, FP = pk.params(p.gravity, 1e-12, 50, True)
+    th0 = p.theta_ref[None].copy()
+    ref_out, ref_ist = np.empty((S, pk.nout)), np.empty((S, 2), np.int64)
+    pk.run(IP, FP, IN, th0, ref_out, ref_ist)
+    assert not np.any(ref_ist[:, 0])
+    bounds = np.array([0, 40, 80])
+    for spoil in ('theta', 'status', None):
+        OUT, IST = ref_out.copy(), ref_ist.copy()
+        OUT[40:] = 7.0                              # the redo must rewrite the whole chunk
+        OUT[40, :pk.Nt] = ref_out[40, :pk.Nt]
+        if spoil == 'theta':
+            OUT[40, :pk.Nt] += 0.3
+        elif spoil == 'status':
+            IST[40, 0] = 1
+        pk._join(IP, FP, IN, OUT, IST, bounds)
+        if spoil is None:                           # kept: nothing recomputed
+            assert np.all(OUT[41:] == 7.0)
+        else:
+            assert not np.any(IST[:, 0])
+            # every output field but the IK residual (round-off, 1e-13) to 1e-9 relative
+            for k, (a, b) in enumerate(zip(pk.views(OUT)[:-1], pk.views(ref_out)[:-1])):
+                assert np.max(np.abs(a - b)) <= 1e-9 * max(np.max(np.abs(b)), 1e-300), (spoil, k)
+
+
 @pytest.mark.parametrize('name', ['gs', 'rpr', 'rrr'])
 def test_warm_start_on_unordered_samples(name):
     """Samples in random order (large, inconsistent steps between neighbours: the predictor's

@@ -544,7 +544,7 @@ def _ls_apply(A, m, n, piv, beta, rd, b, y, out):
 
 # layout of the integer / float parameter vectors and of a row of the output (see
 # robot_dynamics.pkm.general._Packed)
-IP_HEAD = 8      # L, Nm, Nt, d, na, pose, max_iter, warm; then Nl, nl, off, tidx, act, heavy
+IP_HEAD = 9      # L, Nm, Nt, d, na, pose, max_iter, warm, jikd; then Nl, nl, off, tidx, act, heavy
 FP_HEAD = 13     # tol, g (3), Rref (9); then lower (Nt), upper (Nt)
 
 
@@ -597,12 +597,13 @@ def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq
     return st, lf, res
 
 
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
+@njit(cache=_C, fastmath=_FM, error_model='numpy', nogil=True)
 def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     """General 2nd-order PKM inverse dynamics over a batch of samples (module docstring).
 
     ``BR, Bp, X, M``: packed limb data; ``IP`` int64 parameters (``IP_HEAD``: L, Nm, Nt, d, na,
-    pose, max_iter, warm; then Nl (L), nl (L), off (L + 1), task components tidx (d), stacked
+    pose, max_iter, warm, jikd (0: the rows of J_IK', J_IK'' are not formed, NaN in OUT; square
+    actuation only); then Nl (L), nl (L), off (L + 1), task components tidx (d), stacked
     actuated joints act (na), heavy (L Nm)); ``FP`` float parameters (tol, gravity (3), R_ref
     (9), lower (Nt), upper (Nt)); ``IN`` (S, nx + 4 nd) per sample the task (pose: the 4x4
     platform pose, nx = 16, then the body-fixed twist and derivatives 1..3, nd = 6; else the d
@@ -613,8 +614,15 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     Outputs: ``OUT`` (S, 5 Nt + 3 na + 3 na d + 3 d + 16 + 24 + 1) per sample theta (5, Nt),
     u (3, na), J_IK (3, na, d), w (3, d), platform pose (4, 4), V_p (4, 6), IK residual;
     ``IST`` (S, 2) status and info (failing limb / joint; for a solved sample the number of
-    Newton steps).
+    Newton steps). Releases the GIL (``nogil``): chunks of a batch may run in parallel threads
+    (``general._Packed.run``).
     """
+    _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, 0, IN.shape[0])
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
+    """The samples ``s0 <= s < s1`` of :func:`general_id_d2_batch` (th0 row ``s0`` or 0 first)."""
     L = IP[0]
     Nm = IP[1]
     Nt = IP[2]
@@ -623,6 +631,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     pose = IP[5] != 0
     max_iter = IP[6]
     warm = IP[7] != 0
+    jikd = IP[8] != 0 or na != d
     q0 = IP_HEAD
     Nl = IP[q0:q0 + L]
     nl = IP[q0 + L:q0 + 2 * L]
@@ -636,7 +645,6 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     Rref = FP[4:13].reshape((3, 3))
     lower = FP[FP_HEAD:FP_HEAD + Nt]
     upper = FP[FP_HEAD + Nt:FP_HEAD + 2 * Nt]
-    S = IN.shape[0]
     nd = 6 if pose else d
     nx = 16 if pose else d
     oU = 5 * Nt
@@ -648,7 +656,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     nr = 6 * L + d
     nz = Nt + 6
     th = np.empty(Nt)
-    th_ok = th0[0].copy()
+    th_ok = th0[s0 if th0.shape[0] > 1 else 0].copy()
     have_ok = False
     fact_ok = False
     CR = np.empty((L, Nm, 3, 3))
@@ -704,7 +712,7 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
     sc = np.empty(max(na, d))
     tmp = np.empty(max(na, d))
     mh = 0
-    for s in range(S):
+    for s in range(s0, s1):
         IST[s, 0] = 0
         IST[s, 1] = -1
         OUT[s, oR] = 0.0
@@ -958,6 +966,13 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
             for l in range(L):
                 fin[l] = l == la
             _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fin, fo[0], t6, aV)
+            if not jikd:
+                for c in range(d):
+                    JK[0, a, c] = ya[0, 6 * L + c]
+                    OUT[s, oJ + a * d + c] = ya[0, 6 * L + c]
+                    OUT[s, oJ + (na + a) * d + c] = np.nan
+                    OUT[s, oJ + (2 * na + a) * d + c] = np.nan
+                continue
             for j in range(nz):
                 ca[j] = 0.0
             _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
@@ -981,7 +996,48 @@ def general_id_d2_batch(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST):
             IST[s, 0] = 3
             fact_ok = False
             continue
-        if na == d:
+        if na == d and not jikd:
+            # without the rows of J_IK', J_IK'': their products with u, ud by adjoint chains
+            # (linear in the row): J1^T u = task part of y1 = -S^T K'^T y0, y0 = S^T c_u (c_u =
+            # sum_a u_a e_act(a)), J2^T u = task part of -S^T (K''^T y0 + 2 K'^T y1): 5 solves,
+            # not 2 n_a
+            _ls_apply(JA, na, d, piv, qb, qr, wv[0], tmp, yv[0])
+            for rep in range(2):
+                for j in range(nz):
+                    ca[j] = 0.0
+                for a in range(na):
+                    ca[act[a]] = yv[rep, a]
+                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fall, fo[0],
+                        t6, aV)
+                for j in range(nz):
+                    ca[j] = 0.0
+                _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
+                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fo[0], fo[1],
+                        t6, aV)
+                if rep == 0:
+                    # ud = J^-T (w1 - J1^T u)
+                    for c in range(d):
+                        rv[c] = wv[1, c] - ya[1, 6 * L + c]
+                    _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[1])
+                    # J2^T u (kept in ys[0]) = (-S^T (K''^T y0 + 2 K'^T y1))_t
+                    for j in range(nz):
+                        ca[j] = 0.0
+                    _kT(L, Nl, off, pose, tidx, PR, J2, Gk[1], ya[0], -1.0, ca, fo[0])
+                    _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fo[1])
+                    for l in range(L):
+                        fin[l] = fo[0, l] or fo[1, l]
+                    _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fin,
+                            fo[2], t6, aV)
+                    for c in range(d):
+                        ys[0, c] = ya[2, 6 * L + c]
+            # udd = J^-T (w2 - J2^T u - 2 J1^T ud) (ya[1] task part = J1^T ud, ys[0] = J2^T u)
+            for c in range(d):
+                rv[c] = wv[2, c] - ys[0, c] - 2.0 * ya[1, 6 * L + c]
+            _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[2])
+            for k in range(3):
+                for a in range(na):
+                    OUT[s, oU + k * na + a] = yv[k, a]
+        elif na == d:
             # A u = w with A = J_IK^T: u = J^-T w, ud = J^-T (w1 - J1^T u), ...
             _ls_apply(JA, na, d, piv, qb, qr, wv[0], tmp, yv[0])
             for c in range(d):

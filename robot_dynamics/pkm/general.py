@@ -687,7 +687,8 @@ def _batch(a, shape, name, S=None, finite=True):
 
 def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None, task=None,
                                 gravity=None, theta_guess=None, tol=1e-12, max_iter=50,
-                                route='compiled', warm_start=False):
+                                route='compiled', warm_start=False, threads=1,
+                                jik_derivatives=True):
     """2nd-order inverse dynamics of a general PKM (module docstring): ``u, ud, udd``.
 
     ``model``: Model (or a :class:`GeneralPKM`). ``delta = 6``: ``x`` (4, 4) or (S, 4, 4) platform
@@ -704,6 +705,12 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     batched numpy code, the test oracle). ``warm_start`` (compiled route): each sample after the
     first starts its Newton IK from the previous sample's solution (for a trajectory: fewer
     iterations, and the assembly branch is followed) instead of from ``theta_guess``.
+    ``threads`` (compiled route): solve a batch in up to that many parallel threads (chunks of
+    >= 32 samples; warm-started chunks are joined so that the result is the sequential one:
+    ``_Packed._join``); default 1, the caller's thread only. ``jik_derivatives=False``
+    (compiled route, square actuation): the rows of J_IK', J_IK'' are not formed (``J_IK[..., 1:,
+    :, :]`` is NaN); ``ud, udd`` take the products J_IK'^T u, J_IK''^T u, J_IK'^T ud from 5
+    adjoint solves instead of 3 n_a (same numbers to round-off, faster).
     Returns :class:`GeneralID2Result`; raises :class:`PKMSingularityError` (IK failure,
     singular K or J_IK, joint limits; ``status`` codes as :mod:`._general_kernels`) or
     InputError.
@@ -728,7 +735,8 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         else:
             th = np.asarray(theta_guess, float)
             th = th.reshape(1, Nt) if th.ndim == 1 else np.broadcast_to(th, (S, Nt))
-        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single)
+        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single, threads,
+                             jik_derivatives)
     th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else
                                   np.asarray(theta_guess, float), (S, Nt)))
     # ---------------------------------------------------------------- position IK (Newton)
@@ -850,6 +858,18 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
 
 
 # ---------------------------------------------------------------------------- compiled route
+_MIN_CHUNK = 32       # samples per parallel chunk at least (threads > 1)
+_POOL = [None]
+
+
+def _pool(n):
+    """The worker threads of parallel batches (created on first use, grown to ``n``)."""
+    if _POOL[0] is None or _POOL[0]._max_workers < n:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL[0] = ThreadPoolExecutor(max_workers=n, thread_name_prefix='rd-id2')
+    return _POOL[0]
+
+
 class _Packed:
     """Padded arrays of a :class:`GeneralPKM` for :mod:`._general_kernels` (built once, cached
     on the GeneralPKM as ``_packed``): limb data BR, Bp, X, M and the parameter vectors IP, FP
@@ -874,7 +894,7 @@ class _Packed:
         self.nd = 6 if self.pose else p.delta
         self.nx = 16 if self.pose else p.delta
         self.act = np.asarray(p.act_index, np.int64)
-        head = np.array([L, Nm, self.Nt, self.d, self.na, self.pose, 0, 0], np.int64)
+        head = np.array([L, Nm, self.Nt, self.d, self.na, self.pose, 0, 0, 1], np.int64)
         assert len(head) == IP_HEAD
         self.IP = np.concatenate([head, [lb.N for lb in p.limbs], [lb.n for lb in p.limbs],
                                   p.offsets, p.task_idx, p.act_index,
@@ -887,14 +907,18 @@ class _Packed:
             [(5, Nt), (3, na), (3, na, d), (3, d), (4, 4), (4, 6), ()])]
         self.nout = int(o[-1])
         self._key = None
+        from ._general_kernels import general_id_d2_batch
+        self._kernel = general_id_d2_batch
 
-    def params(self, g, tol, max_iter, warm):
-        """(IP, FP) with the call's gravity, tolerance, iteration limit and warm-start flag
-        (the last ones are reused: do not modify them)."""
-        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm))
+    def params(self, g, tol, max_iter, warm, jikd=True):
+        """(IP, FP) with the call's gravity, tolerance, iteration limit, warm-start flag and
+        whether the rows of J_IK', J_IK'' are computed (the last ones are reused: do not modify
+        them)."""
+        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm),
+               bool(jikd))
         if key != self._key:
             IP, FP = self.IP.copy(), self.FP.copy()
-            IP[6], IP[7] = key[4], key[5]
+            IP[6], IP[7], IP[8] = key[4], key[5], key[6]
             FP[0], FP[1:4] = key[3], key[:3]
             self._key, self._par = key, (IP, FP)
         return self._par
@@ -904,9 +928,53 @@ class _Packed:
         S = OUT.shape[0]
         return [OUT[:, sl].reshape((S,) + sh) for sl, sh in self._slices]
 
-    def run(self, IP, FP, IN, th0, OUT, IST):
-        from ._general_kernels import general_id_d2_batch
-        general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN, th0, OUT, IST)
+    def run(self, IP, FP, IN, th0, OUT, IST, threads=1):
+        """The kernel on the batch IN (S, .) (outputs OUT, IST); ``threads`` > 1 splits it into
+        up to that many chunks of >= ``_MIN_CHUNK`` samples solved in parallel threads (the
+        kernel releases the GIL) and, warm-started, joins them (:meth:`_join`)."""
+        S = IN.shape[0]
+        nc = 1 if threads <= 1 else max(1, min(int(threads), S // _MIN_CHUNK))
+        if nc == 1:
+            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN, th0, OUT, IST)
+            return
+        bounds = np.linspace(0, S, nc + 1).round().astype(np.int64)
+
+        def chunk(c):
+            a, b = bounds[c], bounds[c + 1]
+            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b],
+                         th0[a:b] if len(th0) > 1 else th0, OUT[a:b], IST[a:b])
+        futures = [_pool(nc - 1).submit(chunk, c) for c in range(1, nc)]
+        chunk(0)
+        for f in futures:
+            f.result()
+        if IP[7]:
+            self._join(IP, FP, IN, OUT, IST, bounds)
+
+    def _join(self, IP, FP, IN, OUT, IST, bounds):
+        """Warm-started chunks: the first sample of chunk c started from ``th0``, not from the
+        previous chunk's last solution as one sequential pass would. Solve that sample again
+        from the last solution before it; if the status or theta (to 1e-8 relative) differ
+        (another assembly branch, or a failure only one start has), the chunk is solved again
+        sequentially from that solution. The result is then the sequential pass's, up to the
+        Newton tolerance."""
+        general_id_d2_batch = self._kernel
+        Nt = self.Nt
+        o1 = np.empty((1, self.nout))
+        i1 = np.empty((1, 2), np.int64)
+        for c in range(1, len(bounds) - 1):
+            a, b = int(bounds[c]), int(bounds[c + 1])
+            ok = np.nonzero(IST[bounds[0]:a, 0] == 0)[0]
+            if len(ok) == 0:
+                continue                  # as sequentially: no solution yet, start from th0
+            tp = OUT[ok[-1], :Nt][None].copy()
+            general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:a + 1], tp, o1, i1)
+            same = i1[0, 0] == IST[a, 0]
+            if same and i1[0, 0] == 0:
+                th = OUT[a, :Nt]
+                same = np.max(np.abs(o1[0, :Nt] - th)) <= 1e-8 * (1.0 + np.max(np.abs(th)))
+            if not same:
+                general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], tp,
+                                    OUT[a:b], IST[a:b])
 
 
 def _packed(p):
@@ -953,21 +1021,22 @@ def _raise_status(p, status, info, resid, theta):
                               np.nonzero(status)[0], status)
 
 
-def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single):
+def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single, threads=1, jikd=True):
     pk = _packed(p)
     S = X.shape[0]
     IN = np.concatenate([X.reshape(S, -1)] + D, 1)
     th0 = np.ascontiguousarray(th[:1] if warm else th, float)
     OUT = np.empty((S, pk.nout))
     IST = np.empty((S, 2), np.int64)
-    pk.run(*pk.params(g, tol, max_iter, warm), IN, th0, OUT, IST)
-    TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
-    if np.any(IST[:, 0]):
+    pk.run(*pk.params(g, tol, max_iter, warm, jikd), IN, th0, OUT, IST, threads)
+    if (IST[0, 0] != 0) if S == 1 else IST[:, 0].any():
+        TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
         _raise_status(p, IST[:, 0], IST[:, 1], resid, TH[:, 0])
-    res = GeneralID2Result(U[:, 0], U[:, 1], U[:, 2], TH, TH[:, :, pk.act], JIK, WT, CP, VP)
-    if single:
-        res = GeneralID2Result(*(r[0] for r in res))
-    return res
+    if single:                 # (the views of the one row: fewer array operations per call)
+        TH, U, JIK, WT, CP, VP = (OUT[0, sl].reshape(sh) for sl, sh in pk._slices[:6])
+        return GeneralID2Result(U[0], U[1], U[2], TH, TH[:, pk.act], JIK, WT, CP, VP)
+    TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
+    return GeneralID2Result(U[:, 0], U[:, 1], U[:, 2], TH, TH[:, :, pk.act], JIK, WT, CP, VP)
 
 
 class GeneralID2Data:
@@ -982,7 +1051,8 @@ class GeneralID2Data:
     (5, n_a) the actuated ones. :meth:`batch` runs S samples in one kernel call, each
     warm-started from the previous one (the first from ``theta``) and returns a
     :class:`GeneralID2Result`. Raises :class:`PKMSingularityError` / InputError as
-    :func:`inverse_dynamics_d2_general`; the returned array is reused by the next call.
+    :func:`inverse_dynamics_d2_general`; the returned array is reused by the next call. A call
+    does not form the rows of J_IK', J_IK'' (``jik_derivatives=False`` there).
     """
 
     def __init__(self, model, platform=None, task=None, gravity=None, tol=1e-12, max_iter=50):
@@ -990,7 +1060,7 @@ class GeneralID2Data:
         self._pk = pk = _packed(p)
         self.g = np.asarray(p.gravity if gravity is None else np.asarray(gravity, float).reshape(3), float)
         self.tol, self.max_iter = float(tol), int(max_iter)
-        self._IP, self._FP = pk.params(self.g, self.tol, self.max_iter, False)
+        self._IP, self._FP = pk.params(self.g, self.tol, self.max_iter, False, False)
         self._IN = np.zeros((1, pk.nx + 4 * pk.nd))
         self._x = self._IN[0, :pk.nx].reshape((4, 4) if pk.pose else (pk.d,))
         self._D = self._IN[0, pk.nx:].reshape(4, pk.nd)
@@ -1030,15 +1100,18 @@ class GeneralID2Data:
         self.theta[0] = th
         return self._views[1]
 
-    def batch(self, x, xd, xdd, xddd, xdddd):
+    def batch(self, x, xd, xdd, xddd, xdddd, threads=1, jik_derivatives=True):
         """S samples (shapes as :func:`inverse_dynamics_d2_general`), warm-started in sequence
-        from ``theta``; ``theta`` becomes the last sample's solution."""
+        from ``theta``; ``theta`` becomes the last sample's solution. ``threads``: as
+        :func:`inverse_dynamics_d2_general` (the same result as one sequential pass);
+        ``jik_derivatives``: as there."""
         p, pk = self.pkm, self._pk
         X = _batch(x, (4, 4) if pk.pose else (pk.d,), 'x')
         S = X.shape[0]
         D = [_batch(v, (pk.nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'),
                                                       (xdddd, 'xdddd'))]
-        r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False)
+        r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False, threads,
+                          jik_derivatives)
         self.theta[0] = r.theta[-1, 0]
         return r
 
