@@ -110,13 +110,16 @@ class SEAPKM:
         self._fidx = model.frame_index(p.platform)
 
     # ------------------------------------------------------------------ route calls
-    def solve(self, X):
+    def solve(self, X, jik_derivatives=True):
         """General route at the samples ``X`` (S, 5, delta) (task coordinates and derivatives
-        1..4), warm-started from the last solution; returns the batched GeneralID2Result."""
+        1..4), the first from the last solution, each next one from its predecessor
+        (``warm_start``: samples at one pose cost no Newton step); returns the batched
+        GeneralID2Result (``jik_derivatives=False``: without the rows of J_IK', J_IK'')."""
         from .pkm.general import inverse_dynamics_d2_general
         X = np.asarray(X, float)
         r = inverse_dynamics_d2_general(self.pkm, X[:, 0], X[:, 1], X[:, 2], X[:, 3], X[:, 4],
-                                        theta_guess=self.theta)
+                                        theta_guess=self.theta, warm_start=True,
+                                        jik_derivatives=jik_derivatives)
         self.theta = r.theta[0, 0].copy()
         return r
 
@@ -137,7 +140,7 @@ class SEAPKM:
         X = np.zeros((d + 1, 5, d))
         X[:, 0], X[:, 1] = x, xd
         X[np.arange(1, d + 1), 2, np.arange(d)] = 1.0
-        r = self.solve(X)
+        r = self.solve(X, jik_derivatives=False)
         b = r.w[0, 0]
         Mt = (r.w[1:, 0] - b).T
         return Mt, b, r
