@@ -347,6 +347,8 @@ def sim_params(model):
         'start_with_command': (True, 'real time with start_topic: the plant clock also waits for a '
                                'valid command or a publisher on the command topic (the controller is up)', None),
         'start_topic': ('', 'real time: the plant clock starts with the first message here (JointState; empty = at once)', None),
+        'start_delay': (0.0, 'real time with start_topic: wall seconds from the start condition to the '
+                        'plant clock (the rest of the graph finishes starting; the state waits at rest)', (0.0, 60.0)),
     }
 
 

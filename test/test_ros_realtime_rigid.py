@@ -58,10 +58,15 @@ def test_rigid_plant_runs_in_wall_clock_time_from_its_start_topic(robot):
             waiting = [_t(m) for _, m in probe.js]
         assert max(waiting) == 0.0, 'the plant clock ran before the start message'
         probe.wait_for(lambda: start.get_subscription_count() > 0, 10.0, 'start_topic subscriber')
+        w_start = time.monotonic()
         start.publish(JointState())
         probe.wait_for(lambda: _t(probe.js[-1][1]) > 0.0, 10.0, 'plant clock started')
         with probe.lock:
             t0, w0 = _t(probe.js[-1][1]), probe.js[-1][0]
+            w_run = next(w for w, m in probe.js if _t(m) > 0.0)
+        # start_delay (irsbot2_t1: 1 s): the clock starts that long after the start message
+        delay = float(sim.parameters.get('start_delay', 0.0))
+        assert w_run - w_start >= delay - 0.05, (w_run - w_start, delay)
         time.sleep(3.0)
         with probe.lock:
             t1, w1, js = _t(probe.js[-1][1]), probe.js[-1][0], probe.js[-1][1]

@@ -23,7 +23,8 @@ wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no
 ``start_topic`` (real time, default '' = at once): the plant clock starts with the first message
 of that JointState topic (e.g. the reference) and, with ``start_with_command`` (default true),
 a valid command or a publisher on the command topic (a controller that is not up yet does not
-find the plant seconds into its motion); until then the initial state is published without
+find the plant seconds into its motion), ``start_delay`` wall seconds later (default 0: the
+rest of the graph finishes starting first); until then the initial state is published without
 stepping, like a braked robot waiting for its reference.
 """
 import time
@@ -84,6 +85,7 @@ class SimNode(Node):
                                          float(P['diagnostics_rate']))
         # real time: the plant clock starts with the first message of start_topic (if set)
         self.waiting = bool(P['start_topic']) and not self.lockstep
+        self.start_delay, self.start_at = float(P['start_delay']), None
         if self.waiting:
             self.create_subscription(JointState, P['start_topic'], guarded(self, self.on_start, 'start'), QOS_STATE)
         steady = SteadyClock(clock_type=ClockType.STEADY_TIME)
@@ -160,6 +162,11 @@ class SimNode(Node):
 
     def _maybe_start(self, what):
         if self.waiting and self.start_seen and self.cmd_seen:
+            if self.start_delay > 0.0 and self.start_at is None:    # (tick starts it)
+                self.start_at, self.start_what = time.monotonic() + self.start_delay, what
+                return
+            if self.start_at is not None and time.monotonic() < self.start_at:
+                return
             self.waiting = False
             self.sim.start(time.monotonic())
             self.ros0 = self.get_clock().now().nanoseconds * 1e-9
@@ -167,6 +174,8 @@ class SimNode(Node):
 
     def tick(self):
         if self.waiting:                        # start_topic: no step before its first message
+            if self.start_at is not None and time.monotonic() >= self.start_at:
+                return self._maybe_start(f'{self.start_what} (+ start_delay {self.start_delay:g} s)')
             if self.start_seen and not self.cmd_seen and self.count_publishers(self.sub_cmd.topic_name):
                 self.cmd_seen = True            # the controller's command publisher is up
                 return self._maybe_start("the controller's command publisher")
