@@ -7,7 +7,9 @@ limb to the platform) whose actuated joints are the SEAs' spring-output joints; 
 joint on its own chain from the base, not part of the PKM), ``stiffness`` K [N m/rad | N/m],
 ``motor_inertia`` M_m [kg m^2 | kg], ``damping`` D (spring-parallel), ``motor_damping`` D_m
 (default 0). Task: the world coordinates ``x`` (delta,) of the platform frame that the general
-route picks (``general_pkm(model).task``; a 6-DOF pose task is not covered here). Dynamics::
+route picks (``general_pkm(model).task``), or, for a 6-DOF platform (task ``pose``), the platform
+pose ``x = T`` (4, 4) with ``xd = V`` its body-fixed twist (v, w) (linear first) and ``xdd`` ..
+the twist's derivatives (the general route's pose task). Dynamics::
 
     M_t(x) xdd + b(x, xd) = J_IK^T u,   u = K (q_m - theta_a) + D (qd_m - thetad_a)
     M_m qdd_m = tau - u - D_m qd_m
@@ -27,6 +29,13 @@ Flatness law (brief A8, three passes of the general route; equal to the planar 3
     nu = x_d'''' + k3 (x_d''' - xddd) + k2 (x_d'' - xdd) + k1 (x_d' - xd) + k0 (x_d - x)
     [J_IK^T; n^T] udd = [wdd(nu) - Jdd_IK^T u - 2 Jd_IK^T ud; nu_l - ndd^T u - 2 nd^T ud]
     tau = u + M_m (thetadd_a + K^-1 udd) + D_m qd_m
+
+Pose task: the same equations with ``xd = V``, ``xdd = V'``, ... (w is the force conjugate to the
+body twist); the plant integrates ``T' = T V^`` on SE(3) (RK4 in the exponential coordinates of
+the step's start pose: ``T = T0 exp(xi)``, ``xi' = dexp_R(xi)^-1 V``, exact), and the law's
+pose error is ``e = log(T^-1 T_d)`` with the reference twist derivatives carried into the
+current body frame by ``Ad(T^-1 T_d)`` (``nu = Ad V_d''' + k3 (Ad V_d'' - V'') + ... + k0 e``:
+the error dynamics are the linear ones up to terms of second order in the pose error).
 
 Measured task state: the platform frame's world pose and velocity by the tree's forward
 kinematics (the joints of the limb that carries the platform body in the URDF). Units SI.
@@ -84,9 +93,6 @@ class SEAPKM:
         seas = [a for a in model.actuators.values() if a.get('type') == 'sea']
         if not seas:
             raise InputError(f"model '{model.name}': no actuators of type 'sea' in the sidecar")
-        if p.task == 'pose':
-            raise PKMStructureError(f"model '{model.name}': a 6-DOF platform (pose task) is not "
-                                    "covered by the SEA route (world task coordinates only)")
         if len(seas) > p.delta + 1:
             raise PKMStructureError(f"model '{model.name}': {len(seas)} SEAs for {p.delta} DOF: "
                                     "more than one redundant SEA (preload of rank > 1) is not covered")
@@ -103,7 +109,8 @@ class SEAPKM:
         self.D, self.Dm = num('damping', 0.0), num('motor_damping', 0.0)
         if np.any(self.K <= 0) or np.any(self.Mm <= 0):
             raise InputError(f"model '{model.name}': SEA stiffness and motor_inertia must be > 0")
-        self.delta, self.task, self.n_a = p.delta, list(p.task), len(seas)
+        self.pose = p.task == 'pose'
+        self.delta, self.task, self.n_a = p.delta, ['pose'] if self.pose else list(p.task), len(seas)
         self.i_link = np.array([model.joint_index(a['joint']) for a in seas], np.int64)
         self.i_mot = np.array([model.joint_index(a['motor_joint']) for a in seas], np.int64)
         self.theta = p.theta_ref.copy()
@@ -112,35 +119,43 @@ class SEAPKM:
     # ------------------------------------------------------------------ route calls
     def solve(self, X, jik_derivatives=True):
         """General route at the samples ``X`` (S, 5, delta) (task coordinates and derivatives
-        1..4), the first from the last solution, each next one from its predecessor
+        1..4; pose task: use :meth:`solve_at`); returns the batched GeneralID2Result."""
+        X = np.asarray(X, float)
+        return self.solve_at(X[:, 0], X[:, 1:], jik_derivatives)
+
+    def solve_at(self, x, D, jik_derivatives=True):
+        """General route at ``x`` (S, delta) task coordinates, or (S, 4, 4) poses (pose task),
+        and ``D`` (S, 4, delta) their derivatives 1..4 (pose: the body twist and its derivatives
+        1..3), the first sample from the last solution, each next one from its predecessor
         (``warm_start``: samples at one pose cost no Newton step); returns the batched
         GeneralID2Result (``jik_derivatives=False``: without the rows of J_IK', J_IK'')."""
         from .pkm.general import inverse_dynamics_d2_general
-        X = np.asarray(X, float)
-        r = inverse_dynamics_d2_general(self.pkm, X[:, 0], X[:, 1], X[:, 2], X[:, 3], X[:, 4],
-                                        theta_guess=self.theta, warm_start=True,
+        D = np.asarray(D, float)
+        r = inverse_dynamics_d2_general(self.pkm, np.asarray(x, float), D[:, 0], D[:, 1], D[:, 2],
+                                        D[:, 3], theta_guess=self.theta, warm_start=True,
                                         jik_derivatives=jik_derivatives)
         self.theta = r.theta[0, 0].copy()
         return r
 
     def at(self, x, xd=None):
-        """The route's result (batch of one) at task coordinates ``x`` with rates ``xd``
-        (default rest) and zero higher derivatives: ``u`` is then the static (or quasi-static)
-        spring effort, ``theta`` the IK."""
-        X = np.zeros((1, 5, self.delta))
-        X[0, 0] = x
+        """The route's result (batch of one) at task coordinates ``x`` (pose task: the pose
+        (4, 4)) with rates ``xd`` (default rest) and zero higher derivatives: ``u`` is then the
+        static (or quasi-static) spring effort, ``theta`` the IK."""
+        D = np.zeros((1, 4, self.delta))
         if xd is not None:
-            X[0, 1] = xd
-        return self.solve(X)
+            D[0, 0] = xd
+        return self.solve_at(np.asarray(x, float)[None], D)
 
     def task_dynamics(self, x, xd):
-        """``(M_t (d, d), b (d,), r)`` at (x, xd): ``w = M_t xdd + b``; ``r`` the route's
-        result of the sample xdd = 0 (theta, theta_a, J_IK = r.J_IK[0], ...; batch axis 0)."""
+        """``(M_t (d, d), b (d,), r)`` at (x, xd) (pose task: the pose (4, 4) and body twist):
+        ``w = M_t xdd + b``; ``r`` the route's result of the sample xdd = 0 (theta, theta_a,
+        J_IK = r.J_IK[0], ...; batch axis 0)."""
         d = self.delta
-        X = np.zeros((d + 1, 5, d))
-        X[:, 0], X[:, 1] = x, xd
-        X[np.arange(1, d + 1), 2, np.arange(d)] = 1.0
-        r = self.solve(X, jik_derivatives=False)
+        D = np.zeros((d + 1, 4, d))
+        D[:, 0] = xd
+        D[np.arange(1, d + 1), 1, np.arange(d)] = 1.0
+        x = np.asarray(x, float)
+        r = self.solve_at(np.broadcast_to(x, (d + 1,) + x.shape), D, jik_derivatives=False)
         b = r.w[0, 0]
         Mt = (r.w[1:, 0] - b).T
         return Mt, b, r
@@ -148,11 +163,15 @@ class SEAPKM:
     def measure(self, q, qd):
         """Task coordinates ``x`` and rates ``xd`` (delta,) from model coordinates: the world
         pose and velocity of the platform frame by the tree's forward kinematics (only the
-        platform limb's joints enter), ``xd`` = the world components of its (v, w)."""
+        platform limb's joints enter), ``xd`` = the world components of its (v, w); pose task:
+        ``x`` the pose (4, 4), ``xd`` the body-fixed twist (R^T v, R^T w)."""
         from .kinematics import _frame_state, world_state
         p = self.pkm
         R, pos, w, v = _frame_state(self.model, world_state(self.model, q, qd), self._fidx)[:4]
-        x = p.task_value(np.concatenate([np.c_[R, pos], [[0.0, 0.0, 0.0, 1.0]]])[None])[0]
+        T = np.concatenate([np.c_[R, pos], [[0.0, 0.0, 0.0, 1.0]]])
+        if self.pose:
+            return T, np.concatenate([R.T @ v, R.T @ w])
+        x = p.task_value(T[None])[0]
         return x, np.concatenate([v, w])[p.task_idx]
 
     def tree_q(self, theta, qm):
@@ -194,37 +213,51 @@ class GeneralSEAPlant(Plant):
         return self.last
 
     def set_state(self, x, xd, qm, qdm, t=None):
+        """``x`` (delta,) task coordinates or, pose task, the pose (4, 4); ``xd`` (delta,)."""
         self.x, self.xd = np.array(x, float), np.array(xd, float)
         self.qm, self.qdm = np.array(qm, float), np.array(qdm, float)
         if t is not None:
             self.t = float(t)
         self.last = self._info(np.zeros(self.model.nq))
 
-    def derivative(self, z, tau_m):
-        """d/dt of z = (x, xd, qm, qdm) under motor efforts tau_m (n_a,)."""
+    def derivative(self, z, tau_m, T0=None):
+        """d/dt of z = (x, xd, qm, qdm) under motor efforts tau_m (n_a,). Pose task: z = (xi,
+        V, qm, qdm) with the pose ``T0 exp(xi)`` (``T0`` (4, 4)), d/dt xi = dexp_R(xi)^-1 V."""
         s, d, na = self.sea, self.sea.delta, self.sea.n_a
         x, xd, qm, qdm = z[:d], z[d:2 * d], z[2 * d:2 * d + na], z[2 * d + na:]
-        Mt, b, r = s.task_dynamics(x, xd)
+        if T0 is not None:
+            from .lie import dexp_inv_se3, exp_se3
+            Mt, b, r = s.task_dynamics(T0 @ exp_se3(x), xd)
+            dx = dexp_inv_se3(x, side='right') @ xd
+        else:
+            Mt, b, r = s.task_dynamics(x, xd)
+            dx = xd
         J = r.J_IK[0, 0]
         u = s.K * (qm - r.theta_a[0, 0]) + s.D * (qdm - J @ xd)
         xdd = np.linalg.solve(Mt, J.T @ u - b)
         qddm = (tau_m - u - s.Dm * qdm) / s.Mm
-        return np.concatenate([xd, xdd, qdm, qddm])
+        return np.concatenate([dx, xdd, qdm, qddm])
 
     def step(self, tau=None, dt=None):
         tau_full = self.full_tau(tau)
         tau_m = tau_full[self.sea.i_mot]
         h = (self.dt if dt is None else float(dt)) / self.substeps
-        z = np.concatenate([self.x, self.xd, self.qm, self.qdm])
+        d, na = self.sea.delta, self.sea.n_a
+        pose = self.sea.pose
+        T0 = self.x if pose else None              # pose: RK4 in exp coordinates about T0
+        z = np.concatenate([np.zeros(6) if pose else self.x, self.xd, self.qm, self.qdm])
         for _ in range(self.substeps):
-            k1 = self.derivative(z, tau_m)
-            k2 = self.derivative(z + 0.5 * h * k1, tau_m)
-            k3 = self.derivative(z + 0.5 * h * k2, tau_m)
-            k4 = self.derivative(z + h * k3, tau_m)
+            k1 = self.derivative(z, tau_m, T0)
+            k2 = self.derivative(z + 0.5 * h * k1, tau_m, T0)
+            k3 = self.derivative(z + 0.5 * h * k2, tau_m, T0)
+            k4 = self.derivative(z + h * k3, tau_m, T0)
             z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
             self.t += h
-        d, na = self.sea.delta, self.sea.n_a
-        self.x, self.xd = z[:d], z[d:2 * d]
+            if pose:
+                from .lie import exp_se3
+                T0 = T0 @ exp_se3(z[:6])
+                z[:6] = 0.0
+        self.x, self.xd = (T0 if pose else z[:d]), z[d:2 * d]
         self.qm, self.qdm = z[2 * d:2 * d + na], z[2 * d + na:]
         self.last = self._info(tau_full)
         return self.last
@@ -288,10 +321,24 @@ class GeneralSEAFlatness:
         self.lam = float('nan')
 
     def __call__(self, x, xd, qm, qdm, yd, lam_d=None):
+        """yd: (5, delta) desired task coordinates and derivatives 1..4, or, pose task, the
+        pair ``(T_d (4, 4), V_d (4, 6))`` (desired pose, body twist and derivatives 1..3);
+        x, xd: (delta,) or the pose (4, 4) and body twist (6,)."""
         s, d = self.sea, self.sea.delta
-        x, xd = np.asarray(x, float).reshape(d), np.asarray(xd, float).reshape(d)
+        xd = np.asarray(xd, float).reshape(d)
         qm, qdm = np.asarray(qm, float), np.asarray(qdm, float)
-        yd = np.asarray(yd, float).reshape(5, d)
+        if s.pose:
+            from .lie import Ad, inv_se3, log_se3
+            x = np.asarray(x, float).reshape(4, 4)
+            Td, Vd = (np.asarray(a, float) for a in yd)
+            E = inv_se3(x) @ Td.reshape(4, 4)
+            # reference in the current body frame: pose error e and Ad(E) V_d^(k)
+            yd = np.concatenate([log_se3(E)[None], Vd.reshape(4, 6) @ Ad(E).T])
+            err0 = yd[0]
+        else:
+            x = np.asarray(x, float).reshape(d)
+            yd = np.asarray(yd, float).reshape(5, d)
+            err0 = None
         lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
         if not (np.all(np.isfinite(yd)) and np.all(np.isfinite(lam_d))):
             raise InputError('sea_flatness: non-finite reference')
@@ -302,16 +349,16 @@ class GeneralSEAFlatness:
         ud = s.K * (qdm - J @ xd)
         xdd = np.linalg.solve(Mt, J.T @ u - b)
         # pass 2: b1 = wd(xddd = 0) and Jd_IK at (x, xd, xdd)
-        X = np.zeros((1, 5, d))
-        X[0, 0], X[0, 1], X[0, 2] = x, xd, xdd
-        r2 = s.solve(X)
+        D = np.zeros((1, 4, d))
+        D[0, 0], D[0, 1] = xd, xdd
+        r2 = s.solve_at(x[None], D)
         xddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[0, 1].T @ u - r2.w[0, 1])
         k0, k1, k2, k3 = self.k
         nu = (yd[4] + k3 * (yd[3] - xddd) + k2 * (yd[2] - xdd) + k1 * (yd[1] - xd)
-              + k0 * (yd[0] - x))
+              + k0 * (err0 if err0 is not None else yd[0] - x))
         # pass 3: wdd(nu), J_IK derivatives, thetadd_a
-        X[0, 3], X[0, 4] = xddd, nu
-        r3 = s.solve(X)
+        D[0, 2], D[0, 3] = xddd, nu
+        r3 = s.solve_at(x[None], D)
         JJ, W = r3.J_IK[0], r3.w[0]
         rhs = W[2] - JJ[2].T @ u - 2 * JJ[1].T @ ud
         if s.n_a == d:
