@@ -4,7 +4,9 @@ descriptions and constraints (:data:`PARAMS`; the node declares each one read-on
 
 A profile is a callable ``profile(t, order) -> (order + 1, n)`` (rows: derivatives 0..order of
 the ``joints`` columns at time ``t`` [s]). Modes: ``joint`` (sinusoid / waypoints of joints),
-``task`` (circle / sin2_pick_place / sin2_pose / goals of a task point, world frame),
+``task`` (circle / sin2_pick_place / sin2_pose / goals of a task point, world frame; roll /
+pose_move of a 6-DOF platform: position + rotation vector, then the body-fixed twist and its
+derivatives, :class:`~robot_dynamics.trajectories.PoseRows`),
 ``pkm_d2`` (a platform motion of any PKM through the tabulated general 2nd-order route: pose
 profiles roll / pose_move of a 6-DOF platform, task profiles of a lower-mobility one; the
 actuated joints, with :attr:`D2Profile.last` the feed-forward sample), ``boom_task`` (seed
@@ -32,7 +34,7 @@ PARAMS = {
              '2nd-order ID feed-forward, hydraulic boom A-B-C-D, task path as a minimal-coordinate trajectory',
              ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')),
     'profile': ('motion: sinusoid | waypoints (joint), circle | sin2_pick_place | sin2_pose | '
-                'goals (task), roll | pose_move (pkm_d2, 6-DOF platform), circle | waypoints | '
+                'goals | roll | pose_move (task), roll | pose_move (pkm_d2, 6-DOF platform), circle | waypoints | '
                 'sin2_pick_place (pkm_d2, lower-mobility platform)',
                 ('sinusoid', 'waypoints', 'circle', 'sin2_pick_place', 'sin2_pose', 'goals', 'roll',
                  'pose_move')),
@@ -149,6 +151,15 @@ def build_reference(model, get):
         if kind == 'sin2_pose':             # position + rotation vector (6 columns)
             joints = ['x', 'y', 'z', 'rx', 'ry', 'rz']
             params.update(rot_axis=get('rot_axis', [0.0, 0.0, 1.0]), rot_angle=float(get('rot_angle', 0.0)))
+    if mode == 'task' and kind in ('roll', 'pose_move'):
+        # a 6-DOF platform pose (e.g. an SEA platform's flatness law): rows = position +
+        # rotation vector, then the body-fixed twist and its derivatives (PoseRows)
+        from .control.d2_feedforward import pose_profile_from_params, tabulated_d2_defaults
+        from .trajectories import PoseRows
+        p = {k: get(k, v) for k, v in tabulated_d2_defaults(m).items() if k != 'table_step'}
+        prof = PoseRows(pose_profile_from_params(m, kind, p))
+        return ReferenceSource(mode, kind, ['x', 'y', 'z', 'rx', 'ry', 'rz'], prof,
+                               bool(get('repeat', kind == 'roll')))
     if kind == 'goals':
         if mode == 'task_ik':
             raise ValueError("mode 'task_ik' supports profiles 'circle' and 'sin2_pick_place'")

@@ -598,6 +598,26 @@ class PoseSegments(PoseProfile):
         return (X[0], V[:, 0]) if scalar else (X, V)
 
 
+class PoseRows:
+    """A :class:`PoseProfile` as a row profile ``(t, order) -> (order + 1, 6)`` (what
+    trajectory_node publishes on ``reference/derivatives``): row 0 the world position and the
+    rotation vector of the orientation (world axes, :func:`pose_matrix` inverted), rows 1..order
+    the BODY-FIXED twist (v, w) and its derivatives 1..order - 1 (the pose task of the general
+    route). ``duration`` as the wrapped profile's."""
+
+    def __init__(self, pose_profile):
+        self.pose = pose_profile
+        self.duration = getattr(pose_profile, 'duration', None)
+
+    def __call__(self, t, order=4):
+        from .lie import log_so3
+        X, V = self.pose(float(t), order)
+        out = np.empty((order + 1, 6))
+        out[0, :3], out[0, 3:] = X[:3, 3], log_so3(X[:3, :3])
+        out[1:] = V
+        return out
+
+
 def pose_move_profile(start, waypoints, durations, path='line'):
     """:class:`PoseSegments` from flat parameters: ``start`` (6,) and ``waypoints`` (flat 6 K)
     each a position [m] and a rotation vector [rad] (world axes, :func:`pose_matrix`), K >= 1

@@ -358,7 +358,11 @@ class GeneralSeaFlatnessLaw(Law):
     (positional tasks only), rows 0..4 of ``Reference.derivs``. Command joints: the motor
     joints. ``preload``: lambda set-point (redundant SEA only). Safe command ``'hold'``: the
     static spring effort of the current pose (u of the static ID, holds gravity) minus
-    ``hold_damping * qd_m``; ``'zero'``: no effort."""
+    ``hold_damping * qd_m``; ``'zero'``: no effort. 6-DOF platform (pose task): ``coords`` x, y,
+    z, rx, ry, rz; reference rows as trajectory_node's pose profiles publish them
+    (:class:`robot_dynamics.trajectories.PoseRows`: row 0 position + rotation vector, rows 1..4
+    the body-fixed twist and its derivatives); errors ``e = log(T^-1 T_d)`` (body frame, m and
+    rad), ``ed = Ad(T^-1 T_d) V_d - V``."""
 
     name = 'sea_flatness'
     reference_order = 4
@@ -376,10 +380,13 @@ class GeneralSeaFlatnessLaw(Law):
             raise InputError(f'sea_flatness: joints {self.joints} must be motor joints '
                              f'{[model.joint_names[i] for i in mot]}') from None
         idx = list(self.sea.pkm.task_idx)
-        if any(k >= 3 for k in idx):
+        if self.sea.pose:
+            self.coords, idx = ['x', 'y', 'z', 'rx', 'ry', 'rz'], list(range(6))
+        elif any(k >= 3 for k in idx):
             raise InputError(f"sea_flatness: task {self.sea.task} has an angular component; the "
                              "law takes positional task references only")
-        self.coords = list(self.sea.task)
+        else:
+            self.coords = list(self.sea.task)
         self.task_axes = tuple(int(k) for k in idx)
         lb = self.sea.pkm.limbs[-1]
         self.required_joints = ([model.joint_names[int(j)] for j in lb.tree]
@@ -391,8 +398,16 @@ class GeneralSeaFlatnessLaw(Law):
         s = self.sea
         x, xd = s.measure(state.q, state.qd)
         yd = reference_derivs(ref, len(self.coords))
-        tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
-        e, ed = yd[0] - x, yd[1] - xd
+        if s.pose:
+            from ..lie import Ad, inv_se3, log_se3
+            from ..trajectories import pose_matrix
+            Td = pose_matrix(yd[0, :3], yd[0, 3:])
+            tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], (Td, yd[1:5]), self.lam_d)
+            E = inv_se3(x) @ Td
+            e, ed = log_se3(E), Ad(E) @ yd[1] - xd
+        else:
+            tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
+            e, ed = yd[0] - x, yd[1] - xd
         lam = float(self.ctrl.lam)
         labels = [f'e_{c}' for c in self.coords] + [f'ed_{c}' for c in self.coords]
         values = [*e, *ed]
@@ -403,7 +418,11 @@ class GeneralSeaFlatnessLaw(Law):
                                                  'labels': labels, 'values': values})
 
     def current_coordinates(self, q):
-        return self.sea.measure(q, np.zeros_like(q))[0]
+        x = self.sea.measure(q, np.zeros_like(q))[0]
+        if self.sea.pose:                   # position + rotation vector (the reference's row 0)
+            from ..lie import log_so3
+            return np.concatenate([x[:3, 3], log_so3(x[:3, :3])])
+        return x
 
     def safe_command(self, state, mode, damping):
         if mode == 'hold' and state is not None:
@@ -427,7 +446,9 @@ def make_sea_flatness_law(model, route='auto', **kw):
         raise InputError(f"sea_flatness: route must be auto, planar or general, got {route!r}")
     if route == 'general':
         return GeneralSeaFlatnessLaw(model, **kw)
+    from ..sea import sea_params_from_model
     try:
+        sea_params_from_model(model)          # the planar class (InputError naming why not)
         return SeaFlatnessLaw(model, **kw)
     except InputError:
         if route == 'planar':

@@ -166,7 +166,7 @@ class ControllerNode(Node):
         if n < 1 or d.size % n or d.size < n:
             return self._warn(f'rejected reference/derivatives: {d.size} values, {n} columns')
         d = d.reshape(-1, n)
-        self._pair(1, tuple(d[0]), d)
+        self._pair(1, tuple(d[0][:3]), d)             # key: the position (the pose's)
 
     def _pair(self, k, key, item):
         got = self._pending.add(k, key, item)
