@@ -15,7 +15,11 @@ and a rotation ``rot_angle`` s(t) [rad] about the fixed world axis ``rot_axis``)
 orientation exp(r^) (quaternion x, y, z, w; r the rotation vector, world axes, relative to the
 identity), the twist's and accel's angular parts w, dw/dt [rad/s, rad/s^2]; both modes
 ``reference/derivatives`` (std_msgs/Float64MultiArray, rows = derivative order 0..4, columns =
-coordinates, for controllers that need jerk and snap). t = 0 is the first published sample.
+coordinates, for controllers that need jerk and snap); task mode, ``profile: roll | pose_move``
+(a 6-DOF platform pose, parameters as in ``pkm_d2``; :class:`robot_dynamics.trajectories.PoseRows`):
+the pose with its orientation on ``reference/pose``, ``reference/derivatives`` row 0 = position
++ rotation vector, rows 1..4 = the BODY-FIXED twist (v, w) and its derivatives (twist/accel
+carry the body twist and its rate). t = 0 is the first published sample.
 ``mode: pkm_d2`` (seed 004; any PKM of the general route robot_dynamics.pkm.general): a 6-DOF
 platform (e.g. the Gough-Stewart) takes the pose profiles ``roll`` (``roll_min``/``roll_max``
 [rad], ``roll_period`` [s], ``roll_center`` [m], ``roll_axis`` (platform frame);
