@@ -353,7 +353,9 @@ def test_mutants_read_alike():
             else:
                 assert_same(fast, ref)
                 loaded += 1
-    assert loaded >= 15 and failed >= 150, (loaded, failed)
+    # both outcomes well represented (the counts depend on the set of files: 13 / 287 with the
+    # 6-DOF SEA robot of test/data, 15+ before)
+    assert loaded >= 10 and failed >= 150, (loaded, failed)
 
 
 # ---------------------------------------------------------------------------- the default
