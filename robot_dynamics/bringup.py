@@ -72,7 +72,8 @@ LOCKSTEP_EVERY_SAMPLE = {
                                              'vdc_controller', 'sea_controller')},
     'ik_node': {'aux_rate': 0.0}, 'kinematics_node': {'rate': 0.0},
 }
-_NODE_KEYS = {'executable', 'parameters', 'remappings', 'enabled', 'description', 'nice', 'rt_priority'}
+_NODE_KEYS = {'executable', 'parameters', 'realtime_parameters', 'remappings', 'enabled', 'description',
+              'nice', 'rt_priority'}
 # the control path (plant, reference, controllers) runs at a higher CPU priority in real time so
 # that other work on the machine (a CPU hog, the test runner) does not stall it (nice -10, as
 # ros2_control's controller manager asks for a real-time priority); ignored without permission
@@ -385,12 +386,14 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         if exe not in EXECUTABLES:
             raise BringupError(path, f'{key}.executable', f"unknown executable '{exe}' (known: {EXECUTABLES})")
         params = nd.get('parameters') or {}
+        rt_params = nd.get('realtime_parameters') or {}     # only in real time (over parameters)
         remaps = nd.get('remappings') or {}
-        if not isinstance(params, dict) or not isinstance(remaps, dict):
-            raise BringupError(path, key, 'parameters and remappings must be mappings')
-        for pk, pv in params.items():
-            if pv is None or isinstance(pv, dict):
-                raise BringupError(path, f'{key}.parameters.{pk}', 'ROS parameters must be scalars or lists')
+        if not all(isinstance(d, dict) for d in (params, rt_params, remaps)):
+            raise BringupError(path, key, 'parameters, realtime_parameters and remappings must be mappings')
+        for sect, d in (('parameters', params), ('realtime_parameters', rt_params)):
+            for pk, pv in d.items():
+                if pv is None or isinstance(pv, dict):
+                    raise BringupError(path, f'{key}.{sect}.{pk}', 'ROS parameters must be scalars or lists')
         for pk, pv in overrides.get(name, {}).items():
             why = param_value_problem(pv)
             if why:
@@ -405,7 +408,8 @@ def load_bringup(robot_or_path: str, overrides: dict | None = None, timing: str 
         if hardware != 'sim' and exe != 'sim_node':
             flag = {'use_sim_time': False}             # no /clock without sim_node
         every = LOCKSTEP_EVERY_SAMPLE.get(exe, {}) if timing == 'lockstep' else {}
-        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params, **every, **flag,
+        params = {'robot_description': urdf, 'loops': loops, **timing_p, **params,
+                  **(rt_params if timing == 'realtime' else {}), **every, **flag,
                   **overrides.get(name, {})}
         ctl_path = timing == 'realtime' and exe in CONTROL_PATH
         nice = nd.get('nice', REALTIME_NICE if ctl_path else 0)

@@ -30,6 +30,23 @@ def test_every_config_translates(path):
         assert fqn == f'/{s.name}'
 
 
+def test_realtime_parameters_apply_in_real_time_only(tmp_path):
+    """A node's ``realtime_parameters`` override its ``parameters`` in real time only (the
+    command line's overrides win over both); irsbot2_t1's feed-forward lead is one of them."""
+    cfg = tmp_path / 'r.yaml'
+    cfg.write_text(yaml.safe_dump({
+        'robot': 'four_bar', 'urdf': os.path.join(ROOT, 'urdf/four_bar.urdf'),
+        'nodes': {'c': {'executable': 'controller_node', 'parameters': {'ff_lead': 0.001, 'kp': 5.0},
+                        'realtime_parameters': {'ff_lead': 0.002}}}}))
+    par = lambda **kw: load_bringup(str(cfg), **kw).nodes[0].parameters     # noqa: E731
+    assert par(timing='realtime')['ff_lead'] == 0.002 and par(timing='realtime')['kp'] == 5.0
+    assert par(timing='lockstep')['ff_lead'] == 0.001
+    assert par(timing='realtime', overrides={'c': {'ff_lead': 0.003}})['ff_lead'] == 0.003
+    t1 = {t: next(n for n in load_bringup('irsbot2_t1', timing=t).nodes if n.name == 'dynamics_node')
+          for t in ('realtime', 'lockstep')}
+    assert t1['realtime'].parameters['ff_lead'] > t1['lockstep'].parameters['ff_lead'] == 0.001
+
+
 def test_overrides_and_remaps(tmp_path):
     cfg = tmp_path / 'r.yaml'
     cfg.write_text(yaml.safe_dump({
@@ -55,6 +72,8 @@ def test_overrides_and_remaps(tmp_path):
     ({'robot': 'x', 'urdf': 'urdf/four_bar.urdf', 'nodes': {'a': {'executable': 'sim_node', 'params': {}}}}, 'nodes.a.params'),
     ({'robot': 'x', 'urdf': 'urdf/none.urdf', 'nodes': {'a': {}}}, 'urdf'),
     ({'robot': 'x', 'urdf': 'urdf/four_bar.urdf', 'nodes': {'sim_node': {'parameters': {'p': {'a': 1}}}}}, 'nodes.sim_node.parameters.p'),
+    ({'robot': 'x', 'urdf': 'urdf/four_bar.urdf',
+      'nodes': {'sim_node': {'realtime_parameters': {'p': None}}}}, 'nodes.sim_node.realtime_parameters.p'),
 ])
 def test_bad_config_names_file_and_key(tmp_path, content, key):
     cfg = tmp_path / 'bad.yaml'

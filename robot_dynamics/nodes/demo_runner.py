@@ -45,6 +45,10 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     ctl = next((s for s in b.nodes if s.name != 'sim_node' and 'controller' in s.parameters), None)
     cmd_topic = f"/{(ctl.parameters if ctl else sim.parameters).get('controller', 'effort_controller')}/commands"
     pub_rate = float(sim.parameters.get('publish_rate', 100.0))
+    # the controller's own state topic (every plant state), when it is not the decimated
+    # /joint_states: the state -> command latency is measured against that one
+    ctl_state = (ctl.parameters.get('state_topic', 'joint_states') if ctl else 'joint_states').lstrip('/')
+    ctl_state = None if ctl_state == 'joint_states' else '/' + ctl_state
     os.makedirs(outdir, exist_ok=True)
     plot = plot or os.path.join(outdir, f'demo_{name}.png')
     logpath = os.path.join(outdir, f'demo_{name}.log')
@@ -54,6 +58,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     with open(logpath, 'w') as logf, observer_priority(b.timing), recording(spec.frame, bag=bag) as rec:
         from std_msgs.msg import Float64MultiArray
         cmds = rec.subscribe('cmd', Float64MultiArray, cmd_topic)
+        cst = rec.subscribe('cst', 'JointState', ctl_state) if ctl_state else None
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
         err = rec.subscribe('err', 'Float64MultiArray', spec.topic) if spec.error != 'task' else None
         extra = {k: rec.subscribe(k, typ, topic) for k, (typ, topic) in spec.extra.items()}
@@ -106,13 +111,15 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
         with rec.lock:
             js = [j for j in rec.js if j[3] >= t0]
             C = [t for t, _ in cmds if t >= t0]
+            S = [t for t, _ in cst if t >= t0] if cst is not None else None
             R = [m.data for t, m in rtf if t >= t0]
             E = [(t, m) for t, m in (err or []) if t >= t0]
             X = {k: [(t, m) for t, m in v if t >= t0] for k, v in extra.items()}
     if died:
         _say(f'demo: FAILED: node {died[0]} exited with code {died[1]}; see {logpath}')
         return 1
-    return _report(name, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win)
+    return _report(name, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win,
+                   (ctl_state, S) if S else None)
 
 
 def _send_goal(pub, xy):
@@ -130,7 +137,8 @@ def _q_of(model, names, pos):
     return q
 
 
-def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win):
+def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, ctl_states=None):
+    """``ctl_states``: (topic, arrivals) of the controller's own state topic (latency base)."""
     import robot_dynamics as rd
     ok, lines = True, []
     if len(js) < 10 or len(C) < 10:
@@ -142,12 +150,13 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win):
     res = max(float(np.abs(rd.loop_residual(model, _q_of(model, j[1], j[2]))).max(initial=0.0))
               for j in js[::max(1, len(js) // 200)])
     ca = np.array(C)
-    lat = command_latency(ja, ca)
+    lat = command_latency(np.array(ctl_states[1]) if ctl_states else ja, ca)
+    lat_of = f' (states of {ctl_states[0]})' if ctl_states else ''
     rtf = float(np.mean(R)) if R else (st[-1] - st[0]) / (ja[-1] - ja[0])
     lines.append(f'  /joint_states {rate:.1f} Hz (configured {pub_rate:g}); every joint published '
                  f'(passive: {model.passive}); max loop residual {res:.2e}')
     lines.append(f'  real-time factor {rtf:.2f} ({b.timing}); commands {len(C) / (t_win[1] - t_win[0]):.1f} Hz, '
-                 f'state -> command at the recorder p50 {np.percentile(lat, 50) * 1e3:.2f} ms, '
+                 f'state -> command at the recorder{lat_of} p50 {np.percentile(lat, 50) * 1e3:.2f} ms, '
                  f'p99 {np.percentile(lat, 99) * 1e3:.2f} ms')
     if res > 1e-6:
         ok = False
