@@ -7,8 +7,9 @@ state -> command latency, overruns, measured beside the configured periods.
 
 Per robot the graph of config/<robot>.yaml is started with the built-in launcher (timing
 realtime unless --timing lockstep), a probe node in this process records the arrival times of
-``/joint_states`` (or of sim_node's ``control_state_topic`` when the config sets one: the
-controller's every-state topic, /joint_states being decimated for visualisation) and of the
+``/joint_states`` (or of the controller's own ``state_topic`` / sim_node's ``control_state_topic``
+when the config sets one: the every-state topic, /joint_states being decimated for
+visualisation) and of the
 controller's commands, ``/sim_node/real_time_factor`` and
 ``/diagnostics``. Latency = arrival of a command - arrival of the newest state before it (both
 at the probe: includes the DDS hops state -> controller -> probe, an upper bound of the
@@ -50,7 +51,11 @@ def _probe_run(robot, duration, timing, startup, logdir):
         cmd = rec.subscribe('cmd', 'Float64MultiArray', topic)
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
         diag = rec.subscribe('diag', 'DiagnosticArray', '/diagnostics')
-        ctl_topic = sim.parameters.get('control_state_topic', '')   # the controller's every-state topic
+        # the controller's every-state topic (its state_topic, e.g. the boom's cylinder states, or
+        # sim_node's control_state_topic) when /joint_states is decimated for visualisation
+        ctl_topic = (ctl.parameters.get('state_topic', 'joint_states') if ctl else 'joint_states').lstrip('/')
+        ctl_topic = '' if ctl_topic == 'joint_states' else ctl_topic
+        ctl_topic = ctl_topic or sim.parameters.get('control_state_topic', '')
         ctl_js = rec.subscribe('ctl_js', 'JointState', '/' + ctl_topic.lstrip('/')) if ctl_topic else None
         if ctl_topic:
             row['js_topic'] = ctl_topic
