@@ -298,9 +298,6 @@ def test_lockstep_hydraulic_graph_is_deterministic_next_to_a_cpu_hog():
     assert off < 1e-9, off
 
 
-@pytest.mark.xfail(strict=False, reason='SEA on the control loop is not robust in real time yet (the '
-                   'exactly linearising law diverges during moves in most runs; docs/recursive_id_sea.md, '
-                   '"ROS graph"); the config defaults to lock-step')
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     """SEA-PKM in real time: compiled plant (75-87 us per 1 ms step), trajectory_node turning
     goals on /goal into sin^2-jerk moves (100 Hz samples with derivatives up to snap) and
