@@ -270,7 +270,8 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route(tmp_path):
     route on SE(3)) -> sim_node (plant kind 'sea', RK4 on SE(3)), lock-step over real topics.
     Bounds: the pose error log(T^-1 T_d) at every state <= 1.01 x that of the offline 1 kHz
     loop with the same law and plant (the lock-step graph IS that loop), < 5e-5 (m, rad) 0.1 s
-    after the move, the published joints close the loops to 1e-9."""
+    after the move (rest 0.5 s first: the probe sees the whole move), the published joints close
+    the loops to 1e-9."""
     import os
     import robot_dynamics as rd
     from robot_dynamics.control.laws import make_law
@@ -286,7 +287,7 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route(tmp_path):
         cfg[k] = os.path.abspath(os.path.join(os.path.dirname(src), cfg[k]))
     path = tmp_path / 'gough_stewart_sea.yaml'
     path.write_text(yaml.safe_dump(cfg))
-    end = 0.7                                        # rest 0.1 s, move 0.5 s, 0.1 s at rest
+    end = 1.1                                        # rest 0.5 s, move 0.5 s, 0.1 s at rest
 
     def body(launcher, probe, model, out):
         probe.wait_for(lambda: len(probe.ref) > 20 and len(probe.js) > 10, 60.0, 'reference and joint states')
@@ -333,7 +334,9 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route(tmp_path):
         k = min(np.searchsorted(T, end - 1e-9), len(T) - 1)
         print(f'\ngough_stewart_sea: {len(T)} lock-step steps, pose error max {E.max():.2e} '
               f'(offline loop {max(e_off):.2e}), at t = {T[k]:.3f} s {E[k]:.2e}, closure {max(clo):.1e}')
-        assert len(T) > 0.8 * end / 1e-3
+        # the probe sees the whole move (it may miss the first states of the rest while DDS
+        # discovery settles next to other graphs: a fresh-clone run matched from t = 0.28 s)
+        assert T.min() <= 0.45 and len(T[T >= 0.45]) > 0.8 * (end - 0.45) / 1e-3, (T.min(), len(T))
         assert E.max() < 1.01 * max(e_off), (E.max(), max(e_off))
         assert E.max() > 1e-6                        # the platform did move against its springs
         assert E[k] < 5e-5, E[k]
