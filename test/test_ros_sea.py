@@ -263,7 +263,7 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
     run_graph(str(path), body, ready=lambda: True, timeout=60.0, timing='lockstep')
 
 
-def test_gough_stewart_sea_pose_move_lockstep_general_route(tmp_path):
+def test_gough_stewart_sea_pose_move_lockstep_general_route():
     """test/data/gough_stewart_sea (the 6-UPS platform with six linear SEAs; 6-DOF pose task;
     URDF + sidecar + config only): trajectory_node's pose_move (PoseRows: position + rotation
     vector, body-fixed twist and derivatives) -> sea_controller (law sea_flatness, general
@@ -281,12 +281,8 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route(tmp_path):
     from robot_dynamics.reference_source import build_reference
     from robot_dynamics.sea_general import SEAPKM
     from robot_dynamics.trajectories import pose_matrix
-    src = os.path.join(os.path.dirname(__file__), 'data', 'gough_stewart_sea.yaml')
-    cfg = yaml.safe_load(open(src, encoding='utf-8'))
-    for k in ('urdf', 'loops'):
-        cfg[k] = os.path.abspath(os.path.join(os.path.dirname(src), cfg[k]))
-    path = tmp_path / 'gough_stewart_sea.yaml'
-    path.write_text(yaml.safe_dump(cfg))
+    path = os.path.join(os.path.dirname(__file__), 'data', 'gough_stewart_sea.yaml')
+    cfg = yaml.safe_load(open(path, encoding='utf-8'))      # (urdf, loops beside the config)
     end = 1.1                                        # rest 0.5 s, move 0.5 s, 0.1 s at rest
 
     def body(launcher, probe, model, out):

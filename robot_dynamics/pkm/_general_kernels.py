@@ -549,6 +549,40 @@ def _ls_apply(A, m, n, piv, beta, rd, b, y, out):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca,
+               fo, fin, t6, aV, second):
+    """The adjoint chain from ``ya[0] = S^T c``: ``ya[1] = -S^T K'^T ya[0]`` and, with
+    ``second``, ``ya[2] = -S^T (K''^T ya[0] + 2 K'^T ya[1])`` (for c = e_a the rows of J_IK',
+    J_IK''; for c = sum_a u_a e_a their products with u). ``fo[k]`` flags the limbs where
+    ``ya[k]`` may be nonzero (fo[0] given); ca, fin, t6, aV scratch."""
+    for j in range(ca.shape[0]):
+        ca[j] = 0.0
+    _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
+    _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fo[0], fo[1], t6, aV)
+    if second:
+        for j in range(ca.shape[0]):
+            ca[j] = 0.0
+        _kT(L, Nl, off, pose, tidx, PR, J2, Gk[1], ya[0], -1.0, ca, fo[0])
+        _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fo[1])
+        for l in range(L):
+            fin[l] = fo[0, l] or fo[1, l]
+        _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fin, fo[2], t6, aV)
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _platform_of_limb(BR, Bp, X, off, Nl, th, cs, CR, Cq, PR, Pp):
+    """(PR, Pp) = the platform pose by the FK of the last limb (the one carrying the platform
+    body) at the stacked coordinates th (non-pose tasks: the platform is an unknown of the IK)."""
+    lp = off.shape[0] - 2
+    o = off[lp]
+    _limb_fk(BR[lp], Bp[lp], X[lp], th[o:o + Nl[lp]], cs, False, CR[lp], Cq[lp])
+    for r in range(3):
+        Pp[r] = Cq[lp, Nl[lp] - 1, r]
+        for c in range(3):
+            PR[r, c] = CR[lp, Nl[lp] - 1, r, c]
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _pose_taylor(R0, xp, TT):
     """TT[k] (k = 0..3): the (k+1)-th time derivative of the 3 x 4 pose [R | p] whose rotation is
     R0, from T' = T V^ (V = (v, w) the body-fixed twist, xp[i] its i-th derivative) by Leibniz:
@@ -868,13 +902,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     for j in range(Nt):
                         th[j] = th_ok[j] + f1 * z[1, j] + f2 * z[2, j] + f3 * z[3, j] + f4 * z[4, j]
                     if not pose:
-                        lp = L - 1
-                        o = off[lp]
-                        _limb_fk(BR[lp], Bp[lp], X[lp], th[o:o + Nl[lp]], cs, False, CR[lp], Cq[lp])
-                        for r in range(3):
-                            Pp[r] = Cq[lp, Nl[lp] - 1, r]
-                            for c in range(3):
-                                PR[r, c] = CR[lp, Nl[lp] - 1, r, c]
+                        _platform_of_limb(BR, Bp, X, off, Nl, th, cs, CR, Cq, PR, Pp)
             if fact_ok and not taylor:
                 # predictor: one chord step from the previous solution (its FK and factors)
                 if not pose:
@@ -945,13 +973,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             for j in range(Nt):
                 th[j] = th0[sg, j]
             if not pose:
-                lp = L - 1
-                o = off[lp]
-                _limb_fk(BR[lp], Bp[lp], X[lp], th[o:o + Nl[lp]], cs, False, CR[lp], Cq[lp])
-                for r in range(3):
-                    Pp[r] = Cq[lp, Nl[lp] - 1, r]
-                    for c in range(3):
-                        PR[r, c] = CR[lp, Nl[lp] - 1, r, c]
+                _platform_of_limb(BR, Bp, X, off, Nl, th, cs, CR, Cq, PR, Pp)
         fact_ok = False
         # ---- position IK (a warm start that used the predictor and failed, in convergence or
         # joint limits, is retried once from the previous solution itself)
@@ -1101,17 +1123,8 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     OUT[s, oJ + (na + a) * d + c] = np.nan
                     OUT[s, oJ + (2 * na + a) * d + c] = np.nan
                 continue
-            for j in range(nz):
-                ca[j] = 0.0
-            _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
-            _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fo[0], fo[1], t6, aV)
-            for j in range(nz):
-                ca[j] = 0.0
-            _kT(L, Nl, off, pose, tidx, PR, J2, Gk[1], ya[0], -1.0, ca, fo[0])
-            _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fo[1])
-            for l in range(L):
-                fin[l] = fo[0, l] or fo[1, l]
-            _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fin, fo[2], t6, aV)
+            _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh,
+                       ya, ca, fo, fin, t6, aV, True)
             for k in range(3):
                 for c in range(d):
                     JK[k, a, c] = ya[k, 6 * L + c]
@@ -1137,25 +1150,14 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     ca[act[a]] = yv[rep, a]
                 _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fall, fo[0],
                         t6, aV)
-                for j in range(nz):
-                    ca[j] = 0.0
-                _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
-                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fo[0], fo[1],
-                        t6, aV)
+                # rep 0: y1 (J1^T u) and y2 (J2^T u, kept in ys[0]); rep 1: y1 (J1^T ud)
+                _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown,
+                           mh, ya, ca, fo, fin, t6, aV, rep == 0)
                 if rep == 0:
                     # ud = J^-T (w1 - J1^T u)
                     for c in range(d):
                         rv[c] = wv[1, c] - ya[1, 6 * L + c]
                     _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[1])
-                    # J2^T u (kept in ys[0]) = (-S^T (K''^T y0 + 2 K'^T y1))_t
-                    for j in range(nz):
-                        ca[j] = 0.0
-                    _kT(L, Nl, off, pose, tidx, PR, J2, Gk[1], ya[0], -1.0, ca, fo[0])
-                    _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fo[1])
-                    for l in range(L):
-                        fin[l] = fo[0, l] or fo[1, l]
-                    _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fin,
-                            fo[2], t6, aV)
                     for c in range(d):
                         ys[0, c] = ya[2, 6 * L + c]
             # udd = J^-T (w2 - J2^T u - 2 J1^T ud) (ya[1] task part = J1^T ud, ys[0] = J2^T u)
