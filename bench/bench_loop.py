@@ -51,12 +51,8 @@ def _probe_run(robot, duration, timing, startup, logdir):
         cmd = rec.subscribe('cmd', 'Float64MultiArray', topic)
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
         diag = rec.subscribe('diag', 'DiagnosticArray', '/diagnostics')
-        # the controller's every-state topic (its state_topic, e.g. the boom's cylinder states, or
-        # sim_node's control_state_topic) when /joint_states is decimated for visualisation
-        ctl_topic = (ctl.parameters.get('state_topic', 'joint_states') if ctl else 'joint_states').lstrip('/')
-        ctl_topic = '' if ctl_topic == 'joint_states' else ctl_topic
-        ctl_topic = ctl_topic or sim.parameters.get('control_state_topic', '')
-        ctl_js = rec.subscribe('ctl_js', 'JointState', '/' + ctl_topic.lstrip('/')) if ctl_topic else None
+        ctl_topic = b.control_state_topic()      # the controller's every-state topic, or ''
+        ctl_js = rec.subscribe('ctl_js', 'JointState', ctl_topic) if ctl_topic else None
         if ctl_topic:
             row['js_topic'] = ctl_topic
         launcher = Launcher(b, out=logf).start()

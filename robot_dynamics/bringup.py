@@ -211,6 +211,18 @@ class Bringup:
     ros_processes: list = field(default_factory=list)
     xacro: str = ''     # the URDF + ros2_control block (robot_description with ros2_control)
 
+    def control_state_topic(self) -> str:
+        """The controller's every-state topic when it is not the (visualisation) ``joint_states``:
+        the controller's ``state_topic`` (e.g. the boom's ``hydraulics/cylinder_states``) or
+        sim_node's ``control_state_topic``; absolute, or '' (the controller reads joint_states).
+        Probes measure the state -> command latency against it."""
+        ctl = next((s for s in self.nodes if s.executable != 'sim_node' and 'controller' in s.parameters), None)
+        sim = next((s for s in self.nodes if s.executable == 'sim_node'), None)
+        topic = (ctl.parameters.get('state_topic', 'joint_states') if ctl else 'joint_states').strip('/')
+        if topic == 'joint_states':
+            topic = (sim.parameters.get('control_state_topic', '') if sim else '').strip('/')
+        return '/' + topic if topic else ''
+
 
 @dataclass
 class RosProcess:

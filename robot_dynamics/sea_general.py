@@ -245,6 +245,7 @@ class GeneralSEAPlant(Plant):
         d, na = self.sea.delta, self.sea.n_a
         pose = self.sea.pose
         T0 = self.x if pose else None              # pose: RK4 in exp coordinates about T0
+        from .lie import exp_se3
         z = np.concatenate([np.zeros(6) if pose else self.x, self.xd, self.qm, self.qdm])
         for _ in range(self.substeps):
             k1 = self.derivative(z, tau_m, T0)
@@ -254,7 +255,6 @@ class GeneralSEAPlant(Plant):
             z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
             self.t += h
             if pose:
-                from .lie import exp_se3
                 T0 = T0 @ exp_se3(z[:6])
                 z[:6] = 0.0
         self.x, self.xd = (T0 if pose else z[:d]), z[d:2 * d]
@@ -307,7 +307,9 @@ class GeneralSEAFlatness:
     """``tau = law(x, xd, qm, qdm, yd, lam_d)``: the flatness-based exactly linearising SEA law
     (module docstring) for any :class:`SEAPKM` with undamped springs. yd (5, delta): desired
     task coordinates .. snap; lam_d (3,): preload set-point and derivatives (redundant SEA
-    only). Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA)."""
+    only). Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA) and
+    the tracking errors ``e``, ``ed`` (delta,) (pose task: log(T^-1 T_d) and Ad(T^-1 T_d) V_d -
+    V, body frame)."""
 
     def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
         from .control.flatness_sea import pole_gains
@@ -317,7 +319,7 @@ class GeneralSEAFlatness:
         self.sea = sea
         self.k = pole_gains(float(poles), 4)
         self.kl = pole_gains(float(lambda_poles), 2)
-        self.u = self.ud = None
+        self.u = self.ud = self.e = self.ed = None
         self.lam = float('nan')
 
     def __call__(self, x, xd, qm, qdm, yd, lam_d=None):
@@ -334,11 +336,11 @@ class GeneralSEAFlatness:
             E = inv_se3(x) @ Td.reshape(4, 4)
             # reference in the current body frame: pose error e and Ad(E) V_d^(k)
             yd = np.concatenate([log_se3(E)[None], Vd.reshape(4, 6) @ Ad(E).T])
-            err0 = yd[0]
+            e = yd[0]
         else:
             x = np.asarray(x, float).reshape(d)
             yd = np.asarray(yd, float).reshape(5, d)
-            err0 = None
+            e = yd[0] - x
         lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
         if not (np.all(np.isfinite(yd)) and np.all(np.isfinite(lam_d))):
             raise InputError('sea_flatness: non-finite reference')
@@ -355,7 +357,7 @@ class GeneralSEAFlatness:
         xddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[0, 1].T @ u - r2.w[0, 1])
         k0, k1, k2, k3 = self.k
         nu = (yd[4] + k3 * (yd[3] - xddd) + k2 * (yd[2] - xdd) + k1 * (yd[1] - xd)
-              + k0 * (err0 if err0 is not None else yd[0] - x))
+              + k0 * e)
         # pass 3: wdd(nu), J_IK derivatives, thetadd_a
         D[0, 2], D[0, 3] = xddd, nu
         r3 = s.solve_at(x[None], D)
@@ -371,5 +373,5 @@ class GeneralSEAFlatness:
             nul = lam_d[2] + self.kl[1] * (lam_d[1] - lamd) + self.kl[0] * (lam_d[0] - lam)
             udd = np.linalg.solve(np.vstack([JJ[0].T, n[0]]),
                                   np.concatenate([rhs, [nul - n[2] @ u - 2 * n[1] @ ud]]))
-        self.u, self.ud, self.lam = u, ud, lam
+        self.u, self.ud, self.lam, self.e, self.ed = u, ud, lam, e, yd[1] - xd
         return u + s.Mm * (r3.theta_a[0, 2] + udd / s.K) + s.Dm * qdm

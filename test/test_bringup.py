@@ -30,6 +30,14 @@ def test_every_config_translates(path):
         assert fqn == f'/{s.name}'
 
 
+def test_control_state_topic_for_latency_probes():
+    """The topic demo and bench_loop time the state -> command latency against: the
+    controller's own state topic, else sim_node's control_state_topic, else none."""
+    assert load_bringup('hydraulic_boom').control_state_topic() == '/hydraulics/cylinder_states'
+    assert load_bringup('irsbot2_t1').control_state_topic() == '/control/joint_states'
+    assert load_bringup('five_bar').control_state_topic() == ''
+
+
 def test_realtime_parameters_apply_in_real_time_only(tmp_path):
     """A node's ``realtime_parameters`` override its ``parameters`` in real time only (the
     command line's overrides win over both); irsbot2_t1's feed-forward lead is one of them."""

@@ -113,9 +113,6 @@ def test_gough_stewart_whole_graph_in_wall_clock_time():
         probe.subscribe('diag', DiagnosticArray, '/diagnostics')
 
     def body(launcher, probe, model, out):
-        # judged from 0.5 s after the graph is up: one run of the full suite began its window
-        # in a start-up transient (18.7 mm decaying to 6 um within it), 3 runs alone 0.06-0.93 mm
-        time.sleep(0.5)
         with probe.lock:
             n0, c0 = len(probe.js), len(probe.err)
         time.sleep(4.0)

@@ -398,16 +398,11 @@ class GeneralSeaFlatnessLaw(Law):
         s = self.sea
         x, xd = s.measure(state.q, state.qd)
         yd = reference_derivs(ref, len(self.coords))
-        if s.pose:
-            from ..lie import Ad, inv_se3, log_se3
+        if s.pose:                            # (pose, body twist and derivatives)
             from ..trajectories import pose_matrix
-            Td = pose_matrix(yd[0, :3], yd[0, 3:])
-            tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], (Td, yd[1:5]), self.lam_d)
-            E = inv_se3(x) @ Td
-            e, ed = log_se3(E), Ad(E) @ yd[1] - xd
-        else:
-            tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
-            e, ed = yd[0] - x, yd[1] - xd
+            yd = (pose_matrix(yd[0, :3], yd[0, 3:]), yd[1:5])
+        tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
+        e, ed = self.ctrl.e, self.ctrl.ed
         lam = float(self.ctrl.lam)
         labels = [f'e_{c}' for c in self.coords] + [f'ed_{c}' for c in self.coords]
         values = [*e, *ed]

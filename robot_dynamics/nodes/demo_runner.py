@@ -45,10 +45,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     ctl = next((s for s in b.nodes if s.name != 'sim_node' and 'controller' in s.parameters), None)
     cmd_topic = f"/{(ctl.parameters if ctl else sim.parameters).get('controller', 'effort_controller')}/commands"
     pub_rate = float(sim.parameters.get('publish_rate', 100.0))
-    # the controller's own state topic (every plant state), when it is not the decimated
-    # /joint_states: the state -> command latency is measured against that one
-    ctl_state = (ctl.parameters.get('state_topic', 'joint_states') if ctl else 'joint_states').lstrip('/')
-    ctl_state = None if ctl_state == 'joint_states' else '/' + ctl_state
+    ctl_state = b.control_state_topic()      # latency base when /joint_states is decimated
     os.makedirs(outdir, exist_ok=True)
     plot = plot or os.path.join(outdir, f'demo_{name}.png')
     logpath = os.path.join(outdir, f'demo_{name}.log')

@@ -957,7 +957,6 @@ class _Packed:
         (another assembly branch, or a failure only one start has), the chunk is solved again
         sequentially from that solution. The result is then the sequential pass's, up to the
         Newton tolerance."""
-        general_id_d2_batch = self._kernel
         Nt = self.Nt
         o1 = np.empty((1, self.nout))
         i1 = np.empty((1, 2), np.int64)
@@ -967,14 +966,14 @@ class _Packed:
             if len(ok) == 0:
                 continue                  # as sequentially: no solution yet, start from th0
             tp = OUT[ok[-1], :Nt][None].copy()
-            general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:a + 1], tp, o1, i1)
+            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:a + 1], tp, o1, i1)
             same = i1[0, 0] == IST[a, 0]
             if same and i1[0, 0] == 0:
                 th = OUT[a, :Nt]
                 same = np.max(np.abs(o1[0, :Nt] - th)) <= 1e-8 * (1.0 + np.max(np.abs(th)))
             if not same:
-                general_id_d2_batch(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], tp,
-                                    OUT[a:b], IST[a:b])
+                self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], tp, OUT[a:b],
+                             IST[a:b])
 
 
 def _packed(p):
