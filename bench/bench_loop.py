@@ -94,6 +94,9 @@ def _probe_run(robot, duration, timing, startup, logdir):
     sim_diag = next((v for k_, v in D.items() if 'sim_node' in k_), None)
     if sim_diag and timing == 'realtime':
         row['slip'] = float(sim_diag.get('slip', 'nan'))
+        ticks = float(sim_diag.get('ticks', 0) or 0)
+        if ticks:                                # sim_node's own view: steps taken without a
+            row['late'] = float(sim_diag.get('late_commands', 0)) / ticks   # command since the last state
     if ctrl_diag:
         row['overruns'] = int(ctrl_diag.get('overruns', 0))
         row['safe_commands'] = int(ctrl_diag.get('safe_commands', 0))
@@ -121,7 +124,7 @@ def main(argv=None):
         print(f'# {a.timing} graphs, {a.duration:g} s window, {a.hogs} CPU hog(s), '
               f'{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}')
         print(f'{"robot":22s} {"sim Hz":>7s} {"js Hz cfg":>9s} {"js Hz":>7s} {"RTF":>5s} {"cmd Hz":>7s} '
-              f'{"lat p50":>8s} {"p99":>7s} {"max":>7s} {"overruns":>8s} {"safe":>5s} {"comp p99":>8s}  (ms)')
+              f'{"lat p50":>8s} {"p99":>7s} {"max":>7s} {"overruns":>8s} {"safe":>5s} {"comp p99":>8s} {"late %":>7s}  (ms)')
         for r in a.robots:
             row = _probe_run(r, a.duration, a.timing, a.startup, a.logdir)
             rows.append(row)
@@ -132,7 +135,7 @@ def main(argv=None):
             print(f'{r:22s} {row["rate"]:7.0f} {row["publish_rate"]:9.0f} {row["js_rate"]:7.1f} '
                   f'{row["rtf"]:5.2f} {row["cmd_rate"]:7.1f} {f("lat_p50"):>8s} {f("lat_p99"):>7s} '
                   f'{f("lat_max"):>7s} {str(row.get("overruns", "-")):>8s} {str(row.get("safe_commands", "-")):>5s} '
-                  f'{f("compute_p99"):>8s}', flush=True)
+                  f'{f("compute_p99"):>8s} {f("late", 100):>7s}', flush=True)
     finally:
         for h in hogs:
             h.kill()

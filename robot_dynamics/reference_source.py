@@ -41,6 +41,9 @@ PARAMS = {
     'rot_axis': ('sin2_pose: fixed world axis of the platform rotation', None),
     'rot_angle': ('sin2_pose: rotation at s = 1 [rad] (|rot_angle| < pi)', None),
     'rate': ('samples per second [Hz] (real time)', (1e-3, 1e5)),
+    'lead': ('real time (timer): publish each sample this far ahead of the clock [s], stamped '
+             'with its own time (a preview: the controller finds samples on both sides of a '
+             'state however late the reference chain is, up to lead); 0 = none', (0.0, 10.0)),
     'joints': ('joint names of a joint reference (default: the independent joints)', None),
     'amplitude': ('sinusoid amplitude per joint [rad | m]', None),
     'frequency': ('sinusoid / circle frequency [Hz]', None),

@@ -10,7 +10,13 @@ wall clock.
 * **Real time** (:meth:`tick`): advance by the wall time the plant is behind, in ``1/rate``
   steps, at most ``max_catchup`` publish periods per tick; when the machine cannot keep up the
   simulated time *slips* (the plant slows down, its step never grows) and :meth:`update_rtf`
-  reports the real-time factor (simulated / wall time over the last second).
+  reports the real-time factor (simulated / wall time over the last second). With
+  ``wait_for_command`` (default) a due step whose command (the answer to the last published
+  state) has not come yet is taken when it comes (the node ticks again from its command
+  callback while :attr:`deferred`) or at the next tick, whichever is first, as long as the
+  controller answered the previous state: the synchronous read-update-write of a ros2_control
+  loop, with the controller in another process. Steps taken without that answer are counted
+  (``late_commands`` of ``ticks``).
 * **Lock-step** (:meth:`command` returns the number of steps to take): one publish period per
   received command, nothing driven by a wall-clock timer.
 * **Commands**: a command with the wrong length or a NaN/inf is rejected (counted, reason
@@ -71,7 +77,7 @@ class SimRunner:
                  command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
                  max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
                  max_external_force=0.0, max_external_moment=0.0, max_events=1000,
-                 refuse_assembly_jumps=True, log=None):
+                 refuse_assembly_jumps=True, wait_for_command=True, log=None):
         self.model, self.plant = model, plant
         self.joints = list(joints)
         self.rate, self.publish_rate = float(rate), float(publish_rate)
@@ -92,6 +98,8 @@ class SimRunner:
         self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
         self.timeout, self.hold_mode, self.hold_damping = float(command_timeout), hold, float(hold_damping)
         self.lockstep, self.max_catchup = bool(lockstep), int(max_catchup)
+        self.wait_for_command = bool(wait_for_command)
+        self.deferred, self._kept_pace = False, False
         self.ext_reference, self.ext_timeout = external_wrench_reference, float(external_wrench_timeout)
         weight = 9.81 * float(np.sum(model.mass)) or 9.81
         self.max_force = float(max_external_force) or 100.0 * weight      # default: 100 x weight
@@ -105,7 +113,8 @@ class SimRunner:
         self.applied = np.zeros(model.nq)
         self.ext_rx = {}
         self.counts = dict(rejected_commands=0, rejected_wrenches=0, clamped_wrenches=0,
-                           refused_steps=0, emergency_stops=0)
+                           refused_steps=0, emergency_stops=0, ticks=0, late_commands=0)
+        self._fresh = False                   # a command came since the last real-time step
         self.frozen = self._braking = False
         self.rtf, self.slip, self._rtf_window = 1.0, 0.0, []
         self.wall0 = None
@@ -122,6 +131,7 @@ class SimRunner:
             return 0, (f'expected {len(self.joints)} finite values for {self.joints}, got '
                        f'{len(data)}' + ('' if len(data) != len(self.joints) else ' with NaN/inf'))
         self.cmd, self.cmd_time = np.asarray(data, float), float(now)
+        self._fresh = True
         return (self.substeps if self.lockstep else 0), None
 
     def external_wrench(self, frame, w, now):
@@ -279,6 +289,21 @@ class SimRunner:
             k = kmax
         if k <= 0:
             return 0
+        # the controller's deadline: a command should answer the state published at the last
+        # step before the interval after that state is integrated (else the older command acts
+        # for the whole interval). wait_for_command: while the controller kept pace (the last
+        # step had its answer) and less than two periods are due, the step waits for the
+        # command (the caller ticks again when it comes: ``deferred``) or the next tick,
+        # whichever is first; simulated time stays on the wall clock (the step is only
+        # computed later). A step taken without an answer is counted (late_commands).
+        if (self.wait_for_command and not self._fresh and self._kept_pace and self.cmd is not None
+                and k < 2 * self.substeps and not self.holding):
+            self.deferred = True
+            return 0
+        self.counts['ticks'] += 1
+        if not self._fresh and self.cmd is not None:
+            self.counts['late_commands'] += 1
+        self._kept_pace, self._fresh, self.deferred = self._fresh, False, False
         taken = self.advance(k, now)
         if taken < k:                         # frozen: simulated time stops
             self.slip += (k - taken) / self.rate
@@ -328,6 +353,8 @@ def sim_params(model):
         'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
         'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
         'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
+        'wait_for_command': (True, 'real time: a step waits for the command answering the last state '
+                             'until it comes or the next tick (while the controller keeps pace)', None),
         'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
                                       ('local', 'local_world_aligned', 'world')),
         'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
@@ -372,5 +399,6 @@ def runner_from_params(model, P, log=None):
         external_wrench_timeout=float(P['external_wrench_timeout']),
         max_external_force=float(P['max_external_force']),
         max_external_moment=float(P['max_external_moment']),
-        refuse_assembly_jumps=bool(P['refuse_assembly_jumps']), log=log)
+        refuse_assembly_jumps=bool(P['refuse_assembly_jumps']),
+        wait_for_command=bool(P['wait_for_command']), log=log)
 

@@ -40,7 +40,7 @@ def test_control_state_topic_for_latency_probes():
 
 def test_realtime_parameters_apply_in_real_time_only(tmp_path):
     """A node's ``realtime_parameters`` override its ``parameters`` in real time only (the
-    command line's overrides win over both); irsbot2_t1's feed-forward lead is one of them."""
+    command line's overrides win over both); irsbot2_t1's reference preview is one of them."""
     cfg = tmp_path / 'r.yaml'
     cfg.write_text(yaml.safe_dump({
         'robot': 'four_bar', 'urdf': os.path.join(ROOT, 'urdf/four_bar.urdf'),
@@ -50,9 +50,9 @@ def test_realtime_parameters_apply_in_real_time_only(tmp_path):
     assert par(timing='realtime')['ff_lead'] == 0.002 and par(timing='realtime')['kp'] == 5.0
     assert par(timing='lockstep')['ff_lead'] == 0.001
     assert par(timing='realtime', overrides={'c': {'ff_lead': 0.003}})['ff_lead'] == 0.003
-    t1 = {t: next(n for n in load_bringup('irsbot2_t1', timing=t).nodes if n.name == 'dynamics_node')
+    t1 = {t: next(n for n in load_bringup('irsbot2_t1', timing=t).nodes if n.name == 'trajectory_node')
           for t in ('realtime', 'lockstep')}
-    assert t1['realtime'].parameters['ff_lead'] > t1['lockstep'].parameters['ff_lead'] == 0.001
+    assert t1['realtime'].parameters['lead'] > 0.0 and 'lead' not in t1['lockstep'].parameters
 
 
 def test_overrides_and_remaps(tmp_path):

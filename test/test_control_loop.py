@@ -222,6 +222,43 @@ def test_feedforward_merge_by_stamp_extrapolation_and_lead(five_bar):
     assert 'feed-forward' in loop.set_feedforward([1.0, 2.0], stamp=0.02, names=['a', 'b'])
 
 
+def test_feedforward_interpolated_between_samples_published_ahead(five_bar):
+    """A source publishing ahead (trajectory_node ``lead``): for a state between two held
+    samples the feed-forward is the chord between them (evaluated at stamp + ff_lead), not the
+    backward difference of the last two; on an exact stamp too. Checked against a quadratic
+    u(t) = t^2: the chord's error is h^2/4 at a state h/2 after a sample (lead 0), the backward
+    difference's 3h^2/4."""
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    law = FeedforwardPDLaw(m, kp=0.0, kd=0.0)
+    h = 0.004
+    u = lambda t: np.array([t * t, 2.0 * t * t]) * 1e4   # noqa: E731
+    for lead in (0.0, 0.001):
+        loop = ControlLoop(law, safe='zero', ff_lead=lead)
+        for k in range(6):                                 # samples at 0 .. 20 ms, all ahead
+            loop.set_reference([0.0, 0.0], stamp=k * h)
+            loop.set_feedforward(u(k * h), stamp=k * h)
+        for ts in (0.008, 0.010):                          # on sample 2; between samples 2 and 3
+            _state(loop, m, q, z, ts)
+            c = loop.update(ts)
+            t = ts + lead
+            chord = u(0.008) + (u(0.012) - u(0.008)) / h * (t - 0.008)
+            assert np.allclose(c.info['u'], chord, rtol=1e-12), (lead, ts)
+            exact = u(t)
+            assert np.allclose(np.abs(c.info['u'] - exact), np.abs(chord - exact))
+    # without a later sample (lock-step, or a source behind the plant): backward difference
+    loop = ControlLoop(law, safe='zero')
+    for k in range(3):
+        loop.set_reference([0.0, 0.0], stamp=k * h)
+        loop.set_feedforward(u(k * h), stamp=k * h)
+    _state(loop, m, q, z, 0.010)
+    c = loop.update(0.010)
+    back = u(0.008) + (u(0.008) - u(0.004)) / h * 0.002
+    assert np.allclose(c.info['u'], back, rtol=1e-12)
+    assert np.abs(back - u(0.010)).max() == pytest.approx(3.0 * np.abs(
+        u(0.008) + (u(0.012) - u(0.008)) / 2 - u(0.010)).max(), rel=1e-9)
+
+
 def test_overrun_and_latency_accounting(five_bar):
     m = five_bar
     q, z = m.reference_q(), np.zeros(m.nq)

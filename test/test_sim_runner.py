@@ -33,6 +33,37 @@ def test_real_time_steps_are_exact_and_time_slips_when_behind():
     assert r.update_rtf(101.0) is None and r.update_rtf(102.0) is not None
 
 
+def test_a_due_step_waits_for_the_answer_to_the_last_state_while_the_controller_keeps_pace():
+    """wait_for_command: a publish period is integrated with the command answering the state
+    published before it; when that command has not come, the step waits for it (the node
+    ticks again from its command callback) or for the next tick, and a step taken without it
+    is counted. A controller that stopped keeping pace is not waited for. Simulated time stays
+    on the wall clock throughout (no slip)."""
+    r = runner()                                           # 1 kHz, 4 steps per published state
+    p = len(r.joints)
+    r.start(0.0)
+    r.command([0.0] * p, 0.0)
+    assert r.tick(0.004, 0.004) == 4 and not r.deferred    # answered: stepped at once
+    assert r.tick(0.008, 0.008) == 0 and r.deferred        # no answer yet: the step waits
+    r.command([0.1] * p, 0.0085)
+    assert r.tick(0.0085, 0.0085) == 4 and not r.deferred  # ... and is taken when it comes
+    assert r.counts['late_commands'] == 0 and r.plant.t == pytest.approx(0.008, abs=1e-12)
+    np.testing.assert_allclose(r.applied[r.idx], 0.1)      # with that command
+    assert r.tick(0.012, 0.012) == 0 and r.deferred        # no answer: wait ...
+    assert r.tick(0.016, 0.016) == 8                        # ... at most until the next tick
+    assert r.counts['late_commands'] == 1 and r.counts['ticks'] == 3
+    assert r.tick(0.020, 0.020) == 4                        # not kept pace: no wait
+    assert r.counts['late_commands'] == 2 and r.slip == 0.0
+    r.command([0.0] * p, 0.0201)
+    assert r.tick(0.024, 0.024) == 4                        # answered again
+    assert r.tick(0.028, 0.028) == 0 and r.deferred        # kept pace: waits again
+    r2 = runner(wait_for_command=False)
+    r2.start(0.0)
+    r2.command([0.0] * p, 0.0)
+    assert r2.tick(0.004, 0.004) == 4 and r2.tick(0.008, 0.008) == 4   # never waits
+    assert r2.counts['late_commands'] == 1 and not r2.deferred
+
+
 def test_commands_rejected_and_hold_after_timeout():
     r = runner(command_timeout=0.2, hold_damping=0.5)
     p = len(r.joints)

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -535,7 +535,7 @@ class ControlLoop:
         slot = self.refs.get(key)
         if slot is not None and 'complete' in slot:
             ref = slot['complete']
-            return ref.at(ts, 0.0, self.ff_lead), 0.0, False, ref
+            return self._chord(ref, self._after(ts)).at(ts, 0.0, self.ff_lead), 0.0, False, ref
         newest = self._ref_plain
         if self.sync:
             if self._pending_since is None:
@@ -546,7 +546,7 @@ class ControlLoop:
         if newest is None:
             return None, 0.0, False, None
         # newest complete sample not after the state (else the oldest one after it)
-        best = None
+        best = after = None
         for slot in reversed(self.refs.values()):
             r = slot.get('complete')
             if r is None:
@@ -554,10 +554,35 @@ class ControlLoop:
             if r.stamp is None or r.stamp <= ts + 1e-9:
                 best = r
                 break
-            best = r
-        ref = best or newest
+            after = r
+        ref = best or after or newest
         dt = 0.0 if ref.stamp is None else max(0.0, ts - ref.stamp)
-        return ref.at(ts, self.max_extrapolation, self.ff_lead), dt, False, ref
+        out = self._chord(ref, after if best is not None else None)
+        return out.at(ts, self.max_extrapolation, self.ff_lead), dt, False, ref
+
+    def _after(self, ts):
+        """The oldest complete sample stamped after ``ts`` (None if none is held: always in
+        lock-step, where a sample follows the state it answers)."""
+        after = None
+        for slot in reversed(self.refs.values()):
+            r = slot.get('complete')
+            if r is None:
+                continue
+            if r.stamp is None or r.stamp <= ts + 1e-9:
+                break
+            after = r
+        return after
+
+    @staticmethod
+    def _chord(ref, nxt):
+        """``ref`` with its feed-forward rate taken from the chord to the next sample ``nxt``
+        (a reference source publishing ahead, trajectory_node ``lead``): the feed-forward is
+        then interpolated between the samples around the state (error u''h^2/8 for samples h
+        apart) instead of extrapolated with the backward difference of the last two."""
+        if nxt is None or ref.effort is None or nxt.effort is None or ref.stamp is None \
+                or nxt.stamp is None or not nxt.stamp > ref.stamp:
+            return ref
+        return replace(ref, effort_rate=(nxt.effort - ref.effort) / (nxt.stamp - ref.stamp))
 
     def update(self, now, wall=None):
         """Answer the newest state: a :class:`Command`, or None when there is nothing to answer

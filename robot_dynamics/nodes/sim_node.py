@@ -127,6 +127,8 @@ class SimNode(Node):
         if steps:
             self.sim.advance(steps, self._now())
             self.publish()
+        elif self.sim.deferred and not self.waiting:     # real time: the step waited for this
+            self.tick()
 
     def on_external_wrench(self, msg):
         f, t = msg.wrench.force, msg.wrench.torque

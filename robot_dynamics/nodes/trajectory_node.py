@@ -61,6 +61,10 @@ not when this node is.
 goal starts a rest-to-rest sin^2-jerk move (derivatives up to snap) of duration
 ``max(min_duration, 2 |d| / max_speed)`` at the time of the last published sample; a goal whose
 path leaves the workspace is rejected with a warning.
+``lead`` (timer mode, default 0 s): each tick publishes the sample of ``now + lead``, stamped
+``now + lead`` (a preview of a motion known in advance: the controller's loop then holds samples
+on both sides of every state and interpolates the feed-forward between them, whatever the
+reference chain's delay up to ``lead``).
 ``sync_topic`` (e.g. ``joint_states``; default '' = timer at ``rate``): publish one sample per
 message of that JointState topic, at t = stamp - first stamp, with the state's stamp (for
 lock-step graphs: the reference then keeps pace with the simulation however loaded the machine
@@ -68,9 +72,13 @@ is). With ``use_sim_time: true`` the profile runs on simulated time; until the s
 starts, the t = 0 sample is published every 0.2 s of wall time (so a lock-step plant, which
 waits for a command, can be started by a controller that waits for a reference).
 """
+import math
+
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
+from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -113,6 +121,8 @@ class TrajectoryNode(Node):
             self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_COMMAND)
         self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
         self.t0 = None
+        self.rate = rate
+        self.lead = Duration(nanoseconds=int(round(float(dp('lead', 0.0).value) * 1e9)))
         self.sync_topic = dp('sync_topic', '').value
         if self.sync_topic:
             # state-synchronised (lock-step graphs): one sample per new state stamp, at
@@ -160,11 +170,15 @@ class TrajectoryNode(Node):
         ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         if self.t0 is None:
             self.t0 = ns
+            for k in range(math.ceil(self.lead.nanoseconds * 1e-9 * self.rate - 1e-9)):   # fill the preview
+                self.publish_sample(k / self.rate, None, stamp=Time(nanoseconds=ns + int(round(k / self.rate * 1e9))).to_msg())
+        ns += self.lead.nanoseconds
         t = (ns - self.t0) * 1e-9
         dur = getattr(self.profile, 'duration', None)
         if dur and self.repeat:
             t = t % dur
-        self.publish_sample(t, None, stamp=msg.header.stamp)
+        self.publish_sample(t, None, stamp=msg.header.stamp if not self.lead.nanoseconds
+                            else Time(nanoseconds=ns).to_msg())
 
     def on_start(self, msg):
         if self.start_sub is not None:
@@ -187,6 +201,9 @@ class TrajectoryNode(Node):
                 self.publish_sample(0.0, now)
                 return
             self.t0 = now
+            for k in range(math.ceil(self.lead.nanoseconds * 1e-9 * self.rate - 1e-9)):   # fill the preview
+                self.publish_sample(k / self.rate, now + Duration(nanoseconds=int(round(k / self.rate * 1e9))))
+        now = now + self.lead           # the preview: the sample of now + lead, stamped so
         t = (now - self.t0).nanoseconds * 1e-9
         dur = getattr(self.profile, 'duration', None)
         if dur and self.repeat:
