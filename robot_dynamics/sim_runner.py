@@ -11,7 +11,7 @@ wall clock.
   steps, at most ``max_catchup`` publish periods per tick; when the machine cannot keep up the
   simulated time *slips* (the plant slows down, its step never grows) and :meth:`update_rtf`
   reports the real-time factor (simulated / wall time over the last second). With
-  ``wait_for_command`` (default) a due step whose command (the answer to the last published
+  ``wait_for_command`` (default off) a due step whose command (the answer to the last published
   state) has not come yet is taken when it comes (the node ticks again from its command
   callback while :attr:`deferred`) or at the next tick, whichever is first, as long as the
   controller answered the previous state: the synchronous read-update-write of a ros2_control
@@ -77,7 +77,7 @@ class SimRunner:
                  command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
                  max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
                  max_external_force=0.0, max_external_moment=0.0, max_events=1000,
-                 refuse_assembly_jumps=True, wait_for_command=True, log=None):
+                 refuse_assembly_jumps=True, wait_for_command=False, log=None):
         self.model, self.plant = model, plant
         self.joints = list(joints)
         self.rate, self.publish_rate = float(rate), float(publish_rate)
@@ -283,7 +283,8 @@ class SimRunner:
         Returns the number of steps taken (0: nothing new to publish)."""
         behind = (wall - self.wall0 - self.slip) - self.plant.t
         k = int(math.floor(behind * self.rate + 1e-6))
-        kmax = self.max_catchup * self.substeps
+        kmax = self.max_catchup * self.substeps + (self.substeps if self.deferred else 0)   # (a wait
+        # must not eat the catch-up headroom)
         if k > kmax:                          # cannot keep up: let simulated time slip
             self.slip += (k - kmax) / self.rate
             k = kmax
@@ -353,7 +354,7 @@ def sim_params(model):
         'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
         'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
         'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
-        'wait_for_command': (True, 'real time: a step waits for the command answering the last state '
+        'wait_for_command': (False, 'real time: a step waits for the command answering the last state '
                              'until it comes or the next tick (while the controller keeps pace)', None),
         'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
                                       ('local', 'local_world_aligned', 'world')),

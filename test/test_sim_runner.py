@@ -39,7 +39,7 @@ def test_a_due_step_waits_for_the_answer_to_the_last_state_while_the_controller_
     ticks again from its command callback) or for the next tick, and a step taken without it
     is counted. A controller that stopped keeping pace is not waited for. Simulated time stays
     on the wall clock throughout (no slip)."""
-    r = runner()                                           # 1 kHz, 4 steps per published state
+    r = runner(wait_for_command=True)                      # 1 kHz, 4 steps per published state
     p = len(r.joints)
     r.start(0.0)
     r.command([0.0] * p, 0.0)
@@ -57,7 +57,7 @@ def test_a_due_step_waits_for_the_answer_to_the_last_state_while_the_controller_
     r.command([0.0] * p, 0.0201)
     assert r.tick(0.024, 0.024) == 4                        # answered again
     assert r.tick(0.028, 0.028) == 0 and r.deferred        # kept pace: waits again
-    r2 = runner(wait_for_command=False)
+    r2 = runner()                                          # (the default)
     r2.start(0.0)
     r2.command([0.0] * p, 0.0)
     assert r2.tick(0.004, 0.004) == 4 and r2.tick(0.008, 0.008) == 4   # never waits

@@ -20,6 +20,8 @@ on that topic (the controller's state; ``joint_states`` is then for visualisatio
 ``joint_states_rate`` decimates it in real time). Services ``~/reset`` (Trigger),
 ``~/hold`` (SetBool). ``lockstep: true``: one publish period per received command, no
 wall-clock step; ``lockstep_republish`` s: re-publish an unchanged state when no command came.
+``wait_for_command`` (real time, default false): a due step waits for the answer to the last
+state until it comes (the command callback ticks) or the next tick (SimRunner.tick).
 ``start_topic`` (real time, default '' = at once): the plant clock starts with the first message
 of that JointState topic (e.g. the reference) and, with ``start_with_command`` (default true),
 a valid command or a publisher on the command topic (a controller that is not up yet does not
