@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ['DemoSpec', 'DEMOS', 'scalar_error', 'summarise', 'command_latency']
+__all__ = ['DemoSpec', 'DEMOS', 'scalar_error', 'summarise', 'command_latency', 'reference_at_stamps']
 
 
 @dataclass
@@ -92,6 +92,33 @@ def summarise(spec, t, e):
     if not len(late):
         return float('nan'), float('nan'), 0
     return float(late.max()), float(np.sqrt(np.mean(late ** 2))), len(late)
+
+
+def reference_at_stamps(t, ref_t, ref_x, max_gap=0.01, tol=1e-6):
+    """The reference at the stamps ``t`` (n,) from samples ``ref_x`` (m, d) stamped ``ref_t``
+    (m,): the sample of the same stamp (within ``tol`` s), else the linear interpolation of the
+    two samples around it when they are at most ``max_gap`` s apart (error a h^2 / 8 for samples
+    h apart), else NaN. Returns (n, d). Taking the *nearest* sample instead puts the reference
+    up to half a sample period off in time: 4.7 mm at T1's 2.4 m/s for 250 Hz samples against
+    100 Hz poses, the size of the bound being checked."""
+    t = np.asarray(t, float)
+    rt = np.asarray(ref_t, float)
+    rx = np.asarray(ref_x, float).reshape(len(rt), -1)
+    order = np.argsort(rt, kind='stable')
+    rt, rx = rt[order], rx[order]
+    out = np.full((len(t), rx.shape[1]), np.nan)
+    if len(rt) == 0:
+        return out
+    k = np.searchsorted(rt, t)                       # rt[k-1] < t <= rt[k]
+    for i, (ti, ki) in enumerate(zip(t, k)):
+        if ki < len(rt) and abs(rt[ki] - ti) <= tol:
+            out[i] = rx[ki]
+        elif ki > 0 and abs(rt[ki - 1] - ti) <= tol:
+            out[i] = rx[ki - 1]
+        elif 0 < ki < len(rt) and rt[ki] - rt[ki - 1] <= max_gap:
+            w = (ti - rt[ki - 1]) / (rt[ki] - rt[ki - 1])
+            out[i] = (1.0 - w) * rx[ki - 1] + w * rx[ki]
+    return out
 
 
 def command_latency(state_arrivals, command_arrivals):

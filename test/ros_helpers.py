@@ -168,16 +168,18 @@ def assert_no_process_left(launcher):
 
 
 def stamp_matched_xz_error(poses, refs, tol=0.01):
-    """Tool error in the x-z plane of each pose against the reference nearest in stamp.
+    """Tool error in the x-z plane of each pose against the reference at its stamp (the sample
+    of that stamp, else interpolated between the samples around it, at most ``tol`` s apart:
+    robot_dynamics.demos.reference_at_stamps; poses without one are skipped).
 
-    poses, refs: lists of (stamp [s], geometry_msgs/Point); pairs further apart than ``tol``
-    seconds are skipped. Returns an array of |(x, z) - (x_ref, z_ref)| [m].
+    poses, refs: lists of (stamp [s], geometry_msgs/Point). Returns an array of
+    |(x, z) - (x_ref, z_ref)| [m].
     """
-    rt = np.array([r[0] for r in refs])
-    err = []
-    for ts, p in poses:
-        k = int(np.argmin(np.abs(rt - ts)))
-        if abs(rt[k] - ts) < tol:
-            r = refs[k][1]
-            err.append(np.hypot(p.x - r.x, p.z - r.z))
-    return np.array(err)
+    from robot_dynamics.demos import reference_at_stamps
+    if not poses or not refs:
+        return np.zeros(0)
+    P = np.array([[p.x, p.z] for _, p in poses])
+    R = reference_at_stamps([t for t, _ in poses], [t for t, _ in refs], [[r.x, r.z] for _, r in refs],
+                            max_gap=tol)
+    ok = np.all(np.isfinite(R), axis=1)
+    return np.hypot(*(P[ok] - R[ok]).T)

@@ -155,12 +155,22 @@ def test_reference_matching_extrapolation_and_staleness(five_bar):
     assert c.safe and 'no reference' in c.reason
     p, v, a = np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([2.0, 4.0])
     loop.set_reference(p, v, a, stamp=1.0)
-    loop.set_reference(p + 1, v, a, stamp=1.1)            # a later sample: not used for t=1.02
-    _state(loop, m, q, z, 1.02)
+    _state(loop, m, q, z, 1.02)                           # only an earlier sample: Taylor
     c = loop.update(1.02)
     dt = 0.02
     assert np.allclose(c.reference.pos, p + v * dt + 0.5 * a * dt * dt)
     assert np.allclose(c.reference.vel, v + a * dt) and c.extrapolated == pytest.approx(dt)
+    loop.set_reference(p + 1, v, a, stamp=1.1)            # a later sample: the quintic through
+    _state(loop, m, q, z, 1.03)                           # both (position p -> p + 1)
+    c = loop.update(1.03)
+    assert c.extrapolated == pytest.approx(0.03)
+    # the quintic by a linear solve (rows: pos, vel, acc at 0 and at 0.1 s; t from the sample)
+    row = lambda t, d: [np.prod(range(i - d + 1, i + 1)) * t ** (i - d) if i >= d else 0.0  # noqa: E731
+                        for i in range(6)]
+    A = np.array([row(0.0, 0), row(0.0, 1), row(0.0, 2), row(0.1, 0), row(0.1, 1), row(0.1, 2)])
+    coef = np.linalg.solve(A, np.array([p, v, a, p + 1, v, a]))
+    for d, got in ((0, c.reference.pos), (1, c.reference.vel), (2, c.reference.acc)):
+        np.testing.assert_allclose(got, np.array(row(0.03, d)) @ coef, rtol=1e-9, atol=1e-9)
     _state(loop, m, q, z, 1.1)                            # exact stamp: used as is
     c = loop.update(1.1)
     assert c.extrapolated == 0 and np.allclose(c.reference.pos, p + 1)
@@ -259,6 +269,37 @@ def test_feedforward_interpolated_between_samples_published_ahead(five_bar):
         u(0.008) + (u(0.012) - u(0.008)) / 2 - u(0.010)).max(), rel=1e-9)
 
 
+def test_reference_between_held_samples_is_the_quintic_through_them(five_bar):
+    """With a sample after the state held too (a source publishing ahead), the law's position,
+    velocity and acceleration at the state's stamp come from the quintic matching both samples'
+    pos, vel, acc: exact for a quintic motion (where the 2nd-order Taylor series from the
+    earlier sample is off by its jerk terms), and the same as before at a sample's own stamp."""
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    law = Echo(m)
+    loop = ControlLoop(law, safe='zero')
+    C = np.array([[0.1, -0.2], [1.0, 0.5], [-3.0, 2.0], [40.0, -25.0], [-300.0, 100.0], [900.0, 700.0]])
+    x = lambda t, d=0: sum(C[i] * (np.prod(range(i - d + 1, i + 1)) if d else 1) * t ** (i - d)  # noqa: E731
+                           for i in range(d, 6))
+    h = 0.004
+    for k in range(4):
+        loop.set_reference(x(k * h), x(k * h, 1), x(k * h, 2), stamp=k * h)
+    for ts in (0.004, 0.0055, 0.0071):
+        _state(loop, m, q, z, ts)
+        c = loop.update(ts)
+        np.testing.assert_allclose(c.reference.pos, x(ts), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(c.reference.vel, x(ts, 1), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(c.reference.acc, x(ts, 2), rtol=0, atol=1e-7)
+    # only one sample before the state: Taylor from it (2nd order: off by the jerk terms)
+    loop2 = ControlLoop(law, safe='zero', max_extrapolation=0.01)
+    loop2.set_reference(x(0.0), x(0.0, 1), x(0.0, 2), stamp=0.0)
+    _state(loop2, m, q, z, 0.002)
+    c = loop2.update(0.002)
+    taylor = x(0.0) + x(0.0, 1) * 0.002 + 0.5 * x(0.0, 2) * 0.002 ** 2
+    np.testing.assert_allclose(c.reference.pos, taylor, rtol=1e-12)
+    assert np.abs(taylor - x(0.002)).max() > 1e-9
+
+
 def test_overrun_and_latency_accounting(five_bar):
     m = five_bar
     q, z = m.reference_q(), np.zeros(m.nq)
@@ -317,6 +358,22 @@ def test_make_law_rejects_unknown_laws_and_parameters(five_bar, arm7):
         make_law(five_bar, 'feedforward_pd', kp=-1)
     law = make_law(arm7, 'computed_torque', kp=10.0, kd=1.0)
     assert isinstance(law, ProjectedIDLaw) and law.coords == list(arm7.joint_names)
+
+
+def test_reference_at_stamps_exact_interpolated_or_none():
+    """The demo's task error takes the reference AT the pose's stamp: the sample of that stamp,
+    else the linear interpolation of the two around it (at most max_gap apart), else NaN; the
+    nearest sample instead would be half a sample period off (4.7 mm on T1)."""
+    from robot_dynamics.demos import reference_at_stamps
+    rt = [0.008, 0.000, 0.004, 0.012, 0.040]              # (unsorted)
+    x = lambda t: np.array([2.4 * t, 40.0 * t * t])       # noqa: E731
+    rx = [x(t) for t in rt]
+    r = reference_at_stamps([0.004, 0.010, 0.0041, 0.020, -0.001], rt, rx, max_gap=0.01)
+    np.testing.assert_allclose(r[0], x(0.004), rtol=1e-15)               # exact stamp
+    np.testing.assert_allclose(r[1], (x(0.008) + x(0.012)) / 2, rtol=1e-12)   # interpolated
+    assert abs(r[1][1] - x(0.010)[1]) == pytest.approx(40.0 * 0.004 ** 2 / 4, rel=1e-9)  # a h^2/8
+    np.testing.assert_allclose(r[2][0], 2.4 * 0.0041, rtol=1e-12)         # linear part exact
+    assert np.all(np.isnan(r[3])) and np.all(np.isnan(r[4]))             # gap 28 ms; before all
 
 
 def test_command_latency_pairs_each_command_with_the_newest_state_before_it():

@@ -21,15 +21,20 @@ def runner(name='four_bar', **kw):
 
 
 def test_real_time_steps_are_exact_and_time_slips_when_behind():
+    """Whole publish periods of exact 1/rate steps (the states stay on the publish grid, each
+    command is held one period as in lock-step); beyond max_catchup periods time slips."""
     r = runner(max_catchup=3)
     r.start(100.0)
     assert r.tick(100.0, 0.0) == 0                        # nothing behind yet
-    assert r.tick(100.0105, 0.0) == 10                    # 10.5 ms behind: 10 whole 1 ms steps
-    assert r.plant.t == pytest.approx(0.010, abs=1e-12) and r.slip == 0.0
+    assert r.tick(100.0105, 0.0) == 8                     # 10.5 ms behind: two whole 4 ms publish
+    assert r.plant.t == pytest.approx(0.008, abs=1e-12) and r.slip == 0.0   # periods of 1 ms steps
+    assert r.tick(100.0115, 0.0) == 0                     # 3.5 ms: the rest of a period waits
     assert r.tick(101.0105, 0.0) == 12                    # 1 s behind: at most 3 x 4 steps
-    assert r.plant.t == pytest.approx(0.022, abs=1e-12)
-    assert r.slip == pytest.approx(1.0105 - 0.022 - 0.0005, abs=1e-6)   # slipped, not stepped
-    assert r.tick(101.0115, 0.0) == 1                     # then real time again from there
+    assert r.plant.t == pytest.approx(0.020, abs=1e-12)
+    assert r.slip == pytest.approx(1.0105 - 0.020 - 0.0005, abs=1e-6)   # slipped, not stepped
+    assert r.tick(101.0115, 0.0) == 0                     # then real time again from there: the
+    assert r.tick(101.0145, 0.0) == 4                     # next whole period 4 ms later
+    assert r.plant.t == pytest.approx(0.024, abs=1e-12)
     assert r.update_rtf(101.0) is None and r.update_rtf(102.0) is not None
 
 
@@ -219,3 +224,31 @@ def test_decimator_and_runner_from_params():
     P = {k: v[0] for k, v in sim_params(hb).items()}
     r = runner_from_params(hb, dict(P, plant='hydraulic'), log=lambda lv, text, key=None: logged.append(text))
     assert r.hold_mode == 'zero' and 'valves closed' in logged[0]
+
+
+@pytest.mark.parametrize('urdf,kind', [('urdf/irsbot2.urdf', 'rigid'), ('urdf/hydraulic_boom.urdf', 'hydraulic'),
+                                       ('urdf/planar_3rrr_sea.urdf', 'sea')])
+def test_prepare_leaves_no_trace(urdf, kind):
+    """prepare() (sim_node loads the plant's kernels before its clock runs) takes a step under
+    the hold and undoes it: the runs after it equal a runner that was never prepared, bit for
+    bit (rigid, hydraulic and SEA plants)."""
+    import robot_dynamics as rd
+    from robot_dynamics.sim_runner import runner_from_params, sim_params
+    m = rd.load_model(rd.data_path(urdf))
+    P = {k: v[0] for k, v in sim_params(m).items()}
+    P.update(plant=kind, publish_rate=1000.0, hold='zero' if kind == 'hydraulic' else 'gravity')
+    runs = []
+    for prep in (False, True):
+        r = runner_from_params(m, dict(P))
+        if prep:
+            assert r.prepare() >= 0.0
+        assert r.plant.t == 0.0
+        p = len(r.joints)
+        for k in range(5):
+            r.command([0.3 * (k + 1)] * p if kind == 'hydraulic' else [0.0] * p, 0.0)
+            r.advance(1, 0.0)
+        runs.append((r.plant.t, np.array(r.plant.q, copy=True), np.array(r.plant.qd, copy=True),
+                     len(getattr(r.plant, 'events', []) or [])))
+    assert runs[0][0] == runs[1][0] and runs[0][3] == runs[1][3]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])

@@ -74,19 +74,20 @@ class Recorder(Node):
             self.err.append((time.time(), np.array(m.data)))
 
     def matched_task_error(self, axes=(0, 2), max_dt=0.01):
-        """(t, |x - x_ref|) of the recorded tool poses against the nearest reference sample."""
+        """(t, |x - x_ref|) of the recorded tool poses against the reference at the pose's stamp
+        (the sample of that stamp, else interpolated between the samples around it when they
+        are at most ``max_dt`` apart: :func:`robot_dynamics.demos.reference_at_stamps`)."""
+        from robot_dynamics.demos import reference_at_stamps
         with self.lock:
             poses, refs = list(self.pose), list(self.ref)
         if not poses or not refs:
             return np.zeros(0), np.zeros(0)
-        rt = np.array([r[0] for r in refs])
-        t, e = [], []
-        for ts, p in poses:
-            k = int(np.argmin(np.abs(rt - ts)))
-            if abs(rt[k] - ts) <= max_dt:
-                t.append(ts)
-                e.append(float(np.linalg.norm((p - refs[k][1])[list(axes)])))
-        return np.array(t), np.array(e)
+        t = np.array([p[0] for p in poses])
+        x = np.array([p[1] for p in poses])
+        r = reference_at_stamps(t, [q[0] for q in refs], [q[1] for q in refs], max_gap=max_dt)
+        ok = np.all(np.isfinite(r), axis=1)
+        ax = list(axes)
+        return t[ok], np.linalg.norm((x[ok] - r[ok])[:, ax], axis=1)
 
 
 @contextmanager

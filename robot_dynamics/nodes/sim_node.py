@@ -65,6 +65,7 @@ class SimNode(Node):
         self.js_out = Decimator.from_rate(rt and P['joint_states_rate'])
         self.hold_out, self.last_hold = Decimator(0.05), None
         self.sim = runner_from_params(m, P, log=self._log)
+        self.sim.prepare()                      # the plant's kernels loaded before its clock runs
         controller = P['controller']
         self.plant = self.sim.plant
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
