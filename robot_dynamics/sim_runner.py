@@ -77,7 +77,7 @@ class SimRunner:
                  command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
                  max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
                  max_external_force=0.0, max_external_moment=0.0, max_events=1000,
-                 refuse_assembly_jumps=True, wait_for_command=False, log=None):
+                 refuse_assembly_jumps=True, wait_for_command=False, whole_periods=False, log=None):
         self.model, self.plant = model, plant
         self.joints = list(joints)
         self.rate, self.publish_rate = float(rate), float(publish_rate)
@@ -98,7 +98,7 @@ class SimRunner:
         self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
         self.timeout, self.hold_mode, self.hold_damping = float(command_timeout), hold, float(hold_damping)
         self.lockstep, self.max_catchup = bool(lockstep), int(max_catchup)
-        self.wait_for_command = bool(wait_for_command)
+        self.wait_for_command, self.whole_periods = bool(wait_for_command), bool(whole_periods)
         self.deferred, self._kept_pace = False, False
         self.ext_reference, self.ext_timeout = external_wrench_reference, float(external_wrench_timeout)
         weight = 9.81 * float(np.sum(model.mass)) or 9.81
@@ -308,9 +308,9 @@ class SimRunner:
         if k > kmax:                          # cannot keep up: let simulated time slip
             self.slip += (k - kmax) / self.rate
             k = kmax
-        else:                                 # whole publish periods: the states stay on the
-            n = int(round(self.plant.t * self.rate))    # publish grid (each command held for one
-            k = (n + k) // self.substeps * self.substeps - n   # period, as in lock-step)
+        elif self.whole_periods:              # whole publish periods: states on the publish
+            n = int(round(self.plant.t * self.rate))    # grid, each command held one period
+            k = (n + k) // self.substeps * self.substeps - n   # (as in lock-step)
         if k <= 0:
             return 0
         # the controller's deadline: a command should answer the state published at the last
@@ -379,6 +379,8 @@ def sim_params(model):
         'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
         'wait_for_command': (False, 'real time: a step waits for the command answering the last state '
                              'until it comes or the next tick (while the controller keeps pace)', None),
+        'whole_periods': (False, 'real time: step whole publish periods only (states on the publish '
+                          'grid; up to a period of delay against the timer phase)', None),
         'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
                                       ('local', 'local_world_aligned', 'world')),
         'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
@@ -424,5 +426,5 @@ def runner_from_params(model, P, log=None):
         max_external_force=float(P['max_external_force']),
         max_external_moment=float(P['max_external_moment']),
         refuse_assembly_jumps=bool(P['refuse_assembly_jumps']),
-        wait_for_command=bool(P['wait_for_command']), log=log)
+        wait_for_command=bool(P['wait_for_command']), whole_periods=bool(P['whole_periods']), log=log)
 

@@ -26,6 +26,8 @@ CONTROLLER_PARAMS = {
     'safe': ('hold', 'safe command: gravity hold at the last valid state, or zero', ('hold', 'zero')),
     'hold_damping': (0.0, 'safe hold: damping on the actuated joints', (0.0, None)),
     'ff_lead': (0.0, 'feed-forward lead [s] (zero-order-hold compensation)', (0.0, 1.0)),
+    'interpolate': (False, 'joint references between two held samples (a source publishing ahead): '
+                    'the quintic through both (else Taylor from the earlier one)', None),
     'max_future': (0.5, 'reject states stamped more than that ahead of the node clock [s]', (0.0, 1e3)),
     'feedforward_topic': ('ik_node/feedforward_effort', 'feed-forward efforts (JointState); empty = in the trajectory point', None),
     'publish_wrenches': (True, 'publish ~/constraint_wrench/<loop> (pidc)', None),
