@@ -67,6 +67,20 @@ def test_a_due_step_waits_for_the_answer_to_the_last_state_while_the_controller_
     assert r2.counts['late_commands'] == 1 and not r2.deferred
 
 
+def test_whole_periods_keep_the_states_on_the_publish_grid():
+    """whole_periods: only whole publish periods are stepped (the states stay on the publish
+    grid, each command is held exactly one period); the rest waits for the next tick; slip and
+    catch-up as without."""
+    r = runner(whole_periods=True, max_catchup=5)          # 1 kHz, 4 steps per published state
+    r.start(100.0)
+    assert r.tick(100.0039, 0.0) == 0                      # 3.9 ms: not a whole period yet
+    assert r.tick(100.0105, 0.0) == 8                      # 10.5 ms: two periods
+    assert r.plant.t == pytest.approx(0.008, abs=1e-12)
+    assert r.tick(100.0119, 0.0) == 0 and r.tick(100.0161, 0.0) == 8   # 3.9 ms, then 8.1 ms due
+    assert r.tick(101.0, 0.0) == 20 and r.slip > 0.9       # far behind: max_catchup, then slip
+    assert round(r.plant.t * 1000) % 4 == 0 and r.plant.t == pytest.approx(0.036, abs=1e-12)
+
+
 def test_commands_rejected_and_hold_after_timeout():
     r = runner(command_timeout=0.2, hold_damping=0.5)
     p = len(r.joints)
