@@ -49,6 +49,7 @@ messages for throttling).
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -279,8 +280,7 @@ class SimRunner:
         plant's compiled kernels now instead of at the first real step, where a real-time plant
         would stall (the IRSBot-2 plant loaded three kernels after its clock started). Returns
         the seconds it took; a failure is left to the first real step."""
-        import time as _time
-        t0 = _time.perf_counter()
+        t0 = time.perf_counter()
         snap = self.plant.snapshot()
         ev = getattr(self.plant, 'events', None)
         n_ev = len(ev) if isinstance(ev, list) else None
@@ -292,7 +292,7 @@ class SimRunner:
             self.plant.restore(snap)
             if n_ev is not None:
                 del ev[n_ev:]
-        return _time.perf_counter() - t0
+        return time.perf_counter() - t0
 
     def start(self, wall):
         """Start the wall-clock mapping (real time)."""

@@ -560,7 +560,7 @@ class ControlLoop:
         slot = self.refs.get(key)
         if slot is not None and 'complete' in slot:
             ref = slot['complete']
-            return self._chord(ref, self._after(ts)).at(ts, 0.0, self.ff_lead), 0.0, False, ref
+            return self._chord(ref, self._around(ts)[1]).at(ts, 0.0, self.ff_lead), 0.0, False, ref
         newest = self._ref_plain
         if self.sync:
             if self._pending_since is None:
@@ -571,15 +571,7 @@ class ControlLoop:
         if newest is None:
             return None, 0.0, False, None
         # newest complete sample not after the state (else the oldest one after it)
-        best = after = None
-        for slot in reversed(self.refs.values()):
-            r = slot.get('complete')
-            if r is None:
-                continue
-            if r.stamp is None or r.stamp <= ts + 1e-9:
-                best = r
-                break
-            after = r
+        best, after = self._around(ts)
         ref = best or after or newest
         dt = 0.0 if ref.stamp is None else max(0.0, ts - ref.stamp)
         nxt = after if best is not None else None
@@ -589,18 +581,19 @@ class ControlLoop:
             out.pos, out.vel, out.acc = _hermite5(ref, nxt, ts)
         return out, dt, False, ref
 
-    def _after(self, ts):
-        """The oldest complete sample stamped after ``ts`` (None if none is held: always in
-        lock-step, where a sample follows the state it answers)."""
+    def _around(self, ts):
+        """(the newest complete sample stamped at or before ``ts``, the oldest one after it),
+        None where there is none (no sample after the state: always in lock-step, where a
+        sample follows the state it answers)."""
         after = None
         for slot in reversed(self.refs.values()):
             r = slot.get('complete')
             if r is None:
                 continue
             if r.stamp is None or r.stamp <= ts + 1e-9:
-                break
+                return r, after
             after = r
-        return after
+        return None, after
 
     @staticmethod
     def _chord(ref, nxt):

@@ -76,7 +76,6 @@ import math
 
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -122,7 +121,7 @@ class TrajectoryNode(Node):
         self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
         self.t0 = None
         self.rate = rate
-        self.lead = Duration(nanoseconds=int(round(float(dp('lead', 0.0).value) * 1e9)))
+        self.lead_ns = int(round(float(dp('lead', 0.0).value) * 1e9))
         self.sync_topic = dp('sync_topic', '').value
         if self.sync_topic:
             # state-synchronised (lock-step graphs): one sample per new state stamp, at
@@ -170,15 +169,22 @@ class TrajectoryNode(Node):
         ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         if self.t0 is None:
             self.t0 = ns
-            for k in range(math.ceil(self.lead.nanoseconds * 1e-9 * self.rate - 1e-9)):   # fill the preview
-                self.publish_sample(k / self.rate, None, stamp=Time(nanoseconds=ns + int(round(k / self.rate * 1e9))).to_msg())
-        ns += self.lead.nanoseconds
+            self._fill_preview()
+        self._publish_at(ns + self.lead_ns)
+
+    def _fill_preview(self):
+        """``lead``: the samples from t = 0 up to the first one a tick publishes (t = lead)."""
+        for k in range(math.ceil(self.lead_ns * 1e-9 * self.rate - 1e-9)):
+            self._publish_at(self.t0 + int(round(k / self.rate * 1e9)))
+
+    def _publish_at(self, ns):
+        """The sample of clock time ``ns`` [ns] (profile time ns - t0, wrapped for a repeated
+        profile), stamped ``ns``."""
         t = (ns - self.t0) * 1e-9
         dur = getattr(self.profile, 'duration', None)
         if dur and self.repeat:
             t = t % dur
-        self.publish_sample(t, None, stamp=msg.header.stamp if not self.lead.nanoseconds
-                            else Time(nanoseconds=ns).to_msg())
+        self.publish_sample(t, None, stamp=Time(nanoseconds=ns).to_msg())
 
     def on_start(self, msg):
         if self.start_sub is not None:
@@ -200,15 +206,9 @@ class TrajectoryNode(Node):
             if self.start_sub is not None:
                 self.publish_sample(0.0, now)
                 return
-            self.t0 = now
-            for k in range(math.ceil(self.lead.nanoseconds * 1e-9 * self.rate - 1e-9)):   # fill the preview
-                self.publish_sample(k / self.rate, now + Duration(nanoseconds=int(round(k / self.rate * 1e9))))
-        now = now + self.lead           # the preview: the sample of now + lead, stamped so
-        t = (now - self.t0).nanoseconds * 1e-9
-        dur = getattr(self.profile, 'duration', None)
-        if dur and self.repeat:
-            t = t % dur
-        self.publish_sample(t, now)
+            self.t0 = now.nanoseconds
+            self._fill_preview()
+        self._publish_at(now.nanoseconds + self.lead_ns)   # (lead: the preview, stamped so)
 
     def publish_sample(self, t, now, stamp=None):
         self.t_last = t
