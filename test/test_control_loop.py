@@ -118,6 +118,37 @@ def test_stale_state_gives_the_safe_command_within_two_periods(five_bar):
     assert not c.safe and np.allclose(c.effort, [5.0, -5.0])
 
 
+def test_staleness_on_the_wall_clock_in_real_time_on_the_node_clock_in_lockstep(five_bar):
+    """A real-time graph on the plant clock (/clock): the node clock stops when the plant does,
+    so the state's age is taken on the wall clock (the safe command within two periods of wall
+    time while the node clock stands still); in lock-step the node clock (simulated time) alone
+    decides: no wall-clock time makes the state stale."""
+    m, period = five_bar, 0.01
+    q, z = m.reference_q(), np.zeros(m.nq)
+    for sync in (False, True):
+        loop = ControlLoop(Echo(m, out=[5.0, -5.0]), period=period, state_timeout=period, sync=sync)
+        loop.set_reference([0.0, 0.0], stamp=3.0)
+        assert loop.set_state(list(m.joint_names), list(q), list(z), 3.0, 3.0, 100.0) is None
+        assert not loop.update(3.0, 100.0).safe
+        # node clock frozen at 3.0 s (no /clock), wall time runs on, one watchdog tick per period
+        ticks = [100.0 + k * period for k in range(1, 4)]
+        out = [loop.update(3.0, w) for w in ticks]
+        if sync:
+            assert all(c is None for c in out)           # nothing new, nothing stale: wait
+        else:
+            first_safe = next(w for w, c in zip(ticks, out) if c is not None and c.safe)
+            assert first_safe - 100.0 <= 2 * period + 1e-12
+            assert 'state stale' in out[-1].reason and loop.count['stale_state'] == 1
+            # a fresh state (the plant resumed) ends it
+            loop.set_state(list(m.joint_names), list(q), list(z), 3.001, 3.001, 100.05)
+            assert not loop.update(3.001, 100.05).safe
+    # without a wall time (offline callers) the node clock decides, as before
+    loop = ControlLoop(Echo(m, out=[5.0, -5.0]), period=period, state_timeout=period)
+    loop.set_reference([0.0, 0.0], stamp=0.0)
+    _state(loop, m, q, z, 0.0, now=0.0)
+    assert not loop.update(0.0).safe and loop.update(0.0 + 2 * period).safe
+
+
 def test_limits_law_errors_and_non_finite_output_give_safe_commands(five_bar):
     m = five_bar
     q, z = m.reference_q(), np.zeros(m.nq)

@@ -62,6 +62,7 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
     b.nodes = [n for n in b.nodes if n.name == node_name]
     p = b.nodes[0].parameters
     p['state_topic'] = 'joint_states'
+    p['use_sim_time'] = False       # the probe stamps its states on the wall clock (no /clock here)
     rate, timeout = float(p['rate']), float(p.get('state_timeout', 0.1))
     m = rd.load_model(b.urdf)
     cmd_joints = [j for j in (p.get('joints') or m.actuated) if j]

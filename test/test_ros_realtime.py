@@ -202,7 +202,8 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
 
 def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
     """hydraulic_boom in real time: sim_node frozen -> the loop's staleness check (vdc_controller's
-    timer at the control rate, node clock = wall time) publishes 0 V and keeps the valves closed
+    watchdog timer; the state's age on the wall clock, although the node clock is the plant's
+    /clock, which stops with the plant) publishes 0 V and keeps the valves closed
     (the delay, state_timeout + two periods, is asserted in test_ros_faults.py)."""
     def setup(probe):
         probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
@@ -237,7 +238,9 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
         # before the freeze may still be answered: which received command answered what is not
         # observable at a lagging probe
         last_live = max((i for i, c in enumerate(cmds) if not is_zero(c)), default=-1)
-        assert len(cmds) - last_live - 1 >= 100 + 300, (len(cmds), last_live)   # 1 s at >= 300 Hz
+        # the 0 V commands come from the watchdog timer (timer_rate 200 Hz; on the plant clock no
+        # reference arrives while the plant is frozen): 1 s at >= 100 Hz on a loaded machine
+        assert len(cmds) - last_live - 1 >= 100 + 100, (len(cmds), last_live)
         assert 'state stale' in out.getvalue()
     run_graph('hydraulic_boom', body, ready=lambda: True, setup=setup, timing='realtime',
               overrides={'trajectory_node': {'task_loops': 1}})

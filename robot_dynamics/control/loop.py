@@ -24,7 +24,11 @@ i.e. wall time on a real robot and simulated time in a lock-step test graph):
   its staleness is theirs.
 * **staleness**: the state is stale when its reception is more than ``state_timeout`` old, the
   reference when its stamp is more than ``reference_timeout`` behind the state's stamp; both give
-  the safe command (the reason says which), never the last command.
+  the safe command (the reason says which), never the last command. The state's age is taken
+  on the wall clock (the ``wall`` arguments) whenever the caller gives one and the loop is not
+  in lock-step (``sync``): a real-time graph on the plant clock (/clock) stops its node clock
+  when the plant stops, which must make the input stale, not keep it fresh. In lock-step it is
+  the caller's clock (simulated time: no wall-clock safe command is injected as a step).
 * **reference matching**: a reference sample with the state's own stamp is used as is (lock-step
   graphs); otherwise the newest sample not after the state is extrapolated to the state's stamp
   (2nd order from its own derivatives, at most ``max_extrapolation``; feed-forward efforts
@@ -69,6 +73,7 @@ class State:
     received: float
     names: tuple = ()
     extra: dict = field(default_factory=dict)     # law.extra_names -> value (e.g. pressures)
+    received_wall: float | None = None            # [s] wall clock (set_state's ``wall``)
 
 
 @dataclass
@@ -309,6 +314,7 @@ class ControlLoop:
         self._ref_plain: Reference | None = None    # the latest complete sample
         self._answered = None                       # stamp of the last state answered
         self._pending_since = None
+        self._rx_wall = None
         self.last_command: Command | None = None
         self.stale = False
         # accounting
@@ -350,13 +356,15 @@ class ControlLoop:
         return True, f'holding {np.round(x, 6).tolist()}'
 
     # ------------------------------------------------------------------ inputs
-    def set_state(self, names, position, velocity=None, stamp=None, now=None):
+    def set_state(self, names, position, velocity=None, stamp=None, now=None, wall=None):
         """Parse a joint state; returns None if accepted, else the reason (str) it was rejected.
 
         ``names``, ``position``, ``velocity`` (sequences, velocity may be empty); ``stamp`` [s];
-        ``now`` [s] on the caller's clock (reception time, default ``stamp``).
+        ``now`` [s] on the caller's clock (reception time, default ``stamp``); ``wall`` [s] the
+        reception on the wall clock (:meth:`update`'s ``wall``: the staleness of a real-time loop).
         """
         self.count['states'] += 1
+        self._rx_wall = wall
         why = self._parse(names, position, velocity, stamp, now)
         if why:
             self.count['rejected_states'] += 1
@@ -428,7 +436,8 @@ class ControlLoop:
         if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
                 and stamp > self.state.stamp:
             self.count['skipped_states'] += 1       # the previous state was never answered
-        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra)
+        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra,
+                           self._rx_wall)
         self._pending_since = None
         return None
 
@@ -613,17 +622,19 @@ class ControlLoop:
         (staleness: gives the safe command when no fresh state came for ``state_timeout``).
         ``now``: the caller's clock (same as ``set_state``'s); ``wall``: wall-clock seconds for
         the lock-step ``ref_wait`` (default ``now``; in a lock-step graph ``now`` is simulated
-        time, which does not advance while the loop waits).
+        time, which does not advance while the loop waits) and, outside lock-step, for the
+        state's staleness when ``set_state`` had a ``wall`` too.
         """
         st = self.state
         if st is None:
             return None
-        if now - st.received > self.state_timeout:
+        age = self._age(st, now, wall)
+        if age > self.state_timeout:
             if not self.stale:
                 self.count['stale_state'] += 1
             self.stale = True
             return self._safe(None, 'state stale: no valid joint state for '
-                                    f'{now - st.received:.3f} s (> state_timeout {self.state_timeout:g} s)',
+                                    f'{age:.3f} s (> state_timeout {self.state_timeout:g} s)',
                               st.stamp)
         self.stale = False
         if self._answered is not None and st.stamp <= self._answered:
@@ -635,12 +646,12 @@ class ControlLoop:
         self._answered = st.stamp
         if self.law.needs_reference:
             if ref is None:
-                return self._finish(self._safe(st, 'no reference yet', st.stamp), t0, now)
+                return self._finish(self._safe(st, 'no reference yet', st.stamp), t0, now, wall)
             if dt > self.reference_timeout:
                 self.count['stale_reference'] += 1
                 return self._finish(self._safe(st, f'reference stale: newest sample {dt:.3f} s before '
                                                    f'the state (> reference_timeout {self.reference_timeout:g} s)',
-                                               st.stamp), t0, now)
+                                               st.stamp), t0, now, wall)
         if dt > 0:
             self.count['extrapolated'] += 1
         try:
@@ -648,17 +659,24 @@ class ControlLoop:
             eff = np.asarray(out.effort, float)
         except (RobotDynamicsError, np.linalg.LinAlgError, FloatingPointError) as exc:
             self.count['law_errors'] += 1
-            return self._finish(self._safe(st, f'law {self.law.name}: {exc}', st.stamp), t0, now)
+            return self._finish(self._safe(st, f'law {self.law.name}: {exc}', st.stamp), t0, now, wall)
         if eff.shape != self.effort_limit.shape or not np.all(np.isfinite(eff)):
             self.count['law_errors'] += 1
             return self._finish(self._safe(st, f'law {self.law.name}: non-finite or malformed effort',
-                                           st.stamp), t0, now)
+                                           st.stamp), t0, now, wall)
         clipped = bool(np.any(np.abs(eff) > self.effort_limit))
         if clipped:
             self.count['clipped'] += 1
             eff = np.clip(eff, -self.effort_limit, self.effort_limit)
         cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st, sample)
-        return self._finish(cmd, t0, now)
+        return self._finish(cmd, t0, now, wall)
+
+    def _age(self, st, now, wall):
+        """Seconds since ``st`` was received: on the wall clock outside lock-step when both
+        ends have one (see the module doc, staleness), else on the caller's clock."""
+        if not self.sync and wall is not None and st.received_wall is not None:
+            return wall - st.received_wall
+        return now - st.received
 
     def _safe(self, st, reason, stamp):
         eff = self.safe_effort(st)
@@ -666,13 +684,13 @@ class ControlLoop:
         self.last_command = Command(eff, True, reason, stamp, state=st)
         return self.last_command
 
-    def _finish(self, cmd, t0, now):
+    def _finish(self, cmd, t0, now, wall=None):
         dtc = self._clock() - t0
         self.compute_times.append(dtc)
         if dtc > self.period:
             self.count['overruns'] += 1
         if cmd.state is not None:
-            self.latencies.append(max(0.0, now - cmd.state.received) + dtc)
+            self.latencies.append(max(0.0, self._age(cmd.state, now, wall)) + dtc)
         self.count['commands'] += 1
         self.last_command = cmd
         return cmd

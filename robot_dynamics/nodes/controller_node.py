@@ -89,7 +89,8 @@ class ControllerNode(Node):
         self.create_service(Trigger, '~/hold', guarded(self, self.on_hold, 'hold'))
         self.add_on_set_parameters_callback(self.on_params)
         # watchdog / lock-step fallback: steady (wall) timer at the control rate; staleness is
-        # judged on the node clock (simulated time in a lock-step graph: no wall-clock step)
+        # judged on the wall clock in real time (also on the plant clock: /clock stops with the
+        # plant) and on the node clock in lock-step (simulated time: no wall-clock step)
         self.create_timer(1.0 / (p['timer_rate'] or p['rate']), guarded(self, self._answer, 'timer'),
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
@@ -121,7 +122,7 @@ class ControllerNode(Node):
     # ------------------------------------------------------------------ inputs
     def on_state(self, msg):
         now, stamp = self._now(), stamp_sec(msg.header.stamp)
-        why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now)
+        why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now, time.monotonic())
         if why:
             return self._warn(f'rejected joint_states: {why}')
         if now - stamp > (self.p['max_state_age'] or self.loop.period):
