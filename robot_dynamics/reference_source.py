@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 from .trajectories import make_profile
 
-__all__ = ['PARAMS', 'MODES', 'ORDER', 'ReferenceSource', 'D2Profile', 'build_reference']
+__all__ = ['PARAMS', 'MODES', 'ORDER', 'ReferenceSource', 'D2Profile', 'build_reference', 'preview_samples']
 
 ORDER = 4
 MODES = ('joint', 'task', 'pkm_d2', 'boom_task', 'task_ik')
@@ -115,6 +117,18 @@ class ReferenceSource:
     goals: object = None
     goal_topic: str = 'goal'
     info: str = ''
+
+
+def preview_samples(next_k, t0, now, lead, rate):
+    """The samples of a preview still to publish: grid indices ``k`` (sample time
+    ``t0 + k / rate``) from ``next_k`` up to the last one at or before ``now + lead``, skipping
+    those already older than ``now`` (nobody can use them any more after a long pause). All
+    times in the same unit (trajectory_node: ns). Returns ``range``; the caller continues from
+    its ``stop``. A late or skipped timer call (a clock that jumped several periods) so leaves
+    no gap in the preview, and a burst never exceeds ``lead x rate + 1`` samples."""
+    k_end = math.floor((now + lead - t0) * rate + 1e-9)
+    k_min = math.floor((now - t0) * rate)
+    return range(max(int(next_k), k_min), k_end + 1)
 
 
 def build_reference(model, get):

@@ -7,7 +7,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.control import DynamicsController, hold_command
 from robot_dynamics.control.laws import FeedforwardPDLaw, ProjectedIDLaw, make_law
-from robot_dynamics.control.loop import ControlLoop, Law, LawOutput
+from robot_dynamics.control.loop import ControlLoop, Law, LawOutput, StampedParts
 from robot_dynamics.errors import InputError
 from robot_dynamics.sim import ConstrainedPlant
 
@@ -458,3 +458,24 @@ def test_node_parameters_build_the_loop_and_the_law(five_bar):
     for k in range(4):                                   # bounded: the oldest halves dropped
         pair.add(1, (k,), D)
     assert len(pair.boxes[1]) == 2 and pair.add(0, (0,), 1.0) is None
+
+
+def test_stamped_parts_pair_each_part_with_its_own_sample_in_a_burst():
+    """pose/twist/accel of one sample travel on three topics; in a burst (a reference preview)
+    the executor may hand over all the poses before all the twists: every part must still be
+    paired with its own stamp (the pairing used to keep only the newest part of each kind, so a
+    burst lost all but its last sample, and a pose met the previous sample's twist)."""
+    sp = StampedParts(3, maxlen=8)
+    stamps = list(range(5))
+    out = [sp.add(0, s, ('p', s)) for s in stamps] + [sp.add(1, s, ('v', s)) for s in stamps]
+    assert all(o is None for o in out)
+    done = [sp.add(2, s, ('a', s)) for s in reversed(stamps)]
+    assert done == [[('p', s), ('v', s), ('a', s)] for s in reversed(stamps)]
+    assert not sp.parts                                  # nothing left waiting
+    # interleaved (the usual order) pairs at the third part of each stamp
+    assert sp.add(0, 9, 'p') is None and sp.add(1, 9, 'v') is None and sp.add(2, 9, 'a') == ['p', 'v', 'a']
+    # incomplete stamps: at most maxlen wait, the oldest dropped
+    for s in range(20):
+        sp.add(0, s, s)
+    assert len(sp.parts) == 8 and min(sp.parts) == 12
+    assert sp.add(1, 3, 'v') is None and sp.add(2, 3, 'a') is None      # stamp 3's pose was dropped

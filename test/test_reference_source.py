@@ -61,3 +61,22 @@ def test_bad_mode_and_profile_are_refused():
                         _get({'mode': 'pkm_d2', 'profile': 'goals'})[0])
     with pytest.raises(rd.errors.InputError):
         build_reference(m, _get({'mode': 'task', 'profile': 'zigzag'})[0])
+
+
+def test_preview_samples_leave_no_gap_and_skip_what_nobody_can_use():
+    """trajectory_node ``lead``: each tick publishes every grid sample up to clock + lead that
+    is not out yet, so a late timer call (the plant clock jumped several periods) leaves no
+    gap; after a pause longer than the preview the samples already in the past are skipped."""
+    from robot_dynamics.reference_source import preview_samples
+    rate, lead, t0 = 250.0, 0.1, 2.0                         # T1: 4 ms grid, 100 ms preview
+    first = preview_samples(0, t0, t0, lead, rate)          # the first tick: [t0, t0 + lead]
+    assert list(first) == list(range(0, 26))
+    nxt = preview_samples(first.stop, t0, t0 + 0.004, lead, rate)
+    assert list(nxt) == [26]                                  # one period: one new sample
+    late = preview_samples(nxt.stop, t0, t0 + 0.004 + 0.032, lead, rate)
+    assert list(late) == list(range(27, 35))                  # 8 periods late: all 8, in order
+    assert list(preview_samples(late.stop, t0, t0 + 0.036, lead, rate)) == []   # nothing twice
+    pause = preview_samples(late.stop, t0, t0 + 1.0, lead, rate)                 # 1 s later
+    assert pause.start == 250 and pause.stop == 276           # from the clock on, not from 35
+    times = t0 + np.array(list(first) + list(nxt) + list(late)) / rate
+    assert np.allclose(np.diff(times), 1 / rate)              # one sample per grid point

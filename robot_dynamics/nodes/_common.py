@@ -20,6 +20,12 @@ QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
 QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+# reference samples (trajectory_node -> ik_node -> controllers): a preview (trajectory_node
+# ``lead``) arrives in bursts of up to lead x rate samples (T1: 26); KEEP_LAST 10 dropped all
+# but the last ten of a burst at a reader that was busy, so the first 64 ms of T1 had no
+# reference at the controller. 100 samples of history on both ends
+QOS_REFERENCE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
 QOS_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
 

@@ -36,11 +36,11 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.control.loop import ControlLoop, SamplePairing
+from robot_dynamics.control.loop import ControlLoop, SamplePairing, StampedParts
 from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, RUNTIME, controller_spec,
                                            make_law_from_params)
 from robot_dynamics.decimator import Decimator
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, DiagnosticsPublisher,
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_REFERENCE, QOS_STATE, DiagnosticsPublisher,
                                           declare_params, guarded, load_model_param, spin_node,
                                           stamp_sec, time_msg, warn_throttled, wrench_stamped)
 
@@ -56,7 +56,7 @@ class ControllerNode(Node):
         self.law = self._build_law(p)
         law = self.law.name
         self.loop = ControlLoop.from_params(self.law, p)
-        self.enabled, self.task, self._warned = True, {}, {}
+        self.enabled, self.task, self._warned = True, StampedParts(3), {}
         self.err_out = Decimator.from_rate(p['error_rate'])      # auxiliary outputs (real time)
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -73,18 +73,18 @@ class ControllerNode(Node):
             # task reference with derivatives up to snap (sea_flatness): the stamped pose and
             # trajectory_node's reference/derivatives (rows 0..order), paired by their position
             self._pending = SamplePairing()
-            self.create_subscription(PoseStamped, 'reference/pose', guarded(self, self.on_pose, 'reference'), QOS_COMMAND)
+            self.create_subscription(PoseStamped, 'reference/pose', guarded(self, self.on_pose, 'reference'), QOS_REFERENCE)
             self.create_subscription(Float64MultiArray, 'reference/derivatives',
-                                     guarded(self, self.on_derivs, 'reference'), QOS_COMMAND)
+                                     guarded(self, self.on_derivs, 'reference'), QOS_REFERENCE)
         elif getattr(self.law, 'reference', 'joint') == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
                 self.create_subscription(typ, f'reference/{topic}', guarded(
-                    self, lambda msg, k=k: self.on_task(k, msg), 'reference'), QOS_COMMAND)
+                    self, lambda msg, k=k: self.on_task(k, msg), 'reference'), QOS_REFERENCE)
         else:
             self.create_subscription(JointTrajectory, 'reference/joint_trajectory',
-                                     guarded(self, self.on_joint_ref, 'reference'), QOS_COMMAND)
+                                     guarded(self, self.on_joint_ref, 'reference'), QOS_REFERENCE)
         if self.law.needs_feedforward and p['feedforward_topic']:
-            self.create_subscription(JointState, p['feedforward_topic'], guarded(self, self.on_ff, 'feedforward'), QOS_COMMAND)
+            self.create_subscription(JointState, p['feedforward_topic'], guarded(self, self.on_ff, 'feedforward'), QOS_REFERENCE)
         self.create_service(SetBool, '~/enable', guarded(self, self.on_enable, 'enable'))
         self.create_service(Trigger, '~/hold', guarded(self, self.on_hold, 'hold'))
         self.add_on_set_parameters_callback(self.on_params)
@@ -148,14 +148,15 @@ class ControllerNode(Node):
 
     def on_task(self, k, msg):
         vec = (msg.pose.position if k == 0 else msg.twist.linear if k == 1 else msg.accel.linear)
-        self.task[k] = np.array([vec.x, vec.y, vec.z])
-        if k == 0:
-            ax, zero = self.law.ctrl.task_axes, np.zeros(3)
-            why = self.loop.set_reference(self.task[0][ax], self.task.get(1, zero)[ax],
-                                          self.task.get(2, zero)[ax], stamp=stamp_sec(msg.header.stamp))
-            if why:
-                return self._warn(f'rejected task reference: {why}')
-            self._answer()
+        st = msg.header.stamp
+        sample = self.task.add(k, (st.sec, st.nanosec), np.array([vec.x, vec.y, vec.z]))
+        if sample is None:                   # the pose, twist and accel of one stamp, paired
+            return
+        ax = self.law.ctrl.task_axes
+        why = self.loop.set_reference(sample[0][ax], sample[1][ax], sample[2][ax], stamp=stamp_sec(st))
+        if why:
+            return self._warn(f'rejected task reference: {why}')
+        self._answer()
 
     def on_pose(self, msg):
         x = msg.pose.position

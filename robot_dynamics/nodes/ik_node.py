@@ -44,7 +44,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robot_dynamics.control.loop import StampedParts
 from robot_dynamics.decimator import Decimator
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_STATE, declare_params, guarded, labelled_array,
+from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_REFERENCE, QOS_STATE, declare_params, guarded, labelled_array,
                                           load_model_param, spin_node, stamp_sec, task_part_vec, wrench_vec)
 from robot_dynamics.pkm.embedding import IKTracker, task_reference
 
@@ -68,16 +68,16 @@ class IKNode(Node):
                                  tol=float(P['tol']), max_outer=int(P['max_outer']))
         self.parts = StampedParts(3)
         self.wrench = None
-        self.pub_ref = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+        self.pub_ref = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_REFERENCE)
         self.pub_jt = self.create_publisher(JointTrajectory, '~/joint_trajectory', QOS_COMMAND)
         self.pub_js = self.create_publisher(JointState, '~/joint_states', QOS_STATE)
         self.pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward', QOS_STATE)
-        self.pub_ffe = self.create_publisher(JointState, '~/feedforward_effort', QOS_COMMAND)
+        self.pub_ffe = self.create_publisher(JointState, '~/feedforward_effort', QOS_REFERENCE)
         self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
         for k, (typ, topic) in enumerate(((PoseStamped, 'reference/pose'), (TwistStamped, 'reference/twist'),
                                           (AccelStamped, 'reference/accel'))):
             self.create_subscription(typ, topic, guarded(self, lambda msg, k=k: self.on_part(k, msg),
-                                                         'reference'), QOS_COMMAND)
+                                                         'reference'), QOS_REFERENCE)
         self.create_subscription(WrenchStamped, '~/ee_wrench', guarded(self, self.on_wrench, 'ee_wrench'), QOS_COMMAND)
         self.create_service(Trigger, '~/reset_seed', guarded(self, self.on_reset, 'reset_seed'))
         self.labels = self.tracker.diagnostic_labels

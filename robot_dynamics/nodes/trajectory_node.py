@@ -83,8 +83,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.errors import RobotDynamicsError
 from robot_dynamics.lie import exp_so3, matrix_to_quat_xyzw
-from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE, declare_params, load_model_param, spin_node
-from robot_dynamics.reference_source import ORDER, PARAMS, build_reference
+from robot_dynamics.nodes._common import QOS_COMMAND, QOS_REFERENCE, QOS_STATE, declare_params, load_model_param, spin_node
+from robot_dynamics.reference_source import ORDER, PARAMS, build_reference, preview_samples
 
 
 class TrajectoryNode(Node):
@@ -113,13 +113,13 @@ class TrajectoryNode(Node):
             self.get_logger().info(f'goals on {src.goal_topic} (geometry_msgs/PointStamped)')
         self.world = m.root_link
         if self.mode in ('joint', 'pkm_d2', 'boom_task', 'task_ik'):
-            self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_COMMAND)
+            self.pub_jt = self.create_publisher(JointTrajectory, 'reference/joint_trajectory', QOS_REFERENCE)
         else:
-            self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_COMMAND)
-            self.pub_twist = self.create_publisher(TwistStamped, 'reference/twist', QOS_COMMAND)
-            self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_COMMAND)
-        self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_COMMAND)
-        self.t0 = None
+            self.pub_pose = self.create_publisher(PoseStamped, 'reference/pose', QOS_REFERENCE)
+            self.pub_twist = self.create_publisher(TwistStamped, 'reference/twist', QOS_REFERENCE)
+            self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_REFERENCE)
+        self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_REFERENCE)
+        self.t0, self._primed, self._next_k = None, False, 0
         self.rate = rate
         self.lead_ns = int(round(float(dp('lead', 0.0).value) * 1e9))
         self.sync_topic = dp('sync_topic', '').value
@@ -173,9 +173,18 @@ class TrajectoryNode(Node):
         self._publish_at(ns + self.lead_ns)
 
     def _fill_preview(self):
-        """``lead``: the samples from t = 0 up to the first one a tick publishes (t = lead)."""
+        """``lead`` (state-synchronised): the samples from t = 0 up to the first one a state
+        publishes (t = lead)."""
         for k in range(math.ceil(self.lead_ns * 1e-9 * self.rate - 1e-9)):
             self._publish_at(self.t0 + int(round(k / self.rate * 1e9)))
+
+    def _publish_until(self, ns):
+        """``lead`` (the preview): every grid sample not published yet up to clock time ``ns``
+        (:func:`~robot_dynamics.reference_source.preview_samples`), in order."""
+        ks = preview_samples(self._next_k, self.t0, ns - self.lead_ns, self.lead_ns, self.rate * 1e-9)
+        for k in ks:
+            self._publish_at(self.t0 + int(round(k / self.rate * 1e9)))
+        self._next_k = max(self._next_k, ks.stop)
 
     def _publish_at(self, ns):
         """The sample of clock time ``ns`` [ns] (profile time ns - t0, wrapped for a repeated
@@ -193,8 +202,18 @@ class TrajectoryNode(Node):
             self.get_logger().info('start topic: the profile starts')
 
     def prime_tick(self):
-        if self.t0 is not None:
+        if self.t0 is not None and not self._primed or self.get_clock().now().nanoseconds > 0:
             self.prime.cancel()
+            return
+        if self.lead_ns and self.start_sub is None:
+            # the preview of the motion's start while the plant clock waits at 0: the chain
+            # behind (ik_node, the controller) has the samples of [0, lead] before the plant
+            # starts, instead of all of them at once at its first step (T1: a 25-sample burst
+            # through ik_node left the controller's first states without a reference, a 60 mm
+            # start transient). The profile's t = 0 is the plant's; repeated until the clock
+            # runs (a subscriber matched late gets them too)
+            self.t0, self._primed, self._next_k = 0, True, 0
+            self._publish_until(self.lead_ns)
             return
         self.publish_sample(0.0, self.get_clock().now())
 
@@ -206,9 +225,12 @@ class TrajectoryNode(Node):
             if self.start_sub is not None:
                 self.publish_sample(0.0, now)
                 return
-            self.t0 = now.nanoseconds
-            self._fill_preview()
-        self._publish_at(now.nanoseconds + self.lead_ns)   # (lead: the preview, stamped so)
+            self.t0, self._next_k = now.nanoseconds, 0
+        self._primed = False            # (a preview of [0, lead] may have gone out before the clock ran)
+        if self.lead_ns:                # the preview: every grid sample up to clock + lead
+            self._publish_until(now.nanoseconds + self.lead_ns)
+        else:
+            self._publish_at(now.nanoseconds)
 
     def publish_sample(self, t, now, stamp=None):
         self.t_last = t
