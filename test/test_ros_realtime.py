@@ -301,10 +301,6 @@ def test_lockstep_hydraulic_graph_is_deterministic_next_to_a_cpu_hog():
     assert off < 1e-9, off
 
 
-@pytest.mark.xfail(strict=False, reason='the stale-input part: in one fresh-clone run (session 10) the '
-                   'probe received no command within 0.7 s of freezing the plant (the tracking part '
-                   'passed, 0.071 mm; every earlier run passed); the loop watchdog itself is tested by '
-                   'test_ros_faults for sea_controller; not explained yet')
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     """SEA-PKM in real time: compiled plant (75-87 us per 1 ms step), trajectory_node turning
     goals on /goal into sin^2-jerk moves (100 Hz samples with derivatives up to snap) and
@@ -312,8 +308,12 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     the sample carried to its stamp by its 4th-order Taylor series. Goals +-5 cm: 95 % of the EE
     error samples below the demo's 10 mm bound and all below the 0.1 m move (never diverges),
     back below 0.1 mm at rest; real-time factor >= 0.5. Then the plant is frozen (SIGSTOP): the
-    loop's safe command (-hold_damping x motor velocity of the last state) within state_timeout
-    (0.1 s) + two periods + a 0.3 s scheduling margin, never the last torque."""
+    loop's safe command (-hold_damping x motor velocity of the last state), and from then on
+    nothing else. Its delay (state_timeout + two periods) is asserted where it is measurable,
+    test_ros_faults.py (sea_controller) and test_control_loop.py: at this probe the arrival time
+    is the probe's, which may lag the controller (session 10: in one fresh-clone run no command
+    had arrived 0.7 s after the freeze, so that bound was a non-strict xfail until session 12);
+    here the probe waits up to 10 s for it."""
     from geometry_msgs.msg import PointStamped
     spec = DEMOS['planar_3rrr_sea']
 
@@ -349,23 +349,39 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
         assert err.max() < 0.1, err.max()                   # never diverges (0.1 m = the move)
         assert max(rest) < 1e-4, max(rest)
         assert rtf and min(rtf[-2:]) >= 0.5, rtf
-        # stale input: the loop's safe command
+        # stale input: the loop's safe command, with the plant frozen in the middle of a move (at
+        # rest the live command and the safe one are both ~0: they could not be told apart)
+        goal(0.0, 0.05)
+        time.sleep(0.25)
         sim = launcher.procs['sim_node']
         os.kill(sim.pid, signal.SIGSTOP)
         t_stop = time.monotonic()
         try:
-            time.sleep(0.7)
+            time.sleep(0.3)                 # the last states published before the freeze are in
             with probe.lock:
                 js_last = probe.js[-1][1]
+            q, qd = _js_q(model, js_last)
+            safe_cmd = -0.2 * qd[[model.joint_index(f'arm{k}_motor') for k in (1, 2, 3)]]
+            assert np.abs(safe_cmd).max() > 1e-3, safe_cmd       # moving: a distinct command
+            is_safe = lambda c: np.allclose(c, safe_cmd, rtol=1e-9, atol=1e-12)  # noqa: E731
+
+            def safe_tail():                # the newest 50 commands received are all the safe one
+                with probe.lock:
+                    tail = [np.array(m.data) for t, m in probe.cmd if t > t_stop][-50:]
+                return len(tail) == 50 and all(is_safe(c) for c in tail)
+            probe.wait_for(safe_tail, 10.0, 'the safe command 50 times in a row')
+            time.sleep(0.5)
+            with probe.lock:
                 cmds = [(t, np.array(m.data)) for t, m in probe.cmd if t > t_stop]
         finally:
             os.kill(sim.pid, signal.SIGCONT)
-        q, qd = _js_q(model, js_last)
-        safe_cmd = -0.2 * qd[[model.joint_index(f'arm{k}_motor') for k in (1, 2, 3)]]
-        safe = [(t, c) for t, c in cmds if np.allclose(c, safe_cmd, rtol=1e-9, atol=1e-12)]
-        assert safe, (safe_cmd, cmds[-3:])
-        print(f'first safe command {(safe[0][0] - t_stop) * 1e3:.0f} ms after the plant froze')
-        assert safe[0][0] - t_stop < 0.1 + 0.008 + 0.3, safe[0][0] - t_stop     # 2 periods at 250 Hz
-        assert all(np.allclose(c, safe_cmd, rtol=1e-9, atol=1e-12) for t, c in cmds if t > safe[0][0])
+        first = next(t for t, c in cmds if is_safe(c))
+        live = [c for t, c in cmds if t < first]
+        print(f'first safe command received {(first - t_stop) * 1e3:.0f} ms after the plant froze '
+              f'({len(live)} live commands received before it), safe {np.round(safe_cmd, 4).tolist()}')
+        # measured 102-103 ms (state_timeout 0.1 s); 2 s: the probe's own lag on a loaded machine
+        assert first - t_stop < 2.0, first - t_stop
+        # and nothing but the safe command after it (no state, nothing else to answer)
+        assert all(is_safe(c) for t, c in cmds if t > first)
         assert 'state stale' in out.getvalue()
     run_graph('planar_3rrr_sea', body, ready=lambda: True, setup=setup, timing='realtime')
