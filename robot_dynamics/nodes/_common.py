@@ -165,9 +165,13 @@ def spin_node(node_cls, args=None):
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: BLE001 - report and exit non-zero, never hang
-        import sys
-        print(f'{node_cls.__name__}: fatal: {exc}', file=sys.stderr, flush=True)
-        code = 1
+        if node is not None and not rclpy.ok():
+            pass    # shut down (Ctrl-C, SIGTERM) inside spin_once: the executor's wait raises
+            # "Unable to convert call argument '0' to Python object" then; not a failure
+        else:
+            import sys
+            print(f'{node_cls.__name__}: fatal: {exc}', file=sys.stderr, flush=True)
+            code = 1
     finally:
         if node is not None:
             node.destroy_node()
