@@ -4,8 +4,8 @@ Translates messages only; the loop (:class:`robot_dynamics.control.loop.ControlL
 staleness, reference matching, limits, safe command, timing) and the law
 (:func:`robot_dynamics.control.laws.make_law`) are core objects. ``law``: ``pidc`` |
 ``computed_torque`` (reference ``joint``: ``reference/joint_trajectory``; ``task``:
-``reference/pose`` + ``reference/twist`` + ``reference/accel``, selected ``task_axes`` of the
-``task_frame`` origin) | ``feedforward_pd`` = ``embedding_feedforward`` = ``d2_feedforward``
+``reference/pose`` + ``reference/twist`` + ``reference/accel``, paired by stamp, selected
+``task_axes`` of the ``task_frame`` origin) | ``feedforward_pd`` = ``embedding_feedforward`` = ``d2_feedforward``
 (``reference/joint_trajectory`` of the actuated joints; the feed-forward efforts either in the
 trajectory point's ``effort`` or as ``sensor_msgs/JointState`` efforts on ``feedforward_topic``,
 matched by stamp) | ``sea_flatness`` (``poles``, ``lambda_poles``, ``preload``; EE reference
