@@ -14,7 +14,10 @@ controller's commands, ``/sim_node/real_time_factor`` and
 ``/diagnostics``. Latency = arrival of a command - arrival of the newest state before it (both
 at the probe: includes the DDS hops state -> controller -> probe, an upper bound of the
 controller's own state -> command time, which ``/diagnostics`` reports as latency_p50/p99 for
-controller_node). The plant's real-time factor is simulated / wall time over the window. Nothing
+controller_node). ``plant p50/p99``: the same measured by sim_node itself (publication of a
+state -> arrival of the first command after it, its ``answer_*`` diagnostics; one DDS hop each
+way, as a hardware interface sees the loop). The plant's real-time factor is simulated / wall
+time over the window. Nothing
 here is asserted: the numbers are printed (and written as CSV with --csv).
 """
 from __future__ import annotations
@@ -97,6 +100,9 @@ def _probe_run(robot, duration, timing, startup, logdir):
         ticks = float(sim_diag.get('ticks', 0) or 0)
         if ticks:                                # sim_node's own view: steps taken without a
             row['late'] = float(sim_diag.get('late_commands', 0)) / ticks   # command since the last state
+        for q in ('p50', 'p99', 'max'):          # state -> command at the plant (one hop each way)
+            if f'answer_{q}' in sim_diag:
+                row[f'plant_{q}'] = float(sim_diag[f'answer_{q}'])
     if ctrl_diag:
         row['overruns'] = int(ctrl_diag.get('overruns', 0))
         row['safe_commands'] = int(ctrl_diag.get('safe_commands', 0))
@@ -124,7 +130,8 @@ def main(argv=None):
         print(f'# {a.timing} graphs, {a.duration:g} s window, {a.hogs} CPU hog(s), '
               f'{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}')
         print(f'{"robot":22s} {"sim Hz":>7s} {"js Hz cfg":>9s} {"js Hz":>7s} {"RTF":>5s} {"cmd Hz":>7s} '
-              f'{"lat p50":>8s} {"p99":>7s} {"max":>7s} {"overruns":>8s} {"safe":>5s} {"comp p99":>8s} {"late %":>7s}  (ms)')
+              f'{"lat p50":>8s} {"p99":>7s} {"max":>7s} {"overruns":>8s} {"safe":>5s} {"comp p99":>8s} {"late %":>7s} '
+              f'{"plant p50":>9s} {"p99":>6s}  (ms)')
         for r in a.robots:
             row = _probe_run(r, a.duration, a.timing, a.startup, a.logdir)
             rows.append(row)
@@ -135,7 +142,7 @@ def main(argv=None):
             print(f'{r:22s} {row["rate"]:7.0f} {row["publish_rate"]:9.0f} {row["js_rate"]:7.1f} '
                   f'{row["rtf"]:5.2f} {row["cmd_rate"]:7.1f} {f("lat_p50"):>8s} {f("lat_p99"):>7s} '
                   f'{f("lat_max"):>7s} {str(row.get("overruns", "-")):>8s} {str(row.get("safe_commands", "-")):>5s} '
-                  f'{f("compute_p99"):>8s} {f("late", 100):>7s}', flush=True)
+                  f'{f("compute_p99"):>8s} {f("late", 100):>7s} {f("plant_p50"):>9s} {f("plant_p99"):>6s}', flush=True)
     finally:
         for h in hogs:
             h.kill()

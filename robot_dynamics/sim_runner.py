@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 
 import numpy as np
 
@@ -116,15 +117,21 @@ class SimRunner:
         self.counts = dict(rejected_commands=0, rejected_wrenches=0, clamped_wrenches=0,
                            refused_steps=0, emergency_stops=0, ticks=0, late_commands=0)
         self._fresh = False                   # a command came since the last real-time step
+        # state -> command at the plant (real time): wall time from a state's publication to the
+        # first command after it (the controller's answer when it keeps pace; the plant's view
+        # of the loop's latency, one DDS hop each way, no observer in between)
+        self.answers = deque(maxlen=5000)
+        self._pub_wall = None
         self.frozen = self._braking = False
         self.rtf, self.slip, self._rtf_window = 1.0, 0.0, []
         self.wall0 = None
 
     # ------------------------------------------------------------------ inputs
-    def command(self, values, now):
+    def command(self, values, now, wall=None):
         """A command (actuator efforts in ``joints`` order). Returns ``(steps, reason)``: the
         steps to take now (lock-step: one publish period; real time: 0) or ``(0, reason)`` when
-        it is rejected."""
+        it is rejected. ``wall``: its arrival on the wall clock (the state -> command time since
+        :meth:`published`)."""
         data = list(values)
         if len(data) != len(self.joints) or not all(
                 isinstance(v, (int, float)) and math.isfinite(v) for v in data):
@@ -133,6 +140,9 @@ class SimRunner:
                        f'{len(data)}' + ('' if len(data) != len(self.joints) else ' with NaN/inf'))
         self.cmd, self.cmd_time = np.asarray(data, float), float(now)
         self._fresh = True
+        if wall is not None and self._pub_wall is not None:
+            self.answers.append(float(wall) - self._pub_wall)
+            self._pub_wall = None
         return (self.substeps if self.lockstep else 0), None
 
     def external_wrench(self, frame, w, now):
@@ -333,6 +343,11 @@ class SimRunner:
             self.slip += (k - taken) / self.rate
         return taken
 
+    def published(self, wall):
+        """A state was published at ``wall`` (wall clock [s]): the next command's arrival
+        measures the state -> command time at the plant (``answer_*`` in :meth:`diagnostics`)."""
+        self._pub_wall = float(wall)
+
     def update_rtf(self, wall):
         """Real-time factor over the last ~1 s (None until known)."""
         self._rtf_window.append((wall, self.plant.t))
@@ -352,10 +367,15 @@ class SimRunner:
     def diagnostics(self):
         reason = ('frozen (a step and the hold failed)' if self.frozen else
                   'hold (no valid command)' if self.holding else 'ok')
-        return {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
-                'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
-                'lockstep': self.lockstep, **self.counts,
-                'safe': bool(self.holding or self.frozen), 'reason': reason}
+        d = {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
+             'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
+             'lockstep': self.lockstep, **self.counts,
+             'safe': bool(self.holding or self.frozen), 'reason': reason}
+        if self.answers:                      # [s] state -> command at the plant (real time)
+            a = np.fromiter(self.answers, float)
+            d.update(answer_p50=float(np.percentile(a, 50)), answer_p99=float(np.percentile(a, 99)),
+                     answer_max=float(a.max()))
+        return d
 
 
 def sim_params(model):

@@ -264,3 +264,20 @@ def test_prepare_leaves_no_trace(urdf, kind):
     assert runs[0][0] == runs[1][0] and runs[0][3] == runs[1][3]
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
+
+
+def test_state_to_command_time_measured_at_the_plant():
+    """Real time: the wall time from a state's publication to the first command after it is the
+    loop's latency as the plant sees it (answer_p50/p99/max in the diagnostics); a second
+    command before the next state does not count again, and nothing is reported before."""
+    sim = runner('five_bar', publish_rate=1000.0)
+    u = [0.0] * len(sim.joints)
+    sim.command(u, 0.0, 10.0)                        # no state published yet: nothing measured
+    assert 'answer_p99' not in sim.diagnostics()
+    for k, delay in enumerate([0.0004, 0.0006, 0.0030]):
+        sim.published(11.0 + k)
+        sim.command(u, 0.0, 11.0 + k + delay)
+        sim.command(u, 0.0, 11.0 + k + delay + 0.0005)   # not an answer to a new state
+    d = sim.diagnostics()
+    assert list(sim.answers) == pytest.approx([0.0004, 0.0006, 0.0030])
+    assert d['answer_p50'] == pytest.approx(0.0006) and d['answer_max'] == pytest.approx(0.0030)

@@ -120,7 +120,7 @@ class SimNode(Node):
                 self.get_logger().warning(text)
 
     def on_command(self, msg):
-        steps, reason = self.sim.command(msg.data, self._now())
+        steps, reason = self.sim.command(msg.data, self._now(), time.monotonic())
         if reason:
             return self._log('warning', f'rejected command: {reason}', 'command')
         if self.waiting and not self.cmd_seen:
@@ -189,6 +189,7 @@ class SimNode(Node):
             return self.publish()
         if self.sim.tick(time.monotonic(), self._now()):
             self.publish()
+            self.sim.published(time.monotonic())
 
     def report_rtf(self):
         if self.waiting:
