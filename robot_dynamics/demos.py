@@ -94,11 +94,14 @@ def summarise(spec, t, e):
     return float(late.max()), float(np.sqrt(np.mean(late ** 2))), len(late)
 
 
-def reference_at_stamps(t, ref_t, ref_x, max_gap=0.01, tol=1e-6):
+def reference_at_stamps(t, ref_t, ref_x, max_gap=None, tol=1e-6):
     """The reference at the stamps ``t`` (n,) from samples ``ref_x`` (m, d) stamped ``ref_t``
     (m,): the sample of the same stamp (within ``tol`` s), else the linear interpolation of the
     two samples around it when they are at most ``max_gap`` s apart (error a h^2 / 8 for samples
-    h apart), else NaN. Returns (n, d). Taking the *nearest* sample instead puts the reference
+    h apart), else NaN. Returns (n, d). ``max_gap`` default: 1.5 x the samples' median spacing
+    (a wall-clock timer's samples are a period apart plus its jitter; a fixed 10 ms skipped most
+    poses of a 100 Hz reference whose timer ran a little late, and a missing sample must not be
+    bridged: at T1's 10 G, 25 ms of linear interpolation is 7.7 mm off). Taking the *nearest* sample instead puts the reference
     up to half a sample period off in time: 4.7 mm at T1's 2.4 m/s for 250 Hz samples against
     100 Hz poses, the size of the bound being checked."""
     t = np.asarray(t, float)
@@ -109,6 +112,8 @@ def reference_at_stamps(t, ref_t, ref_x, max_gap=0.01, tol=1e-6):
     out = np.full((len(t), rx.shape[1]), np.nan)
     if len(rt) == 0:
         return out
+    if max_gap is None:
+        max_gap = 1.5 * float(np.median(np.diff(rt))) if len(rt) > 1 else 0.0
     k = np.searchsorted(rt, t)                       # rt[k-1] < t <= rt[k]
     for i, (ti, ki) in enumerate(zip(t, k)):
         if ki < len(rt) and abs(rt[ki] - ti) <= tol:

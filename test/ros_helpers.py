@@ -167,10 +167,11 @@ def assert_no_process_left(launcher):
 
 
 
-def stamp_matched_xz_error(poses, refs, tol=0.01):
+def stamp_matched_xz_error(poses, refs, tol=None):
     """Tool error in the x-z plane of each pose against the reference at its stamp (the sample
-    of that stamp, else interpolated between the samples around it, at most ``tol`` s apart:
-    robot_dynamics.demos.reference_at_stamps; poses without one are skipped).
+    of that stamp, else interpolated between the samples around it, at most ``tol`` s apart,
+    default 1.5 sample periods: robot_dynamics.demos.reference_at_stamps; poses without one
+    are skipped).
 
     poses, refs: lists of (stamp [s], geometry_msgs/Point). Returns an array of
     |(x, z) - (x_ref, z_ref)| [m].

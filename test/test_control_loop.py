@@ -398,6 +398,10 @@ def test_reference_at_stamps_exact_interpolated_or_none():
     assert abs(r[1][1] - x(0.010)[1]) == pytest.approx(40.0 * 0.004 ** 2 / 4, rel=1e-9)  # a h^2/8
     np.testing.assert_allclose(r[2][0], 2.4 * 0.0041, rtol=1e-12)         # linear part exact
     assert np.all(np.isnan(r[3])) and np.all(np.isnan(r[4]))             # gap 28 ms; before all
+    # default gap: 1.5 x the median spacing, so a timer's jitter is bridged, a missing sample not
+    jt = np.array([0.0, 0.0101, 0.0199, 0.0305, 0.0402, 0.0601])         # 100 Hz, jitter; 0.0502 lost
+    r = reference_at_stamps([0.005, 0.025, 0.035, 0.05], jt, [x(t) for t in jt])
+    assert np.all(np.isfinite(r[:3])) and np.all(np.isnan(r[3]))         # 10-10.6 ms bridged, 19.9 not
 
 
 def test_command_latency_pairs_each_command_with_the_newest_state_before_it():

@@ -73,10 +73,11 @@ class Recorder(Node):
         with self.lock:
             self.err.append((time.time(), np.array(m.data)))
 
-    def matched_task_error(self, axes=(0, 2), max_dt=0.01):
+    def matched_task_error(self, axes=(0, 2), max_dt=None):
         """(t, |x - x_ref|) of the recorded tool poses against the reference at the pose's stamp
         (the sample of that stamp, else interpolated between the samples around it when they
-        are at most ``max_dt`` apart: :func:`robot_dynamics.demos.reference_at_stamps`)."""
+        are at most ``max_dt`` apart, default 1.5 sample periods:
+        :func:`robot_dynamics.demos.reference_at_stamps`)."""
         from robot_dynamics.demos import reference_at_stamps
         with self.lock:
             poses, refs = list(self.pose), list(self.ref)
