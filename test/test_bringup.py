@@ -324,12 +324,17 @@ def test_control_path_priority_in_real_time_only(tmp_path, monkeypatch):
     (rt_priority) with nice -10 as the fallback; lock-step and the visualisation nodes run at
     normal priority; the prefix is chrt where the user may, else nice; rt_priority is checked."""
     from robot_dynamics import bringup as B
-    rt = {n.name: n for n in load_bringup('irsbot2_t1', timing='realtime').nodes}
-    ls = {n.name: n for n in load_bringup('irsbot2_t1', timing='lockstep').nodes}
+    rt = {n.name: n for n in load_bringup('irsbot2', timing='realtime').nodes}
+    ls = {n.name: n for n in load_bringup('irsbot2', timing='lockstep').nodes}
     for name in ('sim_node', 'trajectory_node', 'ik_node', 'dynamics_node'):
         assert (rt[name].rt_priority, rt[name].nice) == (B.REALTIME_FIFO, B.REALTIME_NICE)
         assert (ls[name].rt_priority, ls[name].nice) == (0, 0)
     assert rt['kinematics_node'].rt_priority == 0 and rt['kinematics_node'].nice == 0
+    # a config may order the control path (irsbot2_t1: plant > controller > trajectory > ik_node,
+    # real time only)
+    t1 = {n.name: n.rt_priority for n in load_bringup('irsbot2_t1', timing='realtime').nodes}
+    assert t1['sim_node'] > t1['dynamics_node'] > t1['trajectory_node'] > t1['ik_node'] >= B.REALTIME_FIFO
+    assert all(n.rt_priority == 0 for n in load_bringup('irsbot2_t1', timing='lockstep').nodes)
     monkeypatch.setattr(B, '_FIFO_OK', True)
     assert B.process_prefix(rt['sim_node']) == ['chrt', '-f', '50']
     monkeypatch.setattr(B, '_FIFO_OK', False)
