@@ -101,9 +101,9 @@ def reference_at_stamps(t, ref_t, ref_x, max_gap=None, tol=1e-6):
     h apart), else NaN. Returns (n, d). ``max_gap`` default: 1.5 x the samples' median spacing
     (a wall-clock timer's samples are a period apart plus its jitter; a fixed 10 ms skipped most
     poses of a 100 Hz reference whose timer ran a little late, and a missing sample must not be
-    bridged: at T1's 10 G, 25 ms of linear interpolation is 7.7 mm off). Taking the *nearest* sample instead puts the reference
-    up to half a sample period off in time: 4.7 mm at T1's 2.4 m/s for 250 Hz samples against
-    100 Hz poses, the size of the bound being checked."""
+    bridged: at T1's 10 G, 25 ms of linear interpolation is 7.7 mm off). Taking the *nearest*
+    sample instead puts the reference up to half a sample period off in time: 4.7 mm at T1's
+    2.4 m/s for 250 Hz samples against 100 Hz poses, the size of the bound being checked."""
     t = np.asarray(t, float)
     rt = np.asarray(ref_t, float)
     rx = np.asarray(ref_x, float).reshape(len(rt), -1)

@@ -15,9 +15,8 @@ actuated joints, with :attr:`D2Profile.last` the feed-forward sample), ``boom_ta
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -315,7 +315,6 @@ class ControlLoop:
         self._ref_plain: Reference | None = None    # the latest complete sample
         self._answered = None                       # stamp of the last state answered
         self._pending_since = None
-        self._rx_wall = None
         self.last_command: Command | None = None
         self.stale = False
         # accounting
@@ -365,14 +364,13 @@ class ControlLoop:
         reception on the wall clock (:meth:`update`'s ``wall``: the staleness of a real-time loop).
         """
         self.count['states'] += 1
-        self._rx_wall = wall
-        why = self._parse(names, position, velocity, stamp, now)
+        why = self._parse(names, position, velocity, stamp, now, wall)
         if why:
             self.count['rejected_states'] += 1
             self.last_reject = f'state: {why}'
         return why
 
-    def _parse(self, names, position, velocity, stamp, now):
+    def _parse(self, names, position, velocity, stamp, now, wall=None):
         m = self.model
         names = list(names)
         pos = list(position)
@@ -437,8 +435,7 @@ class ControlLoop:
         if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
                 and stamp > self.state.stamp:
             self.count['skipped_states'] += 1       # the previous state was never answered
-        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra,
-                           self._rx_wall)
+        self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra, wall)
         self._pending_since = None
         return None
 

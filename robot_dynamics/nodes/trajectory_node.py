@@ -119,7 +119,7 @@ class TrajectoryNode(Node):
             self.pub_twist = self.create_publisher(TwistStamped, 'reference/twist', QOS_REFERENCE)
             self.pub_acc = self.create_publisher(AccelStamped, 'reference/accel', QOS_REFERENCE)
         self.pub_der = self.create_publisher(Float64MultiArray, 'reference/derivatives', QOS_REFERENCE)
-        self.t0, self._primed, self._next_k = None, False, 0
+        self.t0, self._next_k = None, 0
         self.rate = rate
         self.lead_ns = int(round(float(dp('lead', 0.0).value) * 1e9))
         self.sync_topic = dp('sync_topic', '').value
@@ -176,15 +176,19 @@ class TrajectoryNode(Node):
         """``lead`` (state-synchronised): the samples from t = 0 up to the first one a state
         publishes (t = lead)."""
         for k in range(math.ceil(self.lead_ns * 1e-9 * self.rate - 1e-9)):
-            self._publish_at(self.t0 + int(round(k / self.rate * 1e9)))
+            self._publish_at(self._grid_ns(k))
 
     def _publish_until(self, ns):
         """``lead`` (the preview): every grid sample not published yet up to clock time ``ns``
         (:func:`~robot_dynamics.reference_source.preview_samples`), in order."""
         ks = preview_samples(self._next_k, self.t0, ns - self.lead_ns, self.lead_ns, self.rate * 1e-9)
         for k in ks:
-            self._publish_at(self.t0 + int(round(k / self.rate * 1e9)))
+            self._publish_at(self._grid_ns(k))
         self._next_k = max(self._next_k, ks.stop)
+
+    def _grid_ns(self, k):
+        """Clock time [ns] of preview sample ``k`` (t0 + k / rate)."""
+        return self.t0 + int(round(k / self.rate * 1e9))
 
     def _publish_at(self, ns):
         """The sample of clock time ``ns`` [ns] (profile time ns - t0, wrapped for a repeated
@@ -202,7 +206,7 @@ class TrajectoryNode(Node):
             self.get_logger().info('start topic: the profile starts')
 
     def prime_tick(self):
-        if self.t0 is not None and not self._primed or self.get_clock().now().nanoseconds > 0:
+        if self.get_clock().now().nanoseconds > 0:     # the clock runs: tick() takes over
             self.prime.cancel()
             return
         if self.lead_ns and self.start_sub is None:
@@ -212,7 +216,7 @@ class TrajectoryNode(Node):
             # through ik_node left the controller's first states without a reference, a 60 mm
             # start transient). The profile's t = 0 is the plant's; repeated until the clock
             # runs (a subscriber matched late gets them too)
-            self.t0, self._primed, self._next_k = 0, True, 0
+            self.t0, self._next_k = 0, 0
             self._publish_until(self.lead_ns)
             return
         self.publish_sample(0.0, self.get_clock().now())
@@ -226,8 +230,8 @@ class TrajectoryNode(Node):
                 self.publish_sample(0.0, now)
                 return
             self.t0, self._next_k = now.nanoseconds, 0
-        self._primed = False            # (a preview of [0, lead] may have gone out before the clock ran)
-        if self.lead_ns:                # the preview: every grid sample up to clock + lead
+        if self.lead_ns:                # the preview: every grid sample up to clock + lead (t0 = 0 and
+            # the samples of [0, lead] already out when prime_tick sent them before the clock ran)
             self._publish_until(now.nanoseconds + self.lead_ns)
         else:
             self._publish_at(now.nanoseconds)
