@@ -77,10 +77,19 @@ def _two_robots():
         n = probe.node
         for ns in outs:
             for topic in (f'/{ns}/joint_states', f'/{ns}/effort_controller/commands', f'/{ns}/reference/pose'):
-                pubs = n.get_publishers_info_by_topic(topic)
-                subs = n.get_subscriptions_info_by_topic(topic)
-                ours = [i for i in pubs + subs if i.node_name != 'ns_probe']
-                assert pubs and ours, (topic, pubs, subs)
+                # the probe's graph cache is eventually consistent (DDS discovery): in one
+                # fresh-clone run /r2/joint_states listed its subscribers but not yet its
+                # publisher while r2's commands were flowing; give it up to 10 s
+                t_end = time.monotonic() + 10.0
+                while True:
+                    pubs = n.get_publishers_info_by_topic(topic)
+                    subs = n.get_subscriptions_info_by_topic(topic)
+                    ours = [i for i in pubs + subs if i.node_name != 'ns_probe']
+                    if (pubs and ours) or time.monotonic() > t_end:
+                        break
+                    time.sleep(0.1)
+                assert pubs and ours, (topic, [(i.node_namespace, i.node_name) for i in pubs],
+                                       [(i.node_namespace, i.node_name) for i in subs])
                 assert {i.node_namespace for i in ours} == {f'/{ns}'}, (topic, [(i.node_namespace, i.node_name) for i in ours])
         assert not [i for i in n.get_publishers_info_by_topic('/joint_states')]
         assert not [i for i in n.get_publishers_info_by_topic('/effort_controller/commands')]
