@@ -324,6 +324,47 @@ def test_reference_between_held_samples_is_the_quintic_through_them(five_bar):
     assert np.abs(taylor - x(0.002)).max() > 1e-9
 
 
+def test_samples_arriving_out_of_stamp_order_are_held_in_stamp_order(five_bar):
+    """A subscriber matched in the middle of a preview burst gets the burst's tail first and its
+    start at the next repeat (session 13, irsbot2_t1 in real time: samples 0.208-0.300 s, then
+    0-0.204 s). The loop holds samples in stamp order: a state at 0.258 s is interpolated between
+    its neighbours 0.256 / 0.260 s, not answered from 0.204 s as a stale reference (the safe hold
+    at 10 G); the history drops the oldest stamps, not the first to arrive; the stale text says
+    what is held."""
+    m = five_bar
+    q, z = m.reference_q(), np.zeros(m.nq)
+    h, n = 0.004, 76                                     # 0 .. 0.300 s at 250 Hz
+    x = lambda t: np.array([np.sin(3 * t), t * t])       # noqa: E731
+    xd = lambda t: np.array([3 * np.cos(3 * t), 2 * t])  # noqa: E731
+    xdd = lambda t: np.array([-9 * np.sin(3 * t), 2.0])  # noqa: E731
+    order = list(range(52, n)) + list(range(n))          # tail first, then the whole burst again
+    loop = ControlLoop(Echo(m), safe='zero', reference_timeout=0.05, interpolate=True, reference_history=100)
+    for k in order:
+        loop.set_reference(x(k * h), xd(k * h), xdd(k * h), stamp=k * h)
+    assert list(loop.refs) == [round(k * h * 1e9) for k in range(n)]
+    _state(loop, m, q, z, 0.258)
+    c = loop.update(0.258)
+    assert not c.safe, c.reason
+    assert np.abs(c.reference.pos - x(0.258)).max() < 1e-10
+    # insertion order (the loop before session 13) would have answered from 0.204 s: stale
+    assert 0.258 - 0.204 > loop.reference_timeout
+    # the history keeps the newest stamps when it overflows with a late, older sample
+    small = ControlLoop(Echo(m), safe='zero', reference_history=4)
+    for k in (5, 6, 7, 8, 2):
+        small.set_reference(x(k * h), stamp=k * h)
+    assert list(small.refs) == [round(k * h * 1e9) for k in (5, 6, 7, 8)]
+    # a real gap (samples lost) is reported as one, with what is held
+    gap = ControlLoop(Echo(m), safe='zero', reference_timeout=0.05)
+    for k in list(range(10)) + list(range(40, 50)):
+        gap.set_reference(x(k * h), stamp=k * h)
+    _state(gap, m, q, z, 0.1)
+    c = gap.update(0.1)
+    assert c.safe and 'a gap: the next sample +0.060 s after it' in c.reason, c.reason
+    assert '20 samples held, -0.100 .. +0.096 s around it' in c.reason, c.reason
+    with pytest.raises(InputError, match='reference_history'):
+        ControlLoop(Echo(m), reference_history=1)
+
+
 def test_overrun_and_latency_accounting(five_bar):
     m = five_bar
     q, z = m.reference_q(), np.zeros(m.nq)

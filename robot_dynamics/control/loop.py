@@ -256,14 +256,18 @@ class ControlLoop:
     instead of the Taylor series of the earlier one; opt-in; it helps irsbot2_t1's joint
     references in real time; session 11 saw the five_bar task-space graph track worse with it,
     which was the node pairing a pose with the previous sample's twist and accel, fixed in
-    session 12: 0.100 mm with it and a 50 ms preview, 0.100-0.106 mm without).
+    session 12: 0.100 mm with it and a 50 ms preview, 0.100-0.106 mm without);
+    ``reference_history`` (samples held, the oldest dropped: a source ``lead`` seconds ahead at
+    ``rate`` Hz keeps lead x rate of them after the state, and the one before it must survive;
+    session 13: 64, i.e. 0.26 s at 250 Hz, would drop the samples around the state of a 0.3 s
+    preview).
     """
 
     def __init__(self, law, period=1e-3, state_timeout=0.1, reference_timeout=0.5,
                  max_extrapolation=0.05, ref_wait=0.2, sync=False, max_effort=None,
                  safe='hold', hold_damping=0.0, position_margin=0.5, velocity_factor=10.0,
                  max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter,
-                 max_future=0.5, wait_first_reference=False, interpolate=False):
+                 max_future=0.5, wait_first_reference=False, interpolate=False, reference_history=256):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
         for name, v in (('period', period), ('state_timeout', state_timeout),
@@ -289,6 +293,9 @@ class ControlLoop:
         self.ff_lead = float(ff_lead)
         self.interpolate = bool(interpolate)
         self.max_future = float(max_future)
+        if not (isinstance(reference_history, (int, np.integer)) and reference_history >= 2):
+            raise InputError(f'reference_history must be an integer >= 2, got {reference_history!r}')
+        self.reference_history = int(reference_history)
         self._clock = clock
         # limits
         lim = np.asarray(m.effort_limit, float)[law.cmd_idx] if law.command_limit is None \
@@ -311,7 +318,7 @@ class ControlLoop:
         self._extra_set = set(law.extra_names)
         # inputs
         self.state: State | None = None
-        self.refs: OrderedDict = OrderedDict()      # stamp ns -> dict(parts)
+        self.refs: OrderedDict = OrderedDict()      # stamp ns -> dict(parts), in stamp order
         self._ref_plain: Reference | None = None    # the latest complete sample
         self._answered = None                       # stamp of the last state answered
         self._pending_since = None
@@ -334,7 +341,7 @@ class ControlLoop:
                    ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
                    safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
                    max_future=p['max_future'], wait_first_reference=p['wait_first_reference'],
-                   interpolate=p['interpolate'])
+                   interpolate=p['interpolate'], reference_history=int(p['reference_history']))
 
     def safe_effort(self, state=None):
         """The safe command at ``state`` (default the newest state), within the limits (also
@@ -452,8 +459,17 @@ class ControlLoop:
         key = None if stamp is None else int(round(stamp * 1e9))
         slot = self.refs.get(key)
         if slot is None:
+            last = next(reversed(self.refs), None) if self.refs else None
             slot = self.refs[key] = {}
-            while len(self.refs) > 64:
+            if key is not None and last is not None and key < last:
+                # a sample older than one already held (a subscriber matched in the middle of a
+                # preview burst gets its tail first and the start at the next repeat): the slots
+                # stay in stamp order, which _around and the trimming below rely on (session 13:
+                # insertion order left a 0.1 s "gap" around a T1 state and the safe hold at 10 G)
+                items = sorted(self.refs.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+                self.refs.clear()
+                self.refs.update(items)
+            while len(self.refs) > self.reference_history:
                 self.refs.popitem(last=False)
         return key, slot
 
@@ -588,6 +604,20 @@ class ControlLoop:
             out.pos, out.vel, out.acc = _hermite5(ref, nxt, ts)
         return out, dt, False, ref
 
+    def _stale_text(self, ts, dt):
+        """Why the reference of a state at ``ts`` is stale: how far the sample it would come from
+        is behind, what the loop holds (a chain that fell behind holds nothing after the state;
+        samples lost on the way leave a gap with samples after it)."""
+        done = [r.stamp for r in (slot.get('complete') for slot in self.refs.values())
+                if r is not None and r.stamp is not None]
+        _, after = self._around(ts)
+        held = (f'{len(done)} samples held, {min(done) - ts:+.3f} .. {max(done) - ts:+.3f} s around it'
+                if done else 'no sample held')
+        return (f'reference stale: newest sample {dt:.3f} s before the state (> reference_timeout '
+                f'{self.reference_timeout:g} s; '
+                + (f'a gap: the next sample {after.stamp - ts:+.3f} s after it; ' if after is not None
+                   and after.stamp is not None else '') + held + ')')
+
     def _around(self, ts):
         """(the newest complete sample stamped at or before ``ts``, the oldest one after it),
         None where there is none (no sample after the state: always in lock-step, where a
@@ -647,9 +677,7 @@ class ControlLoop:
                 return self._finish(self._safe(st, 'no reference yet', st.stamp), t0, now, wall)
             if dt > self.reference_timeout:
                 self.count['stale_reference'] += 1
-                return self._finish(self._safe(st, f'reference stale: newest sample {dt:.3f} s before '
-                                                   f'the state (> reference_timeout {self.reference_timeout:g} s)',
-                                               st.stamp), t0, now, wall)
+                return self._finish(self._safe(st, self._stale_text(st.stamp, dt), st.stamp), t0, now, wall)
         if dt > 0:
             self.count['extrapolated'] += 1
         try:
@@ -721,7 +749,7 @@ class StampedParts:
     poses before all the twists) pairs each part with its own sample, never with a neighbour's.
     """
 
-    def __init__(self, n, maxlen=64):
+    def __init__(self, n, maxlen=256):
         self.n, self.maxlen, self.parts = int(n), int(maxlen), OrderedDict()
 
     def add(self, k, stamp, value):
@@ -742,7 +770,7 @@ class SamplePairing:
     ``(stamp, derivs)`` when the other half is already there, else None (the half waits; at
     most ``maxlen`` per side, the oldest dropped)."""
 
-    def __init__(self, maxlen=64):
+    def __init__(self, maxlen=256):
         self.boxes, self.maxlen = ({}, {}), int(maxlen)
 
     def add(self, k, key, item):

@@ -28,6 +28,8 @@ CONTROLLER_PARAMS = {
     'ff_lead': (0.0, 'feed-forward lead [s] (zero-order-hold compensation)', (0.0, 1.0)),
     'interpolate': (False, 'joint references between two held samples (a source publishing ahead): '
                     'the quintic through both (else Taylor from the earlier one)', None),
+    'reference_history': (256, 'reference samples held (a source publishing ahead holds lead x rate of them '
+                          'after the state: at 250 Hz, 256 cover a 1 s preview)', (2, 100000)),
     'max_future': (0.5, 'reject states stamped more than that ahead of the node clock [s]', (0.0, 1e3)),
     'feedforward_topic': ('ik_node/feedforward_effort', 'feed-forward efforts (JointState); empty = in the trajectory point', None),
     'publish_wrenches': (True, 'publish ~/constraint_wrench/<loop> (pidc)', None),
