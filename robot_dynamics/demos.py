@@ -54,7 +54,7 @@ DEMOS = {
     'four_bar': DemoSpec('array', 0.05, unit='rad', scale=1.0),
     'slider_crank': DemoSpec('array', 0.05, unit='rad', scale=1.0),
     'irsbot2': DemoSpec('task', 5e-3),
-    'irsbot2_t1': DemoSpec('task', 5e-3, settle=0.3, duration=14.0),   # lock-step, ~0.16x real time
+    'irsbot2_t1': DemoSpec('task', 5e-3, settle=0.3, duration=14.0),   # real time (lock-step ~0.16x)
     'series_parallel_3dof': DemoSpec('labelled', 5e-3, unit='rad|m', scale=1.0,
                                      topic='/ip_controller/diagnostics', prefix='e_'),
     'hydraulic_boom': DemoSpec('labelled', 10e-3, topic='/vdc_controller/diagnostics', prefix='e_tcp',

@@ -53,7 +53,7 @@ def test_check_names_the_launch_command_of_a_bringup_config(tmp_path):
         assert facts['launch'].startswith('robot-dynamics launch ')
         assert facts['launch'].endswith(os.path.join('test', 'data', f'{robot}.yaml (timing lockstep)'))
     facts = dict(check_robot(urdf('irsbot2')).facts)
-    assert 'robot-dynamics launch irsbot2_t1 (timing lockstep)' in facts['launch']
+    assert 'robot-dynamics launch irsbot2_t1 (timing realtime)' in facts['launch']
     for ext in ('urdf', 'loops.yaml'):      # the same robot elsewhere, no config beside it
         shutil.copy(rd.data_path(f'test/data/planar_3rpr.{ext}'), tmp_path / f'p.{ext}')
     assert 'launch' not in dict(check_robot(str(tmp_path / 'p.urdf')).facts)

@@ -68,6 +68,48 @@ def test_irsbot2_tracks_in_wall_clock_time():
     run_graph('irsbot2', body, setup=setup, timing='realtime', timeout=90.0)
 
 
+def test_irsbot2_t1_tracks_in_wall_clock_time_on_the_plant_clock():
+    """IRSBot-2 on T1 (10 G peaks, 2.4 m/s), its default since session 13: trajectory (0.3 s
+    preview) -> ik_node -> controller (500 Hz) -> sim_node in wall-clock time on the plant clock
+    (sim_node waits for each period's command, so a loaded machine slows simulated time instead
+    of running the reference away from the plant). Over 2 s of plant time after t = 0.3 s (six
+    T1 strokes): > 100 stamp-matched poses, all finite, the 0.25 m stroke covered; p95 of the
+    tool error within the demo's 5 mm and its maximum within 3x (the issue's bound under load);
+    the controller never found its reference stale (session 12's start failure: samples held in
+    arrival order left a 0.1 s "gap" around a state, the safe hold at 10 G, 386 mm). Measured
+    (demos, session 13): max 0.99-2.8 mm idle, 1.0-2.2 mm next to two CPU hogs; this test next
+    to two hogs 0.76-2.3 mm, once 11.5 mm (p95 3.1 mm)."""
+    def setup(probe):
+        probe.subscribe('diag', DiagnosticArray, '/diagnostics')
+
+    def body(launcher, probe, model, out):
+        def plant_t():
+            with probe.lock:
+                return max((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in probe.pose[-5:]),
+                           default=0.0)
+        probe.wait_logged(lambda: plant_t() > 2.4, 90.0, '2.4 s of plant time', out, ('js', 'pose'))
+        with probe.lock:
+            poses = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position)
+                     for t, m in probe.pose]
+            refs = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position)
+                    for t, m in probe.ref]
+            stale = [kv.value for _, m in probe.diag for st in m.status if 'dynamics_node' in st.name
+                     for kv in st.values if kv.key == 'stale_reference']
+        poses = [(t, p) for t, p in poses if 0.3 <= t <= 2.3]
+        err = stamp_matched_xz_error(poses, refs)
+        print(f'\nirsbot2_t1 real time: {len(err)} matched, max {err.max() * 1e3:.3f} mm, '
+              f'p95 {np.percentile(err, 95) * 1e3:.3f} mm, stale references {stale[-1:]}')
+        # (the probe, a Python subscriber in the test process, misses poses under load: 97-199
+        # of the window's 200 matched with two CPU hogs beside the graph)
+        assert len(err) > 50 and np.all(np.isfinite(err))
+        assert np.ptp([p.x for _, p in poses]) > 0.2            # T1's 0.25 m stroke
+        bound = DEMOS['irsbot2_t1'].bound
+        assert np.percentile(err, 95) < bound, np.percentile(err, 95)
+        assert err.max() < 3 * bound, err.max()
+        assert stale and stale[-1] == '0', stale[-1:]
+    run_graph('irsbot2_t1', body, setup=setup, timing='realtime', timeout=120.0)
+
+
 def test_series_parallel_3dof_tracks_in_wall_clock_time():
     """Inertia-partitioning controller at 200 Hz in real time (compiled model terms: 62 us per
     step). Bound: the demo's 5e-3 (rad | m) on e after 3 s (measured 1.5e-4 to 1.1e-3, idle and
