@@ -57,6 +57,7 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
         cmds = rec.subscribe('cmd', Float64MultiArray, cmd_topic)
         cst = rec.subscribe('cst', 'JointState', ctl_state) if ctl_state else None
         rtf = rec.subscribe('rtf', 'Float64', '/sim_node/real_time_factor')
+        diag = rec.subscribe('diag', 'DiagnosticArray', '/diagnostics')
         err = rec.subscribe('err', 'Float64MultiArray', spec.topic) if spec.error != 'task' else None
         extra = {k: rec.subscribe(k, typ, topic) for k, (typ, topic) in spec.extra.items()}
         goal_pub = rec.publisher(PointStamped, spec.goal_topic) if spec.goals else None
@@ -112,11 +113,15 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
             R = [m.data for t, m in rtf if t >= t0]
             E = [(t, m) for t, m in (err or []) if t >= t0]
             X = {k: [(t, m) for t, m in v if t >= t0] for k, v in extra.items()}
+            # sim_node's own state -> command time (its answer_* diagnostics, real time only)
+            answer = next(({kv.key: kv.value for kv in st.values} for _, m in reversed(diag)
+                           for st in m.status if 'sim_node' in st.name
+                           and any(kv.key == 'answer_p99' for kv in st.values)), None)
     if died:
         _say(f'demo: FAILED: node {died[0]} exited with code {died[1]}; see {logpath}')
         return 1
     return _report(name, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win,
-                   (ctl_state, S) if S else None)
+                   (ctl_state, S) if S else None, answer)
 
 
 def _send_goal(pub, xy):
@@ -134,8 +139,9 @@ def _q_of(model, names, pos):
     return q
 
 
-def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, ctl_states=None):
-    """``ctl_states``: (topic, arrivals) of the controller's own state topic (latency base)."""
+def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, ctl_states=None, answer=None):
+    """``ctl_states``: (topic, arrivals) of the controller's own state topic (latency base);
+    ``answer``: sim_node's diagnostics with its own state -> command figures (answer_p50/p99 [s])."""
     import robot_dynamics as rd
     ok, lines = True, []
     if len(js) < 10 or len(C) < 10:
@@ -154,7 +160,9 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, c
                  f'(passive: {model.passive}); max loop residual {res:.2e}')
     lines.append(f'  real-time factor {rtf:.2f} ({b.timing}); commands {len(C) / (t_win[1] - t_win[0]):.1f} Hz, '
                  f'state -> command at the recorder{lat_of} p50 {np.percentile(lat, 50) * 1e3:.2f} ms, '
-                 f'p99 {np.percentile(lat, 99) * 1e3:.2f} ms')
+                 f'p99 {np.percentile(lat, 99) * 1e3:.2f} ms'
+                 + (f'; at the plant (sim_node, one hop each way) p50 {float(answer["answer_p50"]) * 1e3:.2f} ms, '
+                    f'p99 {float(answer["answer_p99"]) * 1e3:.2f} ms' if answer else ''))
     if res > 1e-6:
         ok = False
         lines.append('  FAIL: published joints do not close the loops (residual > 1e-6)')
