@@ -23,7 +23,6 @@ here is asserted: the numbers are printed (and written as CSV with --csv).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import random
 import subprocess
@@ -69,18 +68,11 @@ def _probe_run(robot, duration, timing, startup, logdir):
                 return row
             row['startup'] = time.monotonic() - t0
             time.sleep(1.0)                              # settle
-            # the probe keeps every message of the window: with the cyclic garbage collector on,
-            # its full collections walk them all, 22, 57, 92 ms every ~7 s at 1 kHz (the states
-            # queue meanwhile and the next command looks that late: session 13, the boom's
-            # "~100 ms maximum" of sessions 11-12); off for the window, as in the nodes (freeze_heap)
-            gc.collect()
-            gc.disable()
-            try:
-                w0 = time.monotonic()
-                time.sleep(duration)
-                w1 = time.monotonic()
-            finally:
-                gc.enable()
+            # (recording() keeps the cyclic GC off: its full collections of the recorded messages
+            # were the boom's "~100 ms maximum" at this probe in sessions 11-12)
+            w0 = time.monotonic()
+            time.sleep(duration)
+            w1 = time.monotonic()
             with rec.lock:
                 J = ([(t, m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec) for t, m in ctl_js if t >= w0]
                      if ctl_js is not None else [(j[3], j[0]) for j in rec.js if j[3] >= w0])

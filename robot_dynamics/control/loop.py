@@ -459,7 +459,7 @@ class ControlLoop:
         key = None if stamp is None else int(round(stamp * 1e9))
         slot = self.refs.get(key)
         if slot is None:
-            last = next(reversed(self.refs), None) if self.refs else None
+            last = next(reversed(self.refs), None)
             slot = self.refs[key] = {}
             if key is not None and last is not None and key < last:
                 # a sample older than one already held (a subscriber matched in the middle of a
