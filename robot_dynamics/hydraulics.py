@@ -501,6 +501,15 @@ class HydraulicPlant(Plant):
                                  self.pa, self.pb, self.aux[:, 2].copy(),
                                  np.clip(self.u, -self.hp.P[:, UMAX], self.hp.P[:, UMAX]), tuple(events))
 
+    command_interface = 'valve_voltage'
+
+    def command_limits(self):
+        """Bound (nq,) on the command of each joint: the valve saturation ``max_input`` [V] of
+        each actuated joint's cylinder (the joints without a valve: unbounded)."""
+        lim = np.full(self.model.nq, np.inf)
+        lim[self.model.actuated_indices] = self.hp.P[self.act_seg, UMAX]
+        return lim
+
     def valve_input(self, tau):
         """Map tau (actuated (p,) or full (nq,)) to the per-segment valve voltages (ns,)."""
         if tau is None:

@@ -125,6 +125,21 @@ def _pdeathsig_preexec(sig):
     return preexec
 
 
+def _blocking_stop_signals(then=None):
+    """A ``preexec_fn`` that starts the child with SIGINT, SIGTERM and SIGHUP *blocked* (held
+    pending, not lost), then runs ``then``. A node unblocks them once its flag-setting handlers
+    are installed (:mod:`robot_dynamics.nodes`, first import): a Ctrl-C while the interpreter
+    itself still starts (its ``site`` imports) is then handled like any later one instead of
+    raising ``KeyboardInterrupt`` there."""
+    stops = [s for s in STOP_SIGNALS]
+
+    def setup():
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        if then is not None:
+            then()
+    return setup
+
+
 def _check_timeout(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or value < 0:
@@ -267,6 +282,7 @@ class Launcher:
         self._start_watchdog()
         main = threading.current_thread() is threading.main_thread()
         preexec = _pdeathsig_preexec(signal.SIGTERM) if main else None
+        ours = _blocking_stop_signals(preexec)     # (the package's nodes unblock them)
         if self.watchdog is not None:
             self._say('launch', f'watchdog (pid {self.watchdog.pid}); {self.discovery}')
         else:
@@ -289,7 +305,8 @@ class Launcher:
             cmd = self.command(spec)
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, bufsize=1, env=self.env,
-                                 cwd=self.cwd, start_new_session=True, preexec_fn=preexec)
+                                 cwd=self.cwd, start_new_session=True,
+                                 preexec_fn=ours if spec.module.startswith('robot_dynamics.nodes.') else preexec)
             self.procs[spec.name] = p
             self._tell_watchdog(f'node {p.pid} {int(preexec is not None)}')
             self._say('launch', f'started {spec.name} (pid {p.pid}): -m {spec.module} --ros-args ...')

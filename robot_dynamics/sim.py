@@ -195,6 +195,18 @@ class Plant:
 
     model = None
     supports_external_wrench = False
+    #: what the command of an actuated joint is: ``'effort'`` (generalized force [N m | N]; the
+    #: simulator saturates it as ros2_control's joint limits do for an effort interface:
+    #: :meth:`command_limits`, and no effort further past a velocity or position limit) or
+    #: another quantity with its own bounds (the hydraulic plant's valve voltages [V])
+    command_interface = 'effort'
+
+    def command_limits(self):
+        """Symmetric bound (n,) on the command of each joint, ``|tau_i| <= limit_i``: the URDF
+        effort limits (a limit that is absent, zero or not finite: unbounded, as the control loop
+        reads them)."""
+        lim = np.asarray(self.model.effort_limit, float)
+        return np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
 
     def set_external_wrench(self, frame, wrench, reference='local'):
         """Apply (replace, or with zero / None remove) the external load on ``frame``.

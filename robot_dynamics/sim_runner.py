@@ -2,7 +2,7 @@
 
 :class:`SimRunner` is what ``sim_node`` hosts (the node only translates messages): it holds
 the latest actuator command (zero-order hold), falls back to the *hold* command when no valid
-command arrived for ``command_timeout`` s, applies external loads, advances the plant in steps
+command arrived for a few command periods, applies external loads, advances the plant in steps
 of exactly ``1/rate`` and keeps the real-time bookkeeping. Times in s; ``now`` is the caller's
 clock (node clock: wall time, or simulated time in a lock-step graph), ``wall`` a monotonic
 wall clock.
@@ -20,7 +20,15 @@ wall clock.
 * **Lock-step** (:meth:`command` returns the number of steps to take): one publish period per
   received command, nothing driven by a wall-clock timer.
 * **Commands**: a command with the wrong length or a NaN/inf is rejected (counted, reason
-  returned) and never reaches the plant.
+  returned) and never reaches the plant. A valid command is held for ``command_timeout_periods``
+  periods of the expected ``command_rate`` (default: 3 periods of ``publish_rate``, the
+  controller answering every state; ``command_timeout`` [s] > 0 caps it), then the hold.
+* **Limits at the boundary**: every command and the hold are saturated at the description's
+  joint limits before they reach the plant (:meth:`SimRunner.saturate`, as ros2_control's
+  joint limits: effort limits, and no effort pushing past a velocity or position limit);
+  clipping is counted (``clipped_commands``, ``clipped_holds``).
+* **One owner**: while :attr:`SimRunner.conflict` names a reason (the node sets it when its
+  command topic has more than one publisher), the plant holds.
 * **Hold**: ``'gravity'`` = the passive-joint-aware minimum-norm actuator forces balancing
   gravity minus ``hold_damping`` x actuated velocities (a plant with its own ``hold_command``
   decides: the SEA plant damps its motors), ``'zero'`` = nothing (valves closed for the
@@ -76,7 +84,7 @@ class SimRunner:
     """
 
     def __init__(self, model, plant, joints, *, rate=1000.0, publish_rate=100.0,
-                 command_timeout=0.2, hold='gravity', hold_damping=2.0, lockstep=False,
+                 command_timeout=0.0, command_timeout_periods=3.0, command_rate=0.0, hold='gravity', hold_damping=2.0, lockstep=False,
                  max_catchup=2, external_wrench_reference='local', external_wrench_timeout=0.0,
                  max_external_force=0.0, max_external_moment=0.0, max_events=1000,
                  refuse_assembly_jumps=True, wait_for_command=False, whole_periods=False, log=None):
@@ -98,7 +106,29 @@ class SimRunner:
         if unknown:
             raise InputError(f'joints {unknown} are not joints of {model.name}')
         self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
-        self.timeout, self.hold_mode, self.hold_damping = float(command_timeout), hold, float(hold_damping)
+        if not (float(command_timeout_periods) > 0 and float(command_rate) >= 0 and float(command_timeout) >= 0):
+            raise InputError('need command_timeout_periods > 0, command_rate >= 0 and command_timeout >= 0 '
+                             f'(got {command_timeout_periods}, {command_rate}, {command_timeout})')
+        # hold after ``command_timeout_periods`` periods of the expected command rate (default:
+        # the controller answers every published state), capped by command_timeout [s] if set
+        self.command_rate = float(command_rate) or self.publish_rate
+        self.timeout = float(command_timeout_periods) / self.command_rate
+        if float(command_timeout) > 0:
+            self.timeout = min(self.timeout, float(command_timeout))
+        self.hold_mode, self.hold_damping = hold, float(hold_damping)
+        # the boundary: every command and the hold saturated as ros2_control's joint limits
+        # saturate an effort interface (see :meth:`saturate`)
+        lim = np.asarray(plant.command_limits() if hasattr(plant, 'command_limits') else
+                         np.where(np.isfinite(model.effort_limit) & (np.asarray(model.effort_limit) > 0),
+                                  model.effort_limit, np.inf), float)
+        self.command_limit = lim[self.idx]
+        self.state_limits = getattr(plant, 'command_interface', 'effort') == 'effort'
+        vl = np.asarray(model.velocity_limit, float)[self.idx]
+        self.vmax = np.where(np.isfinite(vl) & (vl > 0), vl, np.inf)
+        self.qlo = np.asarray(model.lower, float)[self.idx]
+        self.qhi = np.asarray(model.upper, float)[self.idx]
+        self.conflict = None                  # a reason to hold (e.g. two command publishers)
+        self.hold_after = float('nan')        # [s] last command -> hold, at the last timeout
         self.lockstep, self.max_catchup = bool(lockstep), int(max_catchup)
         self.wait_for_command, self.whole_periods = bool(wait_for_command), bool(whole_periods)
         self.deferred, self._kept_pace = False, False
@@ -115,7 +145,8 @@ class SimRunner:
         self.applied = np.zeros(model.nq)
         self.ext_rx = {}
         self.counts = dict(rejected_commands=0, rejected_wrenches=0, clamped_wrenches=0,
-                           refused_steps=0, emergency_stops=0, ticks=0, late_commands=0)
+                           refused_steps=0, emergency_stops=0, ticks=0, late_commands=0,
+                           clipped_commands=0, clipped_holds=0, command_timeouts=0)
         self._fresh = False                   # a command came since the last real-time step
         # state -> command at the plant (real time): wall time from a state's publication to the
         # first command after it (the controller's answer when it keeps pace; the plant's view
@@ -206,21 +237,52 @@ class SimRunner:
 
     # ------------------------------------------------------------------ stepping
     def effort(self, now):
-        """Generalized force (nq,) to apply now: the fresh command or the hold command."""
+        """Generalized force (nq,) to apply now: the fresh command or the hold command, both
+        saturated at the joints' limits (:meth:`saturate`)."""
         m = self.model
-        fresh = (self.cmd is not None and not self.forced_hold
+        fresh = (self.cmd is not None and not self.forced_hold and self.conflict is None
                  and now - self.cmd_time <= self.timeout)
         if fresh:
             if self.holding:
-                self.log('info', 'commands received: leaving hold')
+                self.log('info', 'commands received: leaving hold', 'hold')
             self.holding = False
             tau = np.zeros(m.nq)
             tau[self.idx] = self.cmd
-            return tau
+            return self.saturate(tau, 'clipped_commands')
         if not self.holding:
-            self.log('warning', f'no valid command for {self.timeout:g} s: hold ({self.hold_mode})')
+            why = (self.conflict if self.conflict is not None else 'hold forced' if self.forced_hold
+                   else f'no valid command for {self.timeout:g} s')
+            if self.cmd is not None and self.conflict is None and not self.forced_hold:
+                self.counts['command_timeouts'] += 1
+                self.hold_after = float(now - self.cmd_time)     # [s] last command -> hold
+            self.log('warning', f'{why}: hold ({self.hold_mode})', 'hold')
         self.holding = True
-        return self.hold_effort()
+        return self.saturate(self.hold_effort(), 'clipped_holds')
+
+    def saturate(self, tau, count):
+        """Clip the commanded joints of ``tau`` (nq,) in place, as ros2_control's joint limits
+        saturate an effort command: to +-``command_limit`` (the plant's
+        :meth:`~robot_dynamics.sim.Plant.command_limits`: URDF effort limits, or the valve
+        saturation of the hydraulic plant), and for an effort interface no effort that pushes
+        further past a velocity limit (``|qd| > velocity``) or a position limit (at ``lower`` /
+        ``upper`` and moving outwards). A clipped command is counted under ``count`` (per
+        applied command: once per published state) and reported (throttled)."""
+        u = tau[self.idx]
+        hi = self.command_limit
+        lo = -hi
+        if self.state_limits:
+            q, qd = self.plant.q[self.idx], self.plant.qd[self.idx]
+            lo = np.where((qd < -self.vmax) | ((q <= self.qlo) & (qd <= 0.0)), 0.0, lo)
+            hi = np.where((qd > self.vmax) | ((q >= self.qhi) & (qd >= 0.0)), 0.0, hi)
+        c = np.minimum(np.maximum(u, lo), hi)
+        if np.any(c != u):
+            self.counts[count] += 1
+            k = int(np.argmax(np.abs(c - u)))
+            self.log('warning', f'{"hold" if count == "clipped_holds" else "command"} of {self.joints[k]} '
+                     f'clipped from {u[k]:.6g} to {c[k]:.6g} (limit {hi[k]:.6g}, velocity '
+                     f'{self.plant.qd[self.idx[k]]:.4g}; joint limits of the description)', count)
+            tau[self.idx] = c
+        return tau
 
     def hold_effort(self):
         if self.hold_mode == 'zero':
@@ -366,11 +428,14 @@ class SimRunner:
 
     def diagnostics(self):
         reason = ('frozen (a step and the hold failed)' if self.frozen else
+                  f'hold ({self.conflict})' if self.conflict is not None else
                   'hold (no valid command)' if self.holding else 'ok')
         d = {'plant_time': float(self.plant.t), 'real_time_factor': float(self.rtf),
              'slip': float(self.slip), 'rate': self.rate, 'holding': bool(self.holding),
              'lockstep': self.lockstep, **self.counts,
-             'safe': bool(self.holding or self.frozen), 'reason': reason}
+             'command_timeout': self.timeout, 'hold_after': self.hold_after, 'safe': bool(self.holding or self.frozen), 'reason': reason}
+        if self.conflict is not None:
+            d['error'] = self.conflict
         if self.answers:                      # [s] state -> command at the plant (real time)
             a = np.fromiter(self.answers, float)
             d.update(answer_p50=float(np.percentile(a, 50)), answer_p99=float(np.percentile(a, 99)),
@@ -390,12 +455,16 @@ def sim_params(model):
         'publish_rate': (100.0, '/joint_states rate [Hz] (<= rate)', (1e-3, 1e6)),
         'controller': ('effort_controller', 'commands come on /<controller>/commands', None),
         'joints': (list(m.actuated), 'command order (actuated joint names)', None),
-        'command_timeout': (0.2, 'no valid command for that long [s] -> hold', (1e-6, 1e6)),
+        'command_timeout_periods': (3.0, 'no valid command for that many periods of command_rate -> '
+                                    'hold', (0.5, 1000.0)),
+        'command_rate': (0.0, 'expected command rate [Hz] (0 = publish_rate: the controller answers '
+                         'every state)', (0.0, 1e6)),
+        'command_timeout': (0.0, 'cap on the command timeout [s] (0 = the periods rule alone)', (0.0, 1e3)),
         'hold': ('gravity', 'hold command: gravity balance or zero effort', ('gravity', 'zero')),
-        'hold_damping': (2.0, 'hold damping on the actuated joints [N m s/rad]', (0.0, None)),
+        'hold_damping': (2.0, 'hold damping on the actuated joints [N m s/rad]', (0.0, 1e4)),
         'initial_positions': (m.reference_q().tolist(), 'initial q (model order)', None),
         'lockstep': (False, 'one publish period per received command (deterministic tests)', None),
-        'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, None)),
+        'lockstep_republish': (0.0, 'lock-step: re-publish an unchanged state after [s] (0 = off)', (0.0, 60.0)),
         'max_catchup': (2, 'publish periods integrated per tick at most (then time slips)', (1, 10000)),
         'wait_for_command': (False, 'real time: a step waits for the command answering the last state '
                              'until it comes or the next tick (while the controller keeps pace)', None),
@@ -403,9 +472,9 @@ def sim_params(model):
                           'grid; up to a period of delay against the timer phase)', None),
         'external_wrench_reference': ('local', 'axes/point of ~/external_wrench',
                                       ('local', 'local_world_aligned', 'world')),
-        'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, None)),
-        'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, None)),
-        'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, None)),
+        'external_wrench_timeout': (0.0, 'drop a load not renewed for [s] (0 = keep)', (0.0, 1e3)),
+        'max_external_force': (0.0, 'external force bound [N] (0 = 100 x robot weight)', (0.0, 1e8)),
+        'max_external_moment': (0.0, 'external moment bound [N m] (0 = force bound x 1 m)', (0.0, 1e8)),
         'extra_states_topic': ('hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
         'refuse_assembly_jumps': (True, 'refuse a step that leaves the assembly mode (plant holds)', None),
@@ -439,7 +508,8 @@ def runner_from_params(model, P, log=None):
     plant = make_plant(kind, model, np.asarray(P['initial_positions'], float), dt=1.0 / rate)
     return SimRunner(
         model, plant, P['joints'], rate=rate, publish_rate=float(P['publish_rate']),
-        command_timeout=float(P['command_timeout']), hold=hold, hold_damping=float(P['hold_damping']),
+        command_timeout=float(P['command_timeout']), command_rate=float(P['command_rate']),
+        command_timeout_periods=float(P['command_timeout_periods']), hold=hold, hold_damping=float(P['hold_damping']),
         lockstep=bool(P['lockstep']), max_catchup=int(P['max_catchup']),
         external_wrench_reference=P['external_wrench_reference'],
         external_wrench_timeout=float(P['external_wrench_timeout']),

@@ -55,11 +55,25 @@ class Probe:
         n.create_subscription(Float64MultiArray, '/kinematics_node/loop_residual',
                               lambda m: self._rec(self.residual, m), deep)
         n.create_subscription(MarkerArray, '/kinematics_node/markers', lambda m: self._rec(self.markers, m), deep)
-        self.cmd_pub = n.create_publisher(Float64MultiArray, '/effort_controller/commands', QOS_COMMAND)
+        self._cmd_pub = None
         self.enable = n.create_client(SetBool, '/dynamics_node/enable')
         self._stop = False
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
+
+    @property
+    def cmd_pub(self):
+        """A publisher on the plant's command topic, made on first use: while it exists next to
+        a controller's, sim_node holds (one owner per command topic); :meth:`drop_cmd_pub`."""
+        if self._cmd_pub is None:
+            self._cmd_pub = self.node.create_publisher(Float64MultiArray, '/effort_controller/commands',
+                                                       QOS_COMMAND)
+        return self._cmd_pub
+
+    def drop_cmd_pub(self):
+        if self._cmd_pub is not None:
+            self.node.destroy_publisher(self._cmd_pub)
+            self._cmd_pub = None
 
     def subscribe(self, attr, msg_type, topic, qos=DEEP):
         """Record ``topic`` into the list ``self.<attr>`` as (arrival time, msg)."""
@@ -184,3 +198,24 @@ def stamp_matched_xz_error(poses, refs, tol=None):
                             max_gap=tol)
     ok = np.all(np.isfinite(R), axis=1)
     return np.hypot(*(P[ok] - R[ok]).T)
+
+
+def set_params(node, target, values):
+    """Set parameters one by one through the node's SetParameters service; {name: result}."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    cli = node.create_client(SetParameters, f'{target}/set_parameters')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    out = {}
+    for name, v in values.items():
+        if isinstance(v, str):
+            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
+        else:
+            pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
+        fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name.strip(), value=pv)]))
+        t_end = time.monotonic() + 10.0
+        while not fut.done() and time.monotonic() < t_end:
+            time.sleep(0.02)
+        assert fut.done(), f'set {name}: no answer'
+        out[name.strip()] = fut.result().results[0]
+    return out

@@ -18,33 +18,12 @@ from robot_dynamics.control import hold_command
 from robot_dynamics.launcher import Launcher
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE
 
-from ros_helpers import DEEP, SpunNode, assert_no_process_left
+from ros_helpers import DEEP, SpunNode, assert_no_process_left, set_params as _set_params
 
 
 def _stamp(t):
     from builtin_interfaces.msg import Time
     return Time(sec=int(t), nanosec=int((t - int(t)) * 1e9))
-
-
-def _set_params(node, target, values):
-    """Set parameters one by one through the node's SetParameters service; {name: result}."""
-    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-    from rcl_interfaces.srv import SetParameters
-    cli = node.create_client(SetParameters, f'{target}/set_parameters')
-    assert cli.wait_for_service(timeout_sec=10.0)
-    out = {}
-    for name, v in values.items():
-        if isinstance(v, str):
-            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=v)
-        else:
-            pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
-        fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name.strip(), value=pv)]))
-        t_end = time.monotonic() + 10.0
-        while not fut.done() and time.monotonic() < t_end:
-            time.sleep(0.02)
-        assert fut.done(), f'set {name}: no answer'
-        out[name.strip()] = fut.result().results[0]
-    return out
 
 
 @pytest.mark.parametrize('robot, node_name, ref_joints, extra', [
@@ -194,7 +173,12 @@ def test_controller_node_survives_faults_and_goes_safe_when_stale(robot, node_na
         assert not res['kp'].successful and 'range' in res['kp'].reason.lower(), res['kp']
         assert not res['rate'].successful and 'read-only' in res['rate'].reason.lower(), res['rate']
         assert not res['safe'].successful
-        assert _set_params(node, f'/{node_name}', {'kp': 50.0})['kp'].successful
+        kp = float(p.get('kp', 100.0))        # a running gain changes in bounded steps
+        assert _set_params(node, f'/{node_name}', {'kp': 1.5 * kp})['kp'].successful
+        res = _set_params(node, f'/{node_name}', {'kp': 1e308, 'kd': 1e308})
+        assert not res['kp'].successful and 'range' in res['kp'].reason.lower(), res['kp']
+        res = _set_params(node, f'/{node_name}', {'kp': 15.0 * kp})
+        assert not res['kp'].successful and 'max_gain_change' in res['kp'].reason, res['kp']
     finally:
         probe.close()
         launcher.shutdown()

@@ -26,7 +26,7 @@ from ros_helpers import stamp_matched_xz_error, Probe, run_graph  # noqa: E402
 pytestmark = pytest.mark.ros
 
 PUBLISH_RATE = 100.0     # config/<robot>.yaml: sim_node publish_rate
-COMMAND_TIMEOUT = 0.2    # config/<robot>.yaml: sim_node command_timeout
+COMMAND_TIMEOUT = 3 / 100.0    # config/<robot>.yaml: sim_node command_timeout_periods / publish_rate
 
 
 def _common_checks(launcher, probe, model, out):
@@ -98,7 +98,8 @@ def _hold_and_rejection_checks(launcher, probe, model, out):
     assert np.abs(np.array(js.position) - q_hold).max() < 0.05
     assert np.abs(np.array(js.velocity)).max() < 0.1
     assert 'rejected command' in out.getvalue()
-    # resume
+    # resume (the probe's command publisher gone: one owner of the command topic again)
+    probe.drop_cmd_pub()
     t_on = probe.call_enable(True)
     probe.wait_for(lambda: any(t > t_on and not m.data for t, m in list(probe.hold)), 5.0,
                    'leaving hold when commands resume')

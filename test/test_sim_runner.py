@@ -82,14 +82,17 @@ def test_whole_periods_keep_the_states_on_the_publish_grid():
 
 
 def test_commands_rejected_and_hold_after_timeout():
-    r = runner(command_timeout=0.2, hold_damping=0.5)
+    """Malformed commands never reach the plant; a valid one is held for 3 periods of the
+    expected command rate (default publish_rate), then the hold; command_timeout [s] caps it."""
+    r = runner(hold_damping=0.5)                          # 250 Hz states: 12 ms
+    assert r.timeout == pytest.approx(3 / 250.0)
     p = len(r.joints)
     assert r.command([1.0] * (p + 1), 0.0)[1] and r.command([np.nan] * p, 0.0)[1]
     assert r.counts['rejected_commands'] == 2 and r.cmd is None
     assert r.command([0.3] * p, 1.0) == (0, None)         # real time: no step on a command
-    tau = r.effort(1.1)
+    tau = r.effort(1.0 + 2.9 / 250.0)                     # within 3 periods: the command
     assert not r.holding and np.allclose(tau[r.idx], 0.3)
-    tau = r.effort(1.3)                                   # 0.3 s > timeout: hold
+    tau = r.effort(1.0 + 3.1 / 250.0)                     # 3.1 periods: hold
     assert r.holding
     np.testing.assert_allclose(tau, hold_command(r.model, r.plant.q, r.plant.qd, 0.5), atol=1e-12)
     r.forced_hold = True
@@ -97,6 +100,62 @@ def test_commands_rejected_and_hold_after_timeout():
     r.effort(2.0)
     assert r.holding
     assert runner(lockstep=True).command([0.0] * p, 0.0) == (4, None)   # one publish period
+    assert runner(command_rate=50.0, command_timeout_periods=2.0).timeout == pytest.approx(0.04)
+    assert runner(command_timeout=0.005).timeout == pytest.approx(0.005)      # the cap
+    assert runner(command_timeout=1.0).timeout == pytest.approx(0.012)        # never longer
+    with pytest.raises(InputError):
+        runner(command_timeout_periods=0.0)
+
+
+def test_commands_and_hold_are_saturated_at_the_joint_limits():
+    """The boundary enforces the description (as ros2_control's joint limits for an effort
+    interface): |effort| <= the URDF effort limit (four_bar crank: 20 N m), no effort pushing
+    further past the velocity limit (20 rad/s) or a position limit; the hold is clipped too;
+    each is counted."""
+    r = runner()
+    m = r.model
+    i = r.idx[0]
+    assert m.effort_limit[i] == 20.0 and m.velocity_limit[i] == 20.0
+    r.command([500.0], 0.0)                               # 25 x the limit
+    np.testing.assert_allclose(r.effort(0.0)[i], 20.0)
+    r.command([-500.0], 0.0)
+    np.testing.assert_allclose(r.effort(0.0)[i], -20.0)
+    assert r.counts['clipped_commands'] == 2
+    r.command([5.0], 0.0)
+    assert r.effort(0.0)[i] == 5.0 and r.counts['clipped_commands'] == 2    # within: untouched
+    r.plant.qd[i] = 25.0                                  # beyond the velocity limit
+    assert r.effort(0.0)[i] == 0.0                        # no further push ...
+    r.command([-5.0], 0.0)
+    assert r.effort(0.0)[i] == -5.0                       # ... braking stays allowed
+    r.plant.qd[i] = 0.0
+    # the hold: clipped as well (a hold needing more than the limit gets the limit)
+    r2 = runner(hold_damping=1e4)
+    r2.plant.qd[r2.idx[0]] = 1.0                          # 1e4 N m s/rad x 1 rad/s of damping
+    tau = r2.effort(0.0)
+    assert r2.holding and abs(tau[r2.idx[0]]) == pytest.approx(20.0)
+    assert r2.counts['clipped_holds'] == 1
+    # a stepped plant never sees more than the limit: 200 steps of a 25x command
+    r3 = runner()
+    r3.start(0.0)
+    r3.command([500.0], 0.0)
+    for k in range(1, 51):
+        r3.command([500.0], k * 4e-3)
+        r3.tick(k * 4e-3, k * 4e-3)
+        assert abs(r3.applied[r3.idx[0]]) <= 20.0
+        assert r3.plant.qd[r3.idx[0]] <= 20.0 + 20.0 * 4e-3 * 1e3    # no push beyond the limit
+
+
+def test_hydraulic_valve_commands_are_saturated_at_the_valve_limit():
+    """The hydraulic plant takes valve voltages: its boundary is the valve's max_input (10 V),
+    not an effort limit (no velocity rule on a voltage)."""
+    from robot_dynamics.plants import make_plant
+    m = model('hydraulic_boom')
+    plant = make_plant('hydraulic', m, m.reference_q(), dt=1e-3)
+    r = SimRunner(m, plant, list(m.actuated), rate=1000.0, publish_rate=1000.0, hold='zero')
+    np.testing.assert_allclose(r.command_limit, 10.0)
+    r.command([250.0] * len(r.joints), 0.0)
+    np.testing.assert_allclose(r.effort(0.0)[r.idx], 10.0)
+    assert r.counts['clipped_commands'] == 1 and not r.state_limits
 
 
 def test_external_wrench_bounds_and_timeout():
@@ -187,7 +246,7 @@ def test_bad_configuration_is_an_input_error():
 
 
 def test_a_step_that_leaves_the_assembly_mode_is_refused_and_the_plant_holds():
-    """An absurd command (1e4 N m on the four-bar crank, measured: a branch_jump event within
+    """An absurd command (1e4 N m on the four-bar crank, the boundary's saturation lifted; measured: a branch_jump event within
     200 steps) must not carry the plant into another assembly: the step is undone, the plant
     holds from where it was (loop closed, velocities of the state before the jump); with
     ``refuse_assembly_jumps=False`` the same command does jump and nothing is refused (the
@@ -197,7 +256,8 @@ def test_a_step_that_leaves_the_assembly_mode_is_refused_and_the_plant_holds():
     out = {}
     for refuse in (True, False):
         r = runner(publish_rate=1000.0, refuse_assembly_jumps=refuse, hold_damping=5.0)
-        p = len(r.joints)
+        r.command_limit[:], r.state_limits = np.inf, False     # (the boundary's saturation lifted:
+        p = len(r.joints)                                      # the absurd command reaches the plant)
         jumped = held = 0
         for k in range(200):
             r.command([1e4 * np.sin(0.7 * k)] * p, k * 1e-3)

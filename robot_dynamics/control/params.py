@@ -4,7 +4,9 @@ descriptors; a bringup config or a test reads the defaults here).
 ``CONTROLLER_PARAMS``: name -> (default, description, constraint) (see
 :func:`robot_dynamics.nodes._common.declare_params`: a constraint is a (lo, hi) range or a tuple
 of choices); ``RUNTIME``: the parameters that may change at run time (the others are read-only);
-``FLOATS``: the ones read as float.
+``FLOATS``: the ones read as float; ``GAINS``: the run-time gains whose changes are bounded
+(``max_gain_change``: a new value within [running / f, running x f]; from zero, up to the start
+value x f).
 """
 
 CONTROLLER_PARAMS = {
@@ -14,17 +16,17 @@ CONTROLLER_PARAMS = {
     'reference': ('joint', 'reference coordinates (pidc / computed_torque)', ('joint', 'task')),
     'task_frame': ('tool', 'frame whose origin a task reference drives', None),
     'task_axes': ([0, 1, 2], 'world components of the task reference', None),
-    'kp': (100.0, 'proportional gain', (0.0, None)),
-    'kd': (20.0, 'derivative gain', (0.0, None)),
+    'kp': (100.0, 'proportional gain', (0.0, 1e7)),
+    'kd': (20.0, 'derivative gain', (0.0, 1e6)),
     'rate': (100.0, 'control period 1/rate [Hz]: watchdog timer and overrun threshold', (1e-3, 1e5)),
     'state_timeout': (0.1, 'no valid state for that long [s] -> safe command', (1e-6, 1e3)),
     'reference_timeout': (0.5, 'reference older than that behind the state [s] -> safe command', (1e-6, 1e3)),
     'max_extrapolation': (0.05, 'longest reference extrapolation [s]', (0.0, 10.0)),
     'reference_sync': (False, 'lock-step: wait for the reference of the state stamp', None),
     'ref_wait': (0.2, 'lock-step: longest wait for that reference [s wall]', (1e-6, 1e3)),
-    'max_effort': (0.0, 'effort bound per joint, with the URDF limits (0 = URDF only)', (0.0, None)),
+    'max_effort': (0.0, 'effort bound per joint, with the URDF limits (0 = URDF only)', (0.0, 1e7)),
     'safe': ('hold', 'safe command: gravity hold at the last valid state, or zero', ('hold', 'zero')),
-    'hold_damping': (0.0, 'safe hold: damping on the actuated joints', (0.0, None)),
+    'hold_damping': (0.0, 'safe hold: damping on the actuated joints', (0.0, 1e5)),
     'ff_lead': (0.0, 'feed-forward lead [s] (zero-order-hold compensation)', (0.0, 1.0)),
     'interpolate': (False, 'joint references between two held samples (a source publishing ahead): '
                     'the quintic through both (else Taylor from the earlier one)', None),
@@ -40,18 +42,22 @@ CONTROLLER_PARAMS = {
     'timer_rate': (0.0, 'watchdog timer rate [Hz] (0 = rate)', (0.0, 1e5)),
     'error_rate': (0.0, '~/tracking_error, ~/feedforward, ~/constraint_wrench at most this often [Hz of state time] '
                    '(0 = with every command)', (0.0, 1e5)),
-    'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, None)),
-    'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, None)),
-    'preload': (0.0, 'sea_flatness: internal preload [N m]', None),
+    'max_gain_change': (2.0, 'a run-time change of a gain (kp, kd, kv) is refused beyond this factor of its '
+                        'running value (change it in steps)', (1.0, 1e3)),
+    'poles': (30.0, 'sea_flatness: EE error poles [1/s]', (0.0, 1e4)),
+    'lambda_poles': (30.0, 'sea_flatness: internal-force error poles [1/s]', (0.0, 1e4)),
+    'preload': (0.0, 'sea_flatness: internal preload [N m]', (-1e4, 1e4)),
     'route': ('auto', 'sea_flatness: auto | planar (closed-form planar 3RRR) | general (any SEA-PKM, '
               'general 2nd-order route)', ('auto', 'planar', 'general')),
 }
 
 #: parameters that may change at run time (the others are read-only)
 RUNTIME = ('kp', 'kd')
+#: gains whose run-time changes are bounded by ``max_gain_change``
+GAINS = ('kp', 'kd', 'kv')
 
 FLOATS = ('kp', 'kd', 'rate', 'state_timeout', 'reference_timeout', 'max_extrapolation', 'ref_wait',
-          'max_effort', 'hold_damping', 'ff_lead', 'max_future', 'diagnostics_rate', 'max_state_age',
+          'max_effort', 'hold_damping', 'ff_lead', 'max_gain_change', 'max_future', 'diagnostics_rate', 'max_state_age',
           'timer_rate', 'error_rate', 'poles', 'lambda_poles', 'preload')
 
 

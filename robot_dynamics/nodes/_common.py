@@ -59,22 +59,30 @@ def declare_params(node, spec, runtime=()):
     refused) or a tuple of allowed strings. Parameters not named in ``runtime`` are read-only
     (the node reads them once at start: a run-time ``ros2 param set`` is refused with that
     reason instead of answering "successful" and doing nothing). Initial values outside their
-    constraint raise ValueError naming the parameter (the node does not start)."""
+    constraint raise ValueError naming the parameter (the node does not start). Every numeric
+    scalar parameter (a gain, a limit, a rate, a time) must come with a finite range: a spec
+    without one raises ValueError."""
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-    values, choices = {}, {}
+    values, choices, ranges = {}, {}, {}
     for name, (default, text, cons) in spec.items():
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and not (
+                isinstance(cons, tuple) and len(cons) == 2
+                and all(isinstance(c, (int, float)) and math.isfinite(c) for c in cons)):
+            raise ValueError(f'parameter {name}: a numeric parameter needs a finite (lo, hi) range '
+                             f'in its spec, got {cons!r}')
         d = ParameterDescriptor(description=text, read_only=name not in runtime)
-        if isinstance(cons, tuple) and len(cons) == 2 and all(c is None or isinstance(c, (int, float)) for c in cons) \
-                and not isinstance(default, str):
+        numeric = isinstance(cons, tuple) and len(cons) == 2 and all(
+            c is None or (isinstance(c, (int, float)) and not isinstance(c, bool)) for c in cons)
+        if numeric and not isinstance(default, (str, bool)):
             lo, hi = (-_BIG if cons[0] is None else cons[0]), (_BIG if cons[1] is None else cons[1])
-            if isinstance(default, bool):
-                pass
+            if isinstance(default, (list, tuple)):
+                ranges[name] = (lo, hi)          # arrays: each element (checked below)
             elif isinstance(default, int):
                 d.integer_range = [IntegerRange(from_value=int(max(lo, -2 ** 62)), to_value=int(min(hi, 2 ** 62)), step=0)]
             else:
                 d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
             d.additional_constraints = f'{cons[0] if cons[0] is not None else "-inf"} .. {cons[1] if cons[1] is not None else "inf"}'
-        elif isinstance(cons, tuple):
+        elif isinstance(cons, tuple) and not numeric:
             choices[name] = cons
             d.additional_constraints = 'one of ' + ', '.join(map(str, cons))
         try:
@@ -83,9 +91,12 @@ def declare_params(node, spec, runtime=()):
             raise ValueError(f'parameter {name}: {exc}') from None
         if name in choices and v not in choices[name]:
             raise ValueError(f'parameter {name}: {v!r} is not one of {list(choices[name])}')
+        why = _outside(name, v, ranges.get(name))
+        if why:
+            raise ValueError(f'parameter {name}: {why}')
         values[name] = v
 
-    if choices:
+    if choices or ranges:
         from rcl_interfaces.msg import SetParametersResult
 
         def check(params):
@@ -93,9 +104,20 @@ def declare_params(node, spec, runtime=()):
                 if prm.name in choices and prm.value not in choices[prm.name]:
                     return SetParametersResult(successful=False,
                                                reason=f'{prm.name} must be one of {list(choices[prm.name])}')
+                why = _outside(prm.name, prm.value, ranges.get(prm.name))
+                if why:
+                    return SetParametersResult(successful=False, reason=why)
             return SetParametersResult(successful=True)
         node.add_on_set_parameters_callback(check)
     return values
+
+
+def _outside(name, value, rng):
+    """None, or why the elements of an array parameter ``value`` leave ``rng`` (lo, hi)."""
+    if rng is None or not isinstance(value, (list, tuple)) and not hasattr(value, 'tolist'):
+        return None
+    bad = [x for x in list(value) if isinstance(x, (int, float)) and not rng[0] <= x <= rng[1]]
+    return f'{name}: {bad[0]!r} outside the range {rng[0]:g} .. {rng[1]:g}' if bad else None
 
 
 def now_msg(node):
@@ -149,9 +171,16 @@ def finite_list(values, n=None):
 
 
 def spin_node(node_cls, args=None):
-    """rclpy boilerplate: init, construct, spin, clean shutdown on Ctrl-C / SIGTERM."""
+    """rclpy boilerplate: init, construct, spin, clean shutdown (exit code 0, no traceback) on
+    Ctrl-C, SIGTERM or SIGHUP (:func:`robot_dynamics.nodes._signals.quiet_signals`), also when
+    it comes before or during the node's construction."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+
+    from robot_dynamics.nodes._signals import quiet_signals
+    flag = quiet_signals()
+    if flag['signal'] is not None:              # stopped while importing: nothing to undo
+        return 0
     rclpy.init(args=args)
     node = None
     code = 0
@@ -160,23 +189,26 @@ def spin_node(node_cls, args=None):
         executor = make_executor()
         executor.add_node(node)
         freeze_heap()
-        while rclpy.ok():
+        while rclpy.ok() and flag['signal'] is None:
             executor.spin_once(timeout_sec=0.5)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: BLE001 - report and exit non-zero, never hang
-        if node is not None and not rclpy.ok():
-            pass    # shut down (Ctrl-C, SIGTERM) inside spin_once: the executor's wait raises
-            # "Unable to convert call argument '0' to Python object" then; not a failure
+        if flag['signal'] is not None or not rclpy.ok():
+            pass    # shut down (Ctrl-C, SIGTERM) inside spin_once or the constructor: the
+            # executor's wait raises "Unable to convert call argument '0' to Python object" then
         else:
             import sys
             print(f'{node_cls.__name__}: fatal: {exc}', file=sys.stderr, flush=True)
             code = 1
     finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        try:
+            if node is not None:
+                node.destroy_node()
+            if rclpy.ok():
+                rclpy.shutdown()
+        except Exception:  # noqa: BLE001 - a context already shut down by a signal
+            pass
     return code
 
 
@@ -271,8 +303,9 @@ def stamp_sec(stamp):
 
 class DiagnosticsPublisher:
     """Publish a core ``diagnostics()`` dict on ``/diagnostics`` (diagnostic_msgs/DiagnosticArray)
-    every 1/``rate`` s of wall time: level OK, WARN when the last command was a safe command or
-    overruns/rejections happened since the previous report. 0 disables it."""
+    every 1/``rate`` s of wall time (and at once through :meth:`publish`): level OK, WARN when the
+    last command was a safe command or overruns/rejections/clipping happened since the previous
+    report, ERROR when the dict has an ``error`` (its text is the message). 0 disables it."""
 
     def __init__(self, node, source, rate=2.0, hardware_id=''):
         from rclpy.clock import Clock, ClockType
@@ -291,11 +324,13 @@ class DiagnosticsPublisher:
         st = DiagnosticStatus(name=f'{self.node.get_fully_qualified_name()}: control loop',
                               hardware_id=self.hw)
         news = {k: d.get(k, 0) - self.prev.get(k, 0)
-                for k in ('overruns', 'rejected_states', 'law_errors', 'callback_errors', 'refused_steps', 'refused')}
+                for k in ('overruns', 'rejected_states', 'law_errors', 'callback_errors', 'refused_steps', 'refused',
+                          'clipped_commands', 'clipped_holds', 'clipped')}
         self.prev = {k: d.get(k, 0) for k in news}
         warn = d.get('safe') or any(v > 0 for v in news.values())
-        st.level = DiagnosticStatus.WARN if warn else DiagnosticStatus.OK
-        st.message = (d.get('reason') or 'ok') if d.get('safe') else (
+        st.level = (DiagnosticStatus.ERROR if d.get('error') else
+                    DiagnosticStatus.WARN if warn else DiagnosticStatus.OK)
+        st.message = d['error'] if d.get('error') else (d.get('reason') or 'ok') if d.get('safe') else (
             ', '.join(f'{v} new {k}' for k, v in news.items() if v) or 'ok')
         st.values = [KeyValue(key=str(k), value=f'{v:.6g}' if isinstance(v, float) else str(v))
                      for k, v in d.items()]
@@ -303,6 +338,39 @@ class DiagnosticsPublisher:
         arr.header.stamp = self.node.get_clock().now().to_msg()
         arr.status = [st]
         self.pub.publish(arr)
+
+
+class PublisherWatch:
+    """One owner per topic: checks every ``period`` s of wall time that each watched topic has
+    at most its allowed number of publishers (``topics``: {name: allowed}; names resolved
+    against the node's namespace). ``problem`` is None or the text naming the topic, the count
+    and the publishing nodes; a change is logged (ERROR while it lasts, INFO when it is over)
+    and passed to ``on_change(problem)``."""
+
+    def __init__(self, node, topics, period=0.25, on_change=None):
+        from rclpy.clock import Clock, ClockType
+        self.node, self.on_change, self.problem = node, on_change, None
+        self.topics = {node.resolve_topic_name(t): int(n) for t, n in topics.items()}
+        self.timer = node.create_timer(period, self.check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def check(self):
+        problems = []
+        for topic, allowed in self.topics.items():
+            infos = self.node.get_publishers_info_by_topic(topic)
+            if len(infos) > allowed:
+                who = sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos})
+                problems.append(f'{len(infos)} publishers on {topic} (nodes {", ".join(who)}; expected '
+                                f'at most {allowed})')
+        problem = '; '.join(problems) or None
+        if problem != self.problem:
+            if problem:
+                self.node.get_logger().error(problem)
+            else:
+                self.node.get_logger().info(f'one publisher again on {", ".join(self.topics)}')
+            self.problem = problem
+            if self.on_change is not None:
+                self.on_change(problem)
+        return problem
 
 
 def time_msg(t):

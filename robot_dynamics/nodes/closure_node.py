@@ -28,7 +28,7 @@ class ClosureNode(Node):
         P = declare_params(self, {
             'input_topic': ('measured_joint_states', 'sensed joint states (relative name)', None),
             'output_topic': ('joint_states', 'complete joint states (relative name)', None),
-            'max_jump': (0.3, 'largest change of an unsensed joint per message [rad | m]', (1e-9, None)),
+            'max_jump': (0.3, 'largest change of an unsensed joint per message [rad | m]', (1e-9, 1e3)),
             'tol': (1e-11, 'closure tolerance [m | -]', (1e-16, 1e-3)),
             'sing_tol': (1e-6, 'smallest singular value of the unsensed columns of A', (1e-16, 1.0)),
             'max_gap': (0.1, 'longest stamp gap for velocity differences [s]', (1e-6, 10.0)),

@@ -37,11 +37,11 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics.control.loop import ControlLoop, SamplePairing, StampedParts
-from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, RUNTIME, controller_spec,
+from robot_dynamics.control.params import (CONTROLLER_PARAMS, FLOATS, GAINS, RUNTIME, controller_spec,
                                            make_law_from_params)
 from robot_dynamics.decimator import Decimator
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_REFERENCE, QOS_STATE, DiagnosticsPublisher,
-                                          declare_params, guarded, load_model_param, spin_node,
+                                          PublisherWatch, declare_params, guarded, load_model_param, spin_node,
                                           stamp_sec, time_msg, warn_throttled, wrench_stamped)
 
 
@@ -93,10 +93,22 @@ class ControllerNode(Node):
         # plant) and on the node clock in lock-step (simulated time: no wall-clock step)
         self.create_timer(1.0 / (p['timer_rate'] or p['rate']), guarded(self, self._answer, 'timer'),
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
-        self.diag = DiagnosticsPublisher(self, self.loop.diagnostics, min(p['diagnostics_rate'], 2.0))
+        self.diag = DiagnosticsPublisher(self, self._diagnostics, min(p['diagnostics_rate'], 2.0))
+        # one owner per command topic (this node) and one /clock: another publisher is reported
+        # at ERROR (the plant holds while its command topic has two publishers)
+        watched = {self.pub_cmd.topic_name: 1}
+        if self.get_parameter('use_sim_time').value:
+            watched['/clock'] = 1
+        self.watch = PublisherWatch(self, watched, on_change=lambda _: self.diag.pub and self.diag.publish())
         self.get_logger().info(f'law {law}, reference {self.law.coords}, commands '
                                f'{self.pub_cmd.topic_name} {self.law.joints}, limits '
                                f'{np.round(self.loop.effort_limit, 3).tolist()}, safe {p["safe"]}')
+
+    def _diagnostics(self):
+        d = self.loop.diagnostics()
+        if getattr(self, 'watch', None) is not None and self.watch.problem:
+            d['error'] = self.watch.problem
+        return d
 
     def _build_law(self, p):
         return make_law_from_params(self.model, p)
@@ -219,8 +231,26 @@ class ControllerNode(Node):
         response.success, response.message = self.loop.hold_here()
         return response
 
+    def gain_step_refused(self, params):
+        """None, or why a run-time change of a gain (:data:`GAINS`) is refused: beyond
+        ``max_gain_change`` times its running value (from zero: times its start value)."""
+        f = self.p['max_gain_change']
+        for prm in params:
+            if prm.name not in GAINS or not isinstance(prm.value, (int, float)):
+                continue
+            cur, new = float(self.get_parameter(prm.name).value), float(prm.value)
+            base = cur if cur > 0 else float(self.p.get(prm.name, 0.0))
+            if new == cur or (base > 0 and base / f <= new <= base * f):
+                continue
+            return (f'{prm.name} = {new:g} refused: a running gain changes by at most a factor '
+                    f'max_gain_change = {f:g} per step ({base / f:g} .. {base * f:g} from {cur:g})')
+        return None
+
     def on_params(self, params):
-        for prm in params:                   # ranges and read-only: enforced by the descriptors
+        why = self.gain_step_refused(params)   # ranges and read-only: enforced by the descriptors
+        if why:
+            return SetParametersResult(successful=False, reason=why)
+        for prm in params:
             if prm.name in ('kp', 'kd'):
                 setattr(self.law, prm.name, float(prm.value))
         return SetParametersResult(successful=True)

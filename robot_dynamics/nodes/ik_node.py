@@ -57,7 +57,7 @@ class IKNode(Node):
         self.model = m = load_model_param(self)
         P = declare_params(self, {
             'scheme': ('nested', 'constraint-embedding IK scheme', ('nested', 'compound')),
-            'kappa_warn': (30.0, 'warn above this condition number of the task Jacobian', (1.0, None)),
+            'kappa_warn': (30.0, 'warn above this condition number of the task Jacobian', (1.0, 1e16)),
             'tol': (1e-10, 'IK tolerance', (1e-16, 1.0)),
             'max_outer': (20, 'outer Newton iterations at most', (1, 10000)),
             'aux_rate': (0.0, '~/joint_trajectory, ~/joint_states, ~/feedforward, ~/diagnostics at most '

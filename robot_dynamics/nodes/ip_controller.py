@@ -54,11 +54,11 @@ class IPControllerNode(ControllerNode):
     def _params(self, extra=None):
         return super()._params(dict(
             law=('paper', 'inertia-partitioning variant', IP_LAWS), kp=20.0,
-            kv=(20.0, 'velocity gain', (0.0, None)),
+            kv=(20.0, 'velocity gain', (0.0, 1e6)),
             loop_map=('auto', 'loop map (auto | analytic | numeric)', None),
             neglect_bodies=([''], 'bodies left out of the partition', None),
             unlock_blend_time=(2.0, 'unlocked DoF re-joins its reference over [s]', (0.0, 1e3)),
-            payload_mass=(0.0, 'payload mass [kg]', (0.0, None)),
+            payload_mass=(0.0, 'payload mass [kg]', (0.0, 1e5)),
             payload_com=([0.0, 0.0, 0.0], 'payload COM in payload_frame [m]', None),
             payload_inertia=([0.0] * 6, 'payload inertia xx xy xz yy yz zz [kg m^2]', None),
             payload_frame=('tool', 'frame carrying the payload', None),
@@ -100,6 +100,9 @@ class IPControllerNode(ControllerNode):
         self.locked_names = list(names)
 
     def on_params(self, params):
+        why = self.gain_step_refused(params)
+        if why:
+            return SetParametersResult(successful=False, reason=why)
         old = (dict(self.payload), list(self.locked_names))
         ctrl = self.law.ctrl
         try:

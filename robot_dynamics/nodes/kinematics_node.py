@@ -37,11 +37,11 @@ class KinematicsNode(Node):
             or [m.frame_names[-1]]
         P = declare_params(self, {
             'frames': (default, 'frames whose pose and twist are published', None),
-            'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, None)),
+            'residual_warn': (1e-6, 'loop closure error shown red above [m | -]', (0.0, 1e3)),
             'marker_rate': (30.0, 'cut-frame markers for RViz at most this often, by state stamp '
-                                  '[Hz] (0: every state)', (0.0, None)),
+                                  '[Hz] (0: every state)', (0.0, 1e5)),
             'rate': (0.0, 'poses, twists, loop residuals at most this often, by state stamp [Hz] '
-                          '(0: every state)', (0.0, None))})
+                          '(0: every state)', (0.0, 1e5))})
         self.out = Decimator.from_rate(P['rate'])
         self.frames = list(P['frames'])
         for f in self.frames:

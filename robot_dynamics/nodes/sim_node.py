@@ -42,8 +42,8 @@ from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.decimator import Decimator
 from robot_dynamics.nodes._common import (QOS_COMMAND, QOS_LATCHED, QOS_STATE, DiagnosticsPublisher,
-                                          declare_params, extra_states_msg, guarded, load_model_param,
-                                          spin_node)
+                                          PublisherWatch, declare_params, extra_states_msg, guarded,
+                                          load_model_param, spin_node)
 from robot_dynamics.sim_runner import runner_from_params, sim_params
 from robot_dynamics.visuals import with_stick_visuals
 
@@ -84,8 +84,13 @@ class SimNode(Node):
                                  guarded(self, self.on_external_wrench, 'external_wrench'), QOS_COMMAND)
         self.create_service(Trigger, '~/reset', guarded(self, self.on_reset, 'reset'))
         self.create_service(SetBool, '~/hold', guarded(self, self.on_hold, 'hold'))
-        self.diag = DiagnosticsPublisher(self, lambda: {**self.sim.diagnostics(), 'waiting_for_start': self.waiting},
-                                         float(P['diagnostics_rate']))
+        self.diag = DiagnosticsPublisher(self, self._diagnostics, float(P['diagnostics_rate']))
+        # one owner per command topic (policy: hold while another publisher is there) and one
+        # /clock (reported: every node on simulated time follows both)
+        self.cmd_watch = PublisherWatch(self, {self.sub_cmd.topic_name: 1}, on_change=self._on_command_owners)
+        sim_time = self.get_parameter('use_sim_time').value
+        self.clock_watch = (PublisherWatch(self, {'/clock': 1}, on_change=lambda _: self.diag.publish())
+                            if (self.publish_clock or sim_time) and self.diag.pub is not None else None)
         # real time: the plant clock starts with the first message of start_topic (if set)
         self.waiting = bool(P['start_topic']) and not self.lockstep
         self.start_delay, self.start_at = float(P['start_delay']), None
@@ -103,8 +108,23 @@ class SimNode(Node):
         self.publish()
         self.get_logger().info(
             f'{m.name}: {self.sim.rate:g} Hz integration, {self.pub_js.topic_name} at {self.sim.publish_rate:g} Hz, commands '
-            f'on {self.sub_cmd.topic_name} for {self.sim.joints}, hold={self.sim.hold_mode} after {self.sim.timeout:g} s'
+            f'on {self.sub_cmd.topic_name} for {self.sim.joints}, hold={self.sim.hold_mode} after {self.sim.timeout:g} s '
+            f'without a valid command'
             + (', lock-step' if self.lockstep else ''))
+
+    def _diagnostics(self):
+        d = {**self.sim.diagnostics(), 'waiting_for_start': self.waiting}
+        clock = self.clock_watch.problem if getattr(self, 'clock_watch', None) is not None else None
+        if clock:
+            d['error'] = '; '.join(e for e in (d.get('error'), clock) if e)
+        return d
+
+    def _on_command_owners(self, problem):
+        """Two publishers on the command topic: hold until one remains (a second process
+        commanding the joints is a fault, not an input to arbitrate)."""
+        self.sim.conflict = f'{problem}: holding until one remains' if problem else None
+        if self.diag.pub is not None:
+            self.diag.publish()
 
     def _now(self):
         """Node clock [s]; in lock-step the plant time (no wall clock decides anything)."""

@@ -53,8 +53,14 @@ class VDCControllerNode(ControllerNode):
     def _params(self, extra=None):
         return super()._params(dict(
             law='vdc', controller='valve_controller', rate=1000.0, safe='zero', max_effort=0.0,
-            state_topic='hydraulics/cylinder_states', task_axes=[0, 2], lam=5.0, k_scale=10.0,
-            kf_pole=50.0, kx_ratio=1e4, dp_min=1e5, wrench_timeout=0.1, diagnostics_rate=100.0,
+            state_topic='hydraulics/cylinder_states', task_axes=[0, 2],
+            lam=(5.0, 'VDC: joint velocity-error gain lambda [1/s]', (1e-9, 1e4)),
+            k_scale=(10.0, 'VDC: rigid-body velocity gain K_A = k_scale M_A [1/s]', (1e-9, 1e6)),
+            kf_pole=(50.0, 'VDC: piston-force loop pole beta k_f [1/s]', (1e-9, 1e5)),
+            kx_ratio=(1e4, 'VDC: k_x = kx_ratio k_f [N s/m]', (1e-9, 1e8)),
+            dp_min=(1e5, 'floor of the valve pressure drops [Pa]', (1.0, 1e8)),
+            wrench_timeout=(0.1, 'tool_wrench older than that is dropped [s]', (1e-6, 1e3)),
+            diagnostics_rate=100.0,
             **(extra or {})))
 
     def _build_law(self, p):
