@@ -51,6 +51,19 @@ def test_files_are_current_and_consistent(robot, tmp_path):
         st = [j.get('name') for j in rc.findall('joint')
               if {s.get('name') for s in j.findall('state_interface')} >= {'position', 'velocity'}]
         assert cmd == [j for j in m.joint_names if j in joints] and set(st) == set(sensed)
+        # each command interface carries the bound sim_node enforces (URDF effort limit, or the
+        # valve's max_input), with the joint limiter enabled
+        lim = R.command_limits(b, m)
+        for j in rc.findall('joint'):
+            ci = j.find(f'command_interface[@name="{iface}"]')
+            if ci is None:
+                continue
+            bound = lim[m.joint_index(j.get('name'))]
+            params = {p.get('name'): float(p.text) for p in ci.findall('param')}
+            assert params == {'min': -bound, 'max': bound} and bound > 0, (j.get('name'), params)
+            assert ci.find('limits').get('enable') == 'true'
+            if iface == 'effort':
+                assert bound == m.effort_limit[m.joint_index(j.get('name'))]
         assert set(sensed) >= set(m.independent) or m.actuators   # closure_node can complete
     ctl = yaml.safe_load(open(os.path.join(ROOT, 'config', 'ros2_control', f'{robot}_controllers.yaml')))
     cm = ctl['controller_manager']['ros__parameters']
@@ -58,3 +71,4 @@ def test_files_are_current_and_consistent(robot, tmp_path):
     assert cm['joint_state_broadcaster']['type'] == 'joint_state_broadcaster/JointStateBroadcaster'
     assert ctl[name]['ros__parameters'] == {'joints': joints, 'interface_name': iface}
     assert cm['update_rate'] == int(round(rate))
+    assert cm['enforce_command_limits'] is True
