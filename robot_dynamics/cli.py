@@ -10,6 +10,7 @@ Sub-commands::
                                          record, report tracking error (``demo --help``)
     robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
     robot-dynamics record [--bag F]      record the running graph's topics into an MCAP file
+    robot-dynamics record --recover F    complete MCAP file from a truncated recording
 
 ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
 or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
@@ -209,16 +210,49 @@ def cmd_demo(args):
 
 
 def cmd_record(args):
-    """Record the graph running on this ROS domain into an MCAP file (rosbag2 layout)."""
+    """Record the graph running on this ROS domain into an MCAP file (rosbag2 layout), or with
+    ``--recover`` make a complete MCAP file of a truncated recording (no ROS needed)."""
+    from .mcap_bag import BagError
+    if args.recover is not None:
+        from .mcap_bag import recover
+        try:
+            info = recover(args.recover, out=args.out)
+        except BagError as exc:
+            raise SystemExit(f'robot-dynamics record --recover: {exc}') from None
+        _print_recovery(info)
+        return 0
+    if args.out is not None:
+        raise SystemExit('robot-dynamics record: --out goes with --recover (the recording is --bag)')
     from .bringup import discovery_env
     from .nodes.bag_recorder import record
     os.environ.update(discovery_env())
-    from .mcap_bag import BagError
     try:
         record(args.bag, args.duration, args.topics)
     except BagError as exc:
         raise SystemExit(f'robot-dynamics record: {exc}') from None
     return 0
+
+
+def _print_recovery(info):
+    """Report of ``mcap_bag.recover``: what the input held, messages per topic, time span."""
+    if info['complete']:
+        state = 'complete file'
+    else:
+        state = (f"no summary/footer; {info['bytes_read']} of {info['bytes_total']} bytes used, "
+                 f"{info['stopped']}")
+    print(f"record --recover: {info['path']} ({state})")
+    for topic, n in sorted(info['counts'].items()):
+        print(f'  {topic}: {n}')
+    if info['skipped']:
+        print(f"  ({info['skipped']} messages of channels without a readable schema: left out)")
+    if info['start_ns'] is None:
+        span = 'no messages'
+    else:
+        t0, t1 = info['start_ns'] * 1e-9, info['end_ns'] * 1e-9
+        start = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t0))
+        span = f'log time {t0:.3f} .. {t1:.3f} s (from {start}, {t1 - t0:.3f} s)'
+    print(f"record --recover: {info['messages']} messages on {len(info['counts'])} topic(s), {span} "
+          f"-> {info['out']}")
 
 
 def cmd_warmup(args):
@@ -363,12 +397,25 @@ def build_parser():
                         description='Record the topics of the graph running on this ROS domain '
                                     '(ROS_DOMAIN_ID) into an MCAP file in the rosbag2 layout '
                                     '(ros2 bag info/play and Foxglove open it). Stops after '
-                                    '--duration or on Ctrl-C.')
+                                    '--duration or on Ctrl-C, SIGTERM or SIGHUP, each of which '
+                                    'closes the file completely (exit status 0). The data reaches '
+                                    'the disk at least once a second, so a recorder killed outright '
+                                    '(kill -9, power loss) loses at most the last second; '
+                                    '--recover FILE then writes a complete copy of what the '
+                                    'truncated file holds.')
     pr.add_argument('--bag', default='out/run.mcap', help='MCAP file to write (default out/run.mcap)')
     pr.add_argument('--duration', type=_seconds('--duration', positive=True), default=None,
                     help='stop after this many seconds (default: Ctrl-C)')
     pr.add_argument('--topics', nargs='*', default=None, metavar='TOPIC',
                     help='only these topics (default: all but /rosout and /parameter_events)')
+    pr.add_argument('--recover', default=None, metavar='FILE',
+                    help='do not record: read the truncated MCAP file FILE (a recorder killed before '
+                         'closing it) up to its last complete chunk and write a complete MCAP file '
+                         'with the same schemas, channels and messages; prints the messages per '
+                         'topic and the time span. No ROS needed')
+    pr.add_argument('--out', default=None, metavar='FILE2',
+                    help='with --recover: the file to write (default <stem>.recovered.mcap next '
+                         'to FILE; --out FILE repairs FILE in place)')
     pr.set_defaults(func=cmd_record)
     from .warmup import robot_names
     pw = sub.add_parser(
