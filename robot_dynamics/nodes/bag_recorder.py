@@ -79,7 +79,10 @@ class BagRecorder(Node):
 
 
 def record(path, duration=None, topics=None, out=sys.stdout):
-    """Record the graph on this ROS domain into ``path`` until ``duration`` s or Ctrl-C."""
+    """Record the graph on this ROS domain into ``path`` until ``duration`` s or Ctrl-C. DDS
+    on loopback unless the environment widens it (:func:`~robot_dynamics.bringup.use_discovery_env`)."""
+    from robot_dynamics.bringup import use_discovery_env
+    use_discovery_env()
     import rclpy
     from robot_dynamics.nodes._common import make_executor
     ctx = rclpy.Context()
