@@ -80,9 +80,10 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--seconds', type=float, default=8.0, help='measured window per executor [s]')
     a = ap.parse_args(argv)
-    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-               ROS_DOMAIN_ID=str(random.randint(150, 230)),
+    from robot_dynamics.bringup import discovery_env
+    env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(150, 230)),
                ROS_LOG_DIR=os.environ.get('ROS_LOG_DIR', tempfile.mkdtemp(prefix='bench_executor_')))
+    env.update(discovery_env(env))       # DDS on loopback (the package's profile) unless widened
     print(f'# 1 kHz JointState (21 joints) -> Float64MultiArray (6) round trip, {a.seconds:g} s per executor, '
           f'{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}')
     print(f'{"executor":<24}{"answered":>10}{"plant us/msg":>14}{"ctrl us/msg":>13}{"plant CPU %":>13}{"ctrl CPU %":>12}')

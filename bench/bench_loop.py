@@ -123,7 +123,8 @@ def main(argv=None):
     ap.add_argument('--logdir', default='out', help='node logs (default out/)')
     ap.add_argument('--csv', default=None, help='append the rows to this CSV file')
     a = ap.parse_args(argv)
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    from robot_dynamics.bringup import use_discovery_env
+    use_discovery_env()              # DDS on loopback (the package's profile) unless widened
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(101, 200)))
     os.makedirs(a.logdir, exist_ok=True)
     hogs = [subprocess.Popen([sys.executable, '-c', 'while 1: pass']) for _ in range(a.hogs)]

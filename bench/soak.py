@@ -40,7 +40,8 @@ def main(argv=None):
     ap.add_argument('--timing', choices=['realtime', 'lockstep'], default=None)
     ap.add_argument('--logdir', default='out', help='node logs (default out/)')
     a = ap.parse_args(argv)
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    from robot_dynamics.bringup import use_discovery_env
+    use_discovery_env()              # DDS on loopback (the package's profile) unless widened
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(101, 200)))
     os.makedirs(a.logdir, exist_ok=True)
     from robot_dynamics.bringup import load_bringup

@@ -136,20 +136,116 @@ def process_prefix(spec):
         return ['nice', '-n', str(spec.nice)]
     return []
 
-# DDS discovery stays on loopback unless the user's environment says otherwise (Kilted reads
+# DDS stays on loopback unless the user's environment says otherwise (Kilted reads
 # ROS_AUTOMATIC_DISCOVERY_RANGE: LOCALHOST | SUBNET (the ROS default) | SYSTEM_DEFAULT | OFF,
 # plus ROS_STATIC_PEERS; ROS_LOCALHOST_ONLY is gone): docs/launch_and_safety.md
 DISCOVERY_RANGE_VAR = 'ROS_AUTOMATIC_DISCOVERY_RANGE'
 DEFAULT_DISCOVERY_RANGE = 'LOCALHOST'
+FASTDDS_PROFILES_VAR = 'FASTDDS_DEFAULT_PROFILES_FILE'
+LOOPBACK_PROFILE = 'config/fastdds_loopback.xml'      # package data (share/robot_dynamics/...)
+# RMW implementations that read the Fast DDS profile ('' = unset: Fast DDS, the ROS default)
+FASTDDS_RMWS = ('', 'rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp')
+# discovery set up by the user (peers, a discovery server): the profile would cut it off
+USER_DISCOVERY_VARS = ('ROS_STATIC_PEERS', 'ROS_DISCOVERY_SERVER', 'ROS2_EASY_MODE')
+
+
+def loopback_profile() -> str:
+    """Path of the package's Fast DDS loopback profile (``config/fastdds_loopback.xml`` in the
+    source tree or the installed share directory); '' if it cannot be found."""
+    from . import data_path
+    try:
+        return data_path(LOOPBACK_PROFILE)
+    except FileNotFoundError:
+        return ''
 
 
 def discovery_env(environ=None) -> dict:
-    """What the nodes' environment needs added for DDS discovery on loopback by default:
-    ``{'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}`` unless ``environ`` (default
-    ``os.environ``) sets that variable to a non-empty value (the user's choice, e.g. SUBNET for
-    a robot spread over several machines, is respected: then ``{}``)."""
+    """What a node's environment needs added so that DDS stays on loopback by default
+    (``environ``: the user's environment, default ``os.environ``).
+
+    * ``ROS_AUTOMATIC_DISCOVERY_RANGE`` set to anything but ``LOCALHOST`` (``SUBNET``,
+      ``SYSTEM_DEFAULT``, ``OFF``): the user's choice, ``{}`` (the same setting that widens
+      discovery widens the sockets).
+    * unset, empty or ``LOCALHOST``, with Fast DDS (``RMW_IMPLEMENTATION`` unset,
+      ``rmw_fastrtps_cpp`` or ``rmw_fastrtps_dynamic_cpp``) and no Fast DDS or discovery set-up
+      of the user's (``FASTDDS_DEFAULT_PROFILES_FILE``, ``ROS_STATIC_PEERS``,
+      ``ROS_DISCOVERY_SERVER``, ``ROS2_EASY_MODE``): the loopback profile,
+      ``{'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SYSTEM_DEFAULT', 'FASTDDS_DEFAULT_PROFILES_FILE':
+      <config/fastdds_loopback.xml>}``: discovery on loopback as with LOCALHOST, and every
+      UDP socket bound to 127.0.0.1 (LOCALHOST alone leaves them on 0.0.0.0 and the LAN
+      address: rmw_fastrtps adds a UDPv4 transport on every interface for it, so the profile
+      comes with SYSTEM_DEFAULT, which leaves the transports to the profile).
+    * otherwise (another RMW, the user's profile or peers): ``{'ROS_AUTOMATIC_DISCOVERY_RANGE':
+      'LOCALHOST'}`` when the range is unset or empty, else ``{}``: discovery on loopback,
+      sockets as the middleware opens them.
+    """
     environ = os.environ if environ is None else environ
-    return {} if environ.get(DISCOVERY_RANGE_VAR) else {DISCOVERY_RANGE_VAR: DEFAULT_DISCOVERY_RANGE}
+    user_range = environ.get(DISCOVERY_RANGE_VAR) or ''
+    if user_range and user_range != DEFAULT_DISCOVERY_RANGE:
+        return {}
+    own_setup = (environ.get(FASTDDS_PROFILES_VAR) or any(environ.get(v) for v in USER_DISCOVERY_VARS)
+                 or (environ.get('RMW_IMPLEMENTATION') or '') not in FASTDDS_RMWS)
+    profile = '' if own_setup else loopback_profile()
+    if profile:
+        return {DISCOVERY_RANGE_VAR: 'SYSTEM_DEFAULT', FASTDDS_PROFILES_VAR: profile}
+    return {} if user_range else {DISCOVERY_RANGE_VAR: DEFAULT_DISCOVERY_RANGE}
+
+
+def describe_discovery(environ) -> str:
+    """One line saying where the DDS of nodes started with ``environ`` (the user's environment
+    with :func:`discovery_env` applied) binds and discovers."""
+    rng = environ.get(DISCOVERY_RANGE_VAR) or ''
+    prof = environ.get(FASTDDS_PROFILES_VAR) or ''
+    if rng == 'SYSTEM_DEFAULT' and prof and os.path.basename(prof) == os.path.basename(LOOPBACK_PROFILE):
+        return (f'{DISCOVERY_RANGE_VAR}=SYSTEM_DEFAULT {FASTDDS_PROFILES_VAR}={prof} (DDS on loopback '
+                f'only: discovery and every UDP socket on 127.0.0.1, data over shared memory)')
+    text = f'{DISCOVERY_RANGE_VAR}={rng or "<unset>"}'
+    if prof:
+        text += f' {FASTDDS_PROFILES_VAR}={prof}'
+    if rng == DEFAULT_DISCOVERY_RANGE:
+        rmw = environ.get('RMW_IMPLEMENTATION') or ''
+        why = ('your Fast DDS profile' if prof else
+               next((f'{v} is set' for v in USER_DISCOVERY_VARS if environ.get(v)), None) or
+               (f'RMW_IMPLEMENTATION={rmw}' if rmw not in FASTDDS_RMWS else
+                f'{LOOPBACK_PROFILE} not found'))
+        return text + f' (discovery on loopback; the sockets are not confined to it: {why})'
+    return text + ' (from the environment: DDS discovery and sockets as it says)'
+
+
+def _process_has_udp_socket() -> bool:
+    """True if this process holds a UDP socket (Linux /proc); where that cannot be read: True
+    once rclpy is imported. A live DDS participant holds UDP sockets."""
+    import sys
+    try:
+        mine = set()
+        for fd in os.listdir('/proc/self/fd'):
+            try:
+                link = os.readlink(f'/proc/self/fd/{fd}')
+            except OSError:                 # closed meanwhile (e.g. listdir's own fd)
+                continue
+            if link.startswith('socket:['):
+                mine.add(link[8:-1])
+        for table in ('/proc/self/net/udp', '/proc/self/net/udp6'):
+            with open(table) as fh:
+                if any(ln.split()[9] in mine for ln in fh.read().splitlines()[1:] if len(ln.split()) > 9):
+                    return True
+        return False
+    except OSError:
+        return 'rclpy' in sys.modules
+
+
+def use_discovery_env() -> dict:
+    """:func:`discovery_env` for this process's own DDS participants (``robot-dynamics record``,
+    the demo's recorder): updates ``os.environ`` and returns what it added. Call it before the
+    process's first ROS node: Fast DDS reads its profile file once per process, when the first
+    participant is made. If the process already holds UDP sockets (a participant may exist, made
+    without the profile), only the range is set (LOCALHOST, if unset), never SYSTEM_DEFAULT
+    without the profile in force."""
+    env = discovery_env()
+    if FASTDDS_PROFILES_VAR in env and _process_has_udp_socket():
+        env = {} if os.environ.get(DISCOVERY_RANGE_VAR) else {DISCOVERY_RANGE_VAR: DEFAULT_DISCOVERY_RANGE}
+    os.environ.update(env)
+    return env
 
 
 class BringupError(RobotDynamicsError):
@@ -561,8 +657,8 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=No
     spawners with a ros2_control ``hardware``, robot_state_publisher, rviz2).
 
     ``environ``: the environment the launch runs in (default ``os.environ``; the launch
-    context's environment in :func:`launch_description`): unless it sets
-    ``ROS_AUTOMATIC_DISCOVERY_RANGE``, every node gets ``LOCALHOST`` (``additional_env``).
+    context's environment in :func:`launch_description`): every node gets
+    :func:`discovery_env` of it (``additional_env``: by default the loopback profile).
     Every argument is checked (:class:`BringupError`) before an action is made."""
     from launch_ros.actions import Node
     b = load_bringup(robot, timing=timing or None, namespace=namespace, hardware=hardware,
@@ -572,7 +668,7 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=No
     # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
     # the plant clock): so do rsp and rviz2
     sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
-    # DDS discovery on loopback unless the user's environment sets the range (discovery_env)
+    # DDS on loopback unless the user's environment widens it (discovery_env)
     dds = {'additional_env': env} if (env := discovery_env(environ)) else {}
     actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
                     namespace=s.namespace or None, parameters=[dict(s.parameters)],

@@ -198,9 +198,9 @@ def cmd_demo(args):
     bound (robot_dynamics.demos.DEMOS) plus /joint_states rate, loop residual, real-time factor
     and command latency, writes out/demo_<robot>.png; exit status 1 when a bound is missed.
     """
-    from .bringup import BringupError, discovery_env
+    from .bringup import BringupError, use_discovery_env
+    use_discovery_env()       # DDS on loopback unless the user widened it (before any rclpy import)
     from .nodes.demo_runner import run_demo
-    os.environ.update(discovery_env())   # DDS on loopback unless the user set the range
     try:
         return run_demo(args.robot or 'five_bar', duration=args.duration, outdir=args.outdir,
                         plot=args.plot, startup_timeout=args.startup_timeout, timing=args.timing,
@@ -223,9 +223,9 @@ def cmd_record(args):
         return 0
     if args.out is not None:
         raise SystemExit('robot-dynamics record: --out goes with --recover (the recording is --bag)')
-    from .bringup import discovery_env
+    from .bringup import use_discovery_env
+    use_discovery_env()       # before bag_recorder imports rclpy
     from .nodes.bag_recorder import record
-    os.environ.update(discovery_env())
     try:
         record(args.bag, args.duration, args.topics)
     except BagError as exc:
@@ -433,9 +433,11 @@ def build_parser():
         description="Start a robot's ROS 2 nodes as processes (config/ROBOT.yaml) and supervise "
                     'them. Ctrl-C, SIGTERM or SIGHUP stops them (SIGINT, then SIGTERM, then '
                     'SIGKILL with the deadlines below; a second Ctrl-C hurries); the nodes also '
-                    'stop if the launcher is killed. DDS discovery stays on loopback '
-                    '(ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) unless the environment sets '
-                    'ROS_AUTOMATIC_DISCOVERY_RANGE (e.g. SUBNET for a multi-machine robot).')
+                    'stop if the launcher is killed. DDS stays on loopback (discovery and every '
+                    'UDP socket on 127.0.0.1: the Fast DDS profile config/fastdds_loopback.xml) '
+                    'unless the environment widens it (ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET or '
+                    'ROS_STATIC_PEERS for a multi-machine robot) or sets its own '
+                    'FASTDDS_DEFAULT_PROFILES_FILE.')
     pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')
     pl.add_argument('--duration', type=_seconds('--duration', positive=True), default=None,
                     help='stop after this many seconds')

@@ -20,9 +20,12 @@ Stopping (see docs/launch_and_safety.md):
   without the launcher's goodbye (the launcher was SIGKILLed or crashed), the watchdog sends
   SIGTERM (to groups without the parent-death signal), waits ``sigkill_timeout`` s and SIGKILLs
   whatever is left, then exits.
-* **DDS on loopback by default**: the nodes get ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-  unless the launcher's environment sets that variable to a non-empty value (then it is
-  passed on unchanged); see :func:`robot_dynamics.bringup.discovery_env`.
+* **DDS on loopback by default**: unless the launcher's environment widens discovery
+  (``ROS_AUTOMATIC_DISCOVERY_RANGE`` other than LOCALHOST, ``ROS_STATIC_PEERS``) or brings its
+  own Fast DDS configuration, the nodes get the package's Fast DDS loopback profile
+  (``FASTDDS_DEFAULT_PROFILES_FILE``, with ``ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT``):
+  discovery and every UDP socket on 127.0.0.1; see
+  :func:`robot_dynamics.bringup.discovery_env`. The launcher prints which applies.
 
 Which ``robot_dynamics`` the nodes run: always the one the launcher's interpreter imports by
 its ``sys.path`` (the installed package, or a source tree put on ``PYTHONPATH`` on purpose, as
@@ -46,7 +49,7 @@ import time
 
 import yaml
 
-from .bringup import DISCOVERY_RANGE_VAR, Bringup, discovery_env
+from .bringup import Bringup, describe_discovery, discovery_env
 
 __all__ = ['Launcher', 'STOP_SIGNALS']
 
@@ -153,7 +156,8 @@ class Launcher:
     ``sigterm_timeout``: seconds between SIGINT and SIGTERM to a node that does not stop;
     ``sigkill_timeout``: seconds between SIGTERM and SIGKILL (also the watchdog's grace after
     the launcher died). ``env``: the nodes' environment (default ``os.environ``), to which
-    ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` is added unless it sets that variable.
+    :func:`~robot_dynamics.bringup.discovery_env` of it is added (by default the loopback
+    profile; ``discovery`` says what applies).
     ``watchdog``: start the watchdog process (default True).
     """
 
@@ -166,11 +170,8 @@ class Launcher:
         self.sigkill_timeout = _check_timeout('sigkill_timeout', sigkill_timeout)
         self.env = dict(os.environ if env is None else env)
         self.env.setdefault('PYTHONUNBUFFERED', '1')
-        dds = discovery_env(self.env)
-        self.env.update(dds)
-        self.discovery = (f'{DISCOVERY_RANGE_VAR}={self.env[DISCOVERY_RANGE_VAR]}'
-                          + (' (default: DDS discovery on loopback only)' if dds
-                             else ' (from the environment)'))
+        self.env.update(discovery_env(self.env))
+        self.discovery = describe_discovery(self.env)
         if self.env.get('PYTHONPATH') is not None:
             self.env['PYTHONPATH'] = os.pathsep.join(
                 os.path.abspath(e) for e in self.env['PYTHONPATH'].split(os.pathsep) if e)

@@ -1,5 +1,6 @@
-"""Test-session environment: DDS discovery on loopback only, an isolated random domain,
-ROS logs in a temporary directory (children inherit all of it)."""
+"""Test environment: DDS on loopback only (discovery and every UDP socket: the
+package's Fast DDS loopback profile, whatever the developer's shell says), an isolated random
+domain, ROS logs in a temporary directory (children inherit all of it)."""
 import os
 import random
 import sys
@@ -7,7 +8,17 @@ import tempfile
 
 import pytest
 
-os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+# before anything imports rclpy (Fast DDS reads the profile once per process): the shell's
+# discovery set-up is dropped, discovery_env of the rest applies (the source tree's profile)
+sys.path.insert(0, ROOT)
+from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR,  # noqa: E402
+                                    USER_DISCOVERY_VARS, discovery_env)
+del sys.path[0]
+for _var in (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, *USER_DISCOVERY_VARS):
+    os.environ.pop(_var, None)
+os.environ.update(discovery_env())
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
 if os.environ.get('PYTEST_XDIST_WORKER', '').startswith('gw'):
     # a pytest-xdist worker (scripts/test.sh): its own domain, so that two lock-step graphs of the
@@ -18,8 +29,6 @@ os.environ.setdefault('ROS_LOG_DIR', tempfile.mkdtemp(prefix='robot_dynamics_ros
 if os.environ.get('VIRTUAL_ENV') or sys.prefix != sys.base_prefix:
     os.environ.setdefault('AMENT_PREFIX_PATH', os.environ.get('VIRTUAL_ENV', sys.prefix))
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 URDF_DIR = os.path.join(ROOT, 'urdf')
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
@@ -30,7 +39,8 @@ os.environ['PYTHONPATH'] = os.pathsep.join(
 
 def pytest_report_header(config):
     return (f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} "
-            f"ROS_AUTOMATIC_DISCOVERY_RANGE={os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} "
+            f"{DISCOVERY_RANGE_VAR}={os.environ[DISCOVERY_RANGE_VAR]} "
+            f"{FASTDDS_PROFILES_VAR}={os.environ.get(FASTDDS_PROFILES_VAR, '<unset>')} "
             f"ROS_LOG_DIR={os.environ['ROS_LOG_DIR']}")
 
 

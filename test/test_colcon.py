@@ -64,6 +64,7 @@ def test_colcon_build_install_tree(tmp_path, symlink):
             assert (share / rel).is_file(), rel
     assert len(list((share / 'urdf').glob('*.loops.yaml'))) >= len(robots) - 2
     assert list((share / 'config' / 'rviz').glob('*.rviz'))
+    assert (share / 'config' / 'fastdds_loopback.xml').is_file()     # the DDS loopback profile
     for exe in EXES:
         p = inst / 'lib' / 'robot_dynamics' / exe
         assert p.is_file() and os.access(p, os.X_OK), exe
@@ -85,3 +86,8 @@ def test_colcon_build_install_tree(tmp_path, symlink):
         assert r.returncode == 0 and r.stdout.startswith(target), (r.stdout, r.stderr[-2000:])
     else:
         assert r.returncode == 0 and str(site) in r.stdout, (r.stdout, r.stderr[-2000:])
+        # the installed package finds its loopback profile in its share directory (ament index)
+        r = subprocess.run([sys.executable, '-c', 'from robot_dynamics.bringup import loopback_profile; '
+                            'print(loopback_profile())'], cwd=tmp_path, capture_output=True, text=True,
+                           env=dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(inst)), timeout=120)
+        assert r.stdout.strip() == str(share / 'config' / 'fastdds_loopback.xml'), (r.stdout, r.stderr[-2000:])

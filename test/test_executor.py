@@ -81,7 +81,7 @@ def test_spin_node_ends_on_signal(tmp_path, sig):
                     print('ticking', flush=True)
         sys.exit(spin_node(N))
     '''))
-    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOG_DIR=str(tmp_path))
+    env = dict(os.environ, ROS_LOG_DIR=str(tmp_path))      # (conftest's loopback DDS)
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert p.stdout.readline().strip() == 'ticking'

@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, Bringup, BringupError, NodeSpec,
-                                    discovery_env, load_bringup)
+from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, USER_DISCOVERY_VARS,
+                                    Bringup, BringupError, NodeSpec, describe_discovery,
+                                    discovery_env, load_bringup, loopback_profile)
 from robot_dynamics.launcher import Launcher
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -325,32 +326,126 @@ def _environ(pid):
         return dict(kv.split('=', 1) for kv in fh.read().decode().split('\0') if '=' in kv)
 
 
-@pytest.mark.parametrize('user, expected', [(None, 'LOCALHOST'), ('', 'LOCALHOST'),
-                                            ('SUBNET', 'SUBNET'), ('LOCALHOST', 'LOCALHOST')])
-def test_nodes_get_loopback_discovery_unless_the_user_sets_it(fake_env, user, expected):
+def _user_shell(env, **user):
+    """``env`` as a user's shell with nothing DDS-related set, plus ``user``."""
+    env = {k: v for k, v in env.items() if k not in _DDS_VARS}
+    env.update(user)
+    return env
+
+
+_DDS_VARS = (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, 'RMW_IMPLEMENTATION', *USER_DISCOVERY_VARS)
+LOOPBACK = {DISCOVERY_RANGE_VAR: 'SYSTEM_DEFAULT', FASTDDS_PROFILES_VAR: loopback_profile()}
+
+
+@pytest.mark.parametrize('user, expected', [
+    (None, LOOPBACK), ('', LOOPBACK), ('LOCALHOST', LOOPBACK),
+    ('SUBNET', {DISCOVERY_RANGE_VAR: 'SUBNET', FASTDDS_PROFILES_VAR: None})])
+def test_nodes_get_loopback_dds_unless_the_user_widens_it(fake_env, user, expected):
     tmp_path, env = fake_env
-    env = {k: v for k, v in env.items() if k != DISCOVERY_RANGE_VAR}
-    if user is not None:
-        env[DISCOVERY_RANGE_VAR] = user
+    env = _user_shell(env, **({} if user is None else {DISCOVERY_RANGE_VAR: user}))
     launcher = Launcher(_fake_bringup('a'), out=open(os.devnull, 'w'), env=env)
     try:
         launcher.start()
-        assert _environ(launcher.procs['a'].pid)[DISCOVERY_RANGE_VAR] == expected
-        assert ('default' in launcher.discovery) == (not user)
+        child = _environ(launcher.procs['a'].pid)
+        assert {k: child.get(k) for k in expected} == expected
+        assert ('loopback only' in launcher.discovery) == (user != 'SUBNET'), launcher.discovery
+        assert ('from the environment' in launcher.discovery) == (user == 'SUBNET')
     finally:
         launcher.shutdown(timeout=2.0)
     assert launcher.procs['a'].poll() is not None
 
 
-def test_discovery_env():
-    assert discovery_env({}) == {DISCOVERY_RANGE_VAR: 'LOCALHOST'}
-    assert discovery_env({DISCOVERY_RANGE_VAR: ''}) == {DISCOVERY_RANGE_VAR: 'LOCALHOST'}
-    assert discovery_env({DISCOVERY_RANGE_VAR: 'SUBNET'}) == {}
+def test_loopback_profile_is_package_data(monkeypatch):
+    """config/fastdds_loopback.xml: found from the source tree (data_path), installed to
+    share/robot_dynamics/config by setup.py (config/ is mirrored), and kept minimal: transports
+    and discovery locators, no QoS."""
+    import xml.etree.ElementTree as ET
+    path = loopback_profile()
+    assert path == os.path.join(ROOT, 'config', 'fastdds_loopback.xml') and os.path.isfile(path)
+    ns = {'f': 'http://www.eprosima.com'}
+    root = ET.parse(path).getroot()
+    profiles = root.find('f:profiles', ns)
+    assert [c.tag.split('}')[1] for c in profiles] == ['transport_descriptors', 'participant']
+    part = profiles.find('f:participant', ns)
+    assert part.get('is_default_profile') == 'true'
+    rtps = part.find('f:rtps', ns)
+    assert rtps.find('f:useBuiltinTransports', ns).text == 'false'
+    kinds = {d.find('f:transport_id', ns).text: d.find('f:type', ns).text
+             for d in profiles.find('f:transport_descriptors', ns)}
+    assert sorted(kinds.values()) == ['SHM', 'UDPv4']
+    assert [t.text for t in rtps.find('f:userTransports', ns)] == list(kinds)   # SHM first
+    udp = next(d for d in profiles.find('f:transport_descriptors', ns) if d.find('f:type', ns).text == 'UDPv4')
+    assert [i.get('name') for i in udp.iter('{http://www.eprosima.com}interface')] == ['127.0.0.1']
+    addresses = [a.text for a in rtps.find('f:builtin', ns).iter('{http://www.eprosima.com}address')]
+    assert addresses == ['127.0.0.1', '127.0.0.1']          # metatraffic unicast, initial peer
+    assert not list(root.iter('{http://www.eprosima.com}qos'))
+    xsd = os.path.join(sys.prefix, 'share', 'fastdds', 'fastdds_profiles.xsd')
+    if os.path.isfile(xsd):                                   # the Fast DDS wheel's schema
+        from lxml import etree
+        schema = etree.XMLSchema(etree.parse(xsd))
+        assert schema.validate(etree.parse(path)), schema.error_log
+    import runpy
+
+    import setuptools
+    kwargs = {}
+    monkeypatch.setattr(setuptools, 'setup', lambda **kw: kwargs.update(kw))
+    monkeypatch.chdir(ROOT)
+    runpy.run_path(os.path.join(ROOT, 'setup.py'))
+    assert ('config/fastdds_loopback.xml' in dict(kwargs['data_files'])['share/robot_dynamics/config'])
+
+
+R, PF = DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR
+
+
+@pytest.mark.parametrize('user, added', [
+    ({}, LOOPBACK),                                                     # the default
+    ({R: ''}, LOOPBACK),
+    ({R: 'LOCALHOST'}, LOOPBACK),
+    ({'RMW_IMPLEMENTATION': 'rmw_fastrtps_cpp'}, LOOPBACK),
+    ({'RMW_IMPLEMENTATION': 'rmw_fastrtps_dynamic_cpp', R: 'LOCALHOST'}, LOOPBACK),
+    ({R: 'SUBNET'}, {}),                                                # widened by the user
+    ({R: 'SYSTEM_DEFAULT'}, {}),
+    ({R: 'OFF'}, {}),
+    ({R: 'SUBNET', 'ROS_STATIC_PEERS': 'robot-pc'}, {}),
+    ({'ROS_STATIC_PEERS': '192.168.1.20;robot-pc'}, {R: 'LOCALHOST'}),   # peers: not cut off
+    ({R: 'LOCALHOST', 'ROS_STATIC_PEERS': 'robot-pc'}, {}),
+    ({'ROS_DISCOVERY_SERVER': '127.0.0.1:11811'}, {R: 'LOCALHOST'}),
+    ({'ROS2_EASY_MODE': '192.168.1.20'}, {R: 'LOCALHOST'}),
+    ({PF: '/home/me/my_fastdds.xml'}, {R: 'LOCALHOST'}),                 # the user's own profile
+    ({PF: '/home/me/my_fastdds.xml', R: 'LOCALHOST'}, {}),
+    ({'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}, {R: 'LOCALHOST'}),    # not Fast DDS
+    ({'RMW_IMPLEMENTATION': 'rmw_zenoh_cpp', R: 'LOCALHOST'}, {}),
+    ({'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp', R: 'SUBNET'}, {}),
+])
+def test_discovery_env_table(user, added):
+    assert discovery_env(user) == added
+    # idempotent: the environment it makes asks for nothing more
+    assert discovery_env({**user, **added}) == {}
+
+
+def test_discovery_env_without_the_profile_file(monkeypatch):
+    """A missing config/fastdds_loopback.xml (a broken install) never means SYSTEM_DEFAULT
+    without the profile: discovery on loopback as before, and the launcher says why."""
+    from robot_dynamics import bringup
+    monkeypatch.setattr(bringup, 'loopback_profile', lambda: '')
+    assert discovery_env({}) == {R: 'LOCALHOST'}
+    assert discovery_env({R: 'LOCALHOST'}) == {}
+    assert 'fastdds_loopback.xml not found' in describe_discovery({R: 'LOCALHOST'})
+
+
+def test_describe_discovery():
+    assert 'DDS on loopback only' in describe_discovery(LOOPBACK)
+    assert 'from the environment' in describe_discovery({R: 'SUBNET'})
+    text = describe_discovery({R: 'LOCALHOST', 'ROS_STATIC_PEERS': 'robot-pc'})
+    assert 'not confined' in text and 'ROS_STATIC_PEERS is set' in text
+    text = describe_discovery({R: 'LOCALHOST', 'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'})
+    assert 'RMW_IMPLEMENTATION=rmw_cyclonedds_cpp' in text
 
 
 def test_launch_files_confine_discovery_unless_set(monkeypatch):
-    """launch_ros Nodes get additional_env LOCALHOST unless the launch's environment sets the
-    range (stub launch_ros: no ROS installation here)."""
+    """launch_ros Nodes get additional_env = discovery_env of the launch's environment: the
+    loopback profile by default, nothing when it widens the range (stub launch_ros: no ROS
+    installation here)."""
     import types
     made = []
 
@@ -363,24 +458,49 @@ def test_launch_files_confine_discovery_unless_set(monkeypatch):
     monkeypatch.setitem(sys.modules, 'launch_ros', types.ModuleType('launch_ros'))
     monkeypatch.setitem(sys.modules, 'launch_ros.actions', mod)
     from robot_dynamics.bringup import node_actions
-    actions = node_actions('four_bar', 'realtime', True, environ={})
-    assert actions and all(a.kwargs['additional_env'] == {DISCOVERY_RANGE_VAR: 'LOCALHOST'}
-                           for a in actions)
+    for environ in ({}, {DISCOVERY_RANGE_VAR: 'LOCALHOST'}):
+        actions = node_actions('four_bar', 'realtime', True, environ=environ)
+        assert actions and all(a.kwargs['additional_env'] == LOOPBACK for a in actions)
     actions = node_actions('four_bar', 'realtime', True, environ={DISCOVERY_RANGE_VAR: 'SUBNET'})
     assert all('additional_env' not in a.kwargs for a in actions)
 
 
-def test_demo_sets_loopback_discovery_unless_set(monkeypatch):
-    from robot_dynamics import cli
-    from robot_dynamics.nodes import demo_runner
+def test_demo_and_record_apply_the_loopback_dds(monkeypatch):
+    """`robot-dynamics demo` / `record` set the loopback profile in their own environment (the
+    in-process recorder's participant, and the demo's launcher's nodes) before rclpy is
+    imported; a process that already holds UDP sockets (maybe a participant made without the
+    profile) gets LOCALHOST only, never SYSTEM_DEFAULT without the profile; a user's range wins."""
+    from robot_dynamics import bringup, cli
+    from robot_dynamics.nodes import bag_recorder, demo_runner
     seen = []
-    monkeypatch.setattr(demo_runner, 'run_demo',
-                        lambda *a, **k: seen.append(os.environ.get(DISCOVERY_RANGE_VAR)) or 0)
-    monkeypatch.delenv(DISCOVERY_RANGE_VAR)
+    note = lambda *a, **k: seen.append({k: os.environ.get(k) for k in (R, PF)}) or 0   # noqa: E731
+    monkeypatch.setattr(demo_runner, 'run_demo', note)
+    monkeypatch.setattr(bag_recorder, 'record', note)
+    for var in (R, PF):
+        monkeypatch.delenv(var, raising=False)
+    for sockets in (False, True):
+        monkeypatch.setattr(bringup, '_process_has_udp_socket', lambda s=sockets: s)
+        for argv in (['demo', 'five_bar'], ['record', '--duration', '1']):
+            for var in (R, PF):
+                monkeypatch.delenv(var, raising=False)
+            assert cli.main(argv) == 0
+    monkeypatch.setenv(R, 'SUBNET')
     assert cli.main(['demo', 'five_bar']) == 0
-    monkeypatch.setenv(DISCOVERY_RANGE_VAR, 'SUBNET')
-    assert cli.main(['demo', 'five_bar']) == 0
-    assert seen == ['LOCALHOST', 'SUBNET']
+    assert seen == [LOOPBACK, LOOPBACK, {R: 'LOCALHOST', PF: None}, {R: 'LOCALHOST', PF: None},
+                    {R: 'SUBNET', PF: None}]
+
+
+def test_process_has_udp_socket():
+    import socket
+    from robot_dynamics.bringup import _process_has_udp_socket
+    r = subprocess.run([sys.executable, '-c', 'from robot_dynamics.bringup import _process_has_udp_socket as f; '
+                        'import socket; a = f(); s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); '
+                        's.bind(("127.0.0.1", 0)); print(a, f())'], capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.split() == ['False', 'True'], r.stderr[-2000:]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(('127.0.0.1', 0))
+        assert _process_has_udp_socket()
 
 
 @pytest.mark.parametrize('argv, message', [
@@ -476,7 +596,9 @@ NETNS_SCRIPT = textwrap.dedent(r'''
             return 'rclpy_node'
     b = Bringup(robot='fake', urdf='', loops='', rviz='', source='<netns>',
                 nodes=[Spec(name='talker', executable='sim_node')])
-    env = {k: v for k, v in os.environ.items() if k != 'ROS_AUTOMATIC_DISCOVERY_RANGE'}
+    # a user's shell: no range, no Fast DDS profile (conftest's is dropped)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')}
     if sys.argv[1] != 'unset':
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = sys.argv[1]
     launcher = Launcher(b, env=env, out=open(os.devnull, 'w'))

@@ -139,7 +139,10 @@ def _say(text, out):
 
 def record(path, duration=None, topics=None, out=sys.stdout):
     """Record the graph on this ROS domain into ``path`` until ``duration`` s, Ctrl-C, SIGTERM
-    or SIGHUP; the file is complete (summary, footer) in every case. Returns {topic: count}."""
+    or SIGHUP; the file is complete (summary, footer) in every case. Returns {topic: count}.
+    DDS on loopback unless the environment widens it (:func:`~robot_dynamics.bringup.use_discovery_env`)."""
+    from robot_dynamics.bringup import use_discovery_env
+    use_discovery_env()
     import rclpy
     from robot_dynamics.nodes._common import make_executor
     stop = _StopSignals()               # before rclpy.init: a signal during start-up counts too

@@ -25,7 +25,8 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
              bag=None):
     """Run the demo of ``robot``; returns the exit status (0 = every bound met). ``bag``: also
     record every topic of the graph into this MCAP file."""
-    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    from ..bringup import use_discovery_env
+    use_discovery_env()        # this process's recorder, and the launcher's nodes, on loopback
     if 'ROS_DOMAIN_ID' not in os.environ:
         import random
         os.environ['ROS_DOMAIN_ID'] = str(random.SystemRandom().randint(1, 100))
