@@ -140,7 +140,7 @@ class SimRunner:
         self.refuse_kinds = REFUSED_EVENTS if refuse_assembly_jumps else ()
         self.substeps = max(1, int(round(self.rate / self.publish_rate)))
         self.log = log or (lambda level, text, key=None: None)
-        self.cmd = self.cmd_time = None
+        self.cmd = self.cmd_time = self.cmd_wall = None
         self.forced_hold, self.holding = False, True
         self.applied = np.zeros(model.nq)
         self.ext_rx = {}
@@ -170,6 +170,7 @@ class SimRunner:
             return 0, (f'expected {len(self.joints)} finite values for {self.joints}, got '
                        f'{len(data)}' + ('' if len(data) != len(self.joints) else ' with NaN/inf'))
         self.cmd, self.cmd_time = np.asarray(data, float), float(now)
+        self.cmd_wall = None if wall is None else float(wall)
         self._fresh = True
         if wall is not None and self._pub_wall is not None:
             self.answers.append(float(wall) - self._pub_wall)
@@ -236,12 +237,18 @@ class SimRunner:
                          f'external_wrench_timeout = {self.ext_timeout:g} s', 'drop')
 
     # ------------------------------------------------------------------ stepping
-    def effort(self, now):
+    def effort(self, now, wall=None):
         """Generalized force (nq,) to apply now: the fresh command or the hold command, both
-        saturated at the joints' limits (:meth:`saturate`)."""
+        saturated at the joints' limits (:meth:`saturate`). A command's age is taken on the
+        wall clock in real time (``wall`` and the command's arrival on it: a node on the plant
+        clock sees /clock in steps coarser than a 1 kHz command period), on ``now`` (plant time)
+        in lock-step."""
         m = self.model
+        age = None if self.cmd is None else (
+            wall - self.cmd_wall if (wall is not None and self.cmd_wall is not None and not self.lockstep)
+            else now - self.cmd_time)
         fresh = (self.cmd is not None and not self.forced_hold and self.conflict is None
-                 and now - self.cmd_time <= self.timeout)
+                 and age <= self.timeout)
         if fresh:
             if self.holding:
                 self.log('info', 'commands received: leaving hold', 'hold')
@@ -254,7 +261,7 @@ class SimRunner:
                    else f'no valid command for {self.timeout:g} s')
             if self.cmd is not None and self.conflict is None and not self.forced_hold:
                 self.counts['command_timeouts'] += 1
-                self.hold_after = float(now - self.cmd_time)     # [s] last command -> hold
+                self.hold_after = float(age)                     # [s] last command -> hold
             self.log('warning', f'{why}: hold ({self.hold_mode})', 'hold')
         self.holding = True
         return self.saturate(self.hold_effort(), 'clipped_holds')
@@ -292,13 +299,13 @@ class SimRunner:
         from .control import hold_command
         return hold_command(self.model, self.plant.q, self.plant.qd, self.hold_damping)
 
-    def advance(self, k, now):
+    def advance(self, k, now, wall=None):
         """Take ``k`` steps with the effort held; a failing step is refused (see the module
         doc). Returns the number of steps taken."""
         self.drop_stale_loads(now)
         if self.frozen:
             return 0
-        tau = self.effort(now)
+        tau = self.effort(now, wall)
         snap = self.plant.snapshot()
         try:
             for _ in range(k):
@@ -313,14 +320,14 @@ class SimRunner:
                 raise RobotDynamicsError('the state became non-finite')
         except (RobotDynamicsError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
             # (a compiled integrator reports a blown-up state as LinAlgError / ValueError)
-            return self._refuse(snap, exc, tau, k, now)
+            return self._refuse(snap, exc, tau, k, now, wall)
         ev = getattr(self.plant, 'events', None)
         if isinstance(ev, list) and len(ev) > self.max_events:
             del ev[:-self.max_events // 10]
         self.applied = tau
         return k
 
-    def _refuse(self, snap, exc, tau, k, now):
+    def _refuse(self, snap, exc, tau, k, now, wall=None):
         self.plant.restore(snap)
         self.counts['refused_steps'] += 1
         if self.holding or self.forced_hold:
@@ -335,7 +342,7 @@ class SimRunner:
                          'plant on hold', 'estop')
                 self._braking = True
                 try:
-                    return self.advance(k, now)
+                    return self.advance(k, now, wall)
                 finally:
                     self._braking = False
             self.frozen = True                       # the hold from rest fails too: freeze
@@ -345,7 +352,7 @@ class SimRunner:
         self.log('warning', f'step refused at plant t = {self.plant.t:.4f} s ({exc}): state kept, '
                  f'plant on hold ({self.hold_mode}) until the next command', 'refuse')
         self.cmd = None                              # the command that failed is not re-applied
-        return self.advance(k, now)
+        return self.advance(k, now, wall)
 
     def prepare(self, now=0.0):
         """One step under the hold, undone (plant state and events restored): loads the
@@ -400,7 +407,7 @@ class SimRunner:
         if not self._fresh and self.cmd is not None:
             self.counts['late_commands'] += 1
         self._kept_pace, self._fresh, self.deferred = self._fresh, False, False
-        taken = self.advance(k, now)
+        taken = self.advance(k, now, wall)
         if taken < k:                         # frozen: simulated time stops
             self.slip += (k - taken) / self.rate
         return taken

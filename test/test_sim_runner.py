@@ -107,6 +107,23 @@ def test_commands_rejected_and_hold_after_timeout():
         runner(command_timeout_periods=0.0)
 
 
+def test_command_age_is_taken_on_the_wall_clock_in_real_time():
+    """A node on the plant clock sees /clock in steps (every 4 ms at clock_rate 250 Hz): a
+    1 kHz command 1 ms old on the wall clock may look 4 ms old on that clock. Real time judges
+    the age on the wall clock; lock-step on plant time."""
+    r = runner(publish_rate=1000.0)                       # 3 ms
+    p = len(r.joints)
+    r.command([0.1] * p, now=0.000, wall=50.000)
+    r.effort(0.004, wall=50.001)                          # node clock 4 ms on, wall 1 ms: fresh
+    assert not r.holding
+    r.effort(0.004, wall=50.0035)                         # 3.5 ms on the wall clock: hold
+    assert r.holding and r.hold_after == pytest.approx(0.0035)
+    ls = runner(publish_rate=1000.0, lockstep=True)
+    ls.command([0.1] * p, now=0.000, wall=50.000)
+    ls.effort(0.004, wall=50.001)                         # lock-step: plant time decides
+    assert ls.holding
+
+
 def test_commands_and_hold_are_saturated_at_the_joint_limits():
     """The boundary enforces the description (as ros2_control's joint limits for an effort
     interface): |effort| <= the URDF effort limit (four_bar crank: 20 N m), no effort pushing
