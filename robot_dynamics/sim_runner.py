@@ -279,8 +279,11 @@ class SimRunner:
         lo = -hi
         if self.state_limits:
             q, qd = self.plant.q[self.idx], self.plant.qd[self.idx]
-            lo = np.where((qd < -self.vmax) | ((q <= self.qlo) & (qd <= 0.0)), 0.0, lo)
-            hi = np.where((qd > self.vmax) | ((q >= self.qhi) & (qd >= 0.0)), 0.0, hi)
+            if ((np.abs(qd) > self.vmax) | (q <= self.qlo) | (q >= self.qhi)).any():   # (rare)
+                lo = np.where((qd < -self.vmax) | ((q <= self.qlo) & (qd <= 0.0)), 0.0, lo)
+                hi = np.where((qd > self.vmax) | ((q >= self.qhi) & (qd >= 0.0)), 0.0, hi)
+        if (u >= lo).all() and (u <= hi).all():
+            return tau
         c = np.minimum(np.maximum(u, lo), hi)
         if np.any(c != u):
             self.counts[count] += 1
