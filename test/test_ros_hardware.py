@@ -57,7 +57,9 @@ class StandInHardware:
         P = sim_params
         self.runner = SimRunner(model, make_plant('rigid', model, model.reference_q(), dt=1.0 / P['rate']),
                                 self.joints, rate=P['rate'], publish_rate=100.0,
-                                command_timeout_periods=P['command_timeout_periods'], hold='gravity',
+                                # (forward_command_controller holds its last command; the
+                                # stand-in holds it for 20 periods before it holds the robot)
+                                command_timeout_periods=20.0, hold='gravity',
                                 hold_damping=P['hold_damping'], max_catchup=2)
         self.lock = threading.Lock()
         self.bad, self.cmds, self.states = [], 0, {}

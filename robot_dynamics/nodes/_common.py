@@ -190,7 +190,7 @@ def spin_node(node_cls, args=None):
         executor.add_node(node)
         freeze_heap()
         while rclpy.ok() and flag['signal'] is None:
-            executor.spin_once(timeout_sec=0.5)
+            executor.spin_once(timeout_sec=0.1)     # (a stop signal ends the loop within this)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: BLE001 - report and exit non-zero, never hang

@@ -14,6 +14,8 @@ tries it): what sits between a controller and the joints enforces the descriptio
   traceback, no escalation to SIGTERM.
 """
 import io
+import os
+import signal
 import threading
 import time
 
@@ -170,11 +172,15 @@ def test_ctrl_c_stops_every_node_cleanly(timing):
         launcher.start()
         try:
             probe.wait_logged(lambda: len(probe.cmds) > 20, 60.0, f'cycle {cycle}: commands', out)
+            t0 = time.monotonic()
+            for p in launcher.procs.values():          # Ctrl-C: SIGINT to every node
+                os.killpg(p.pid, signal.SIGINT)
+            while time.monotonic() - t0 < 5.0 and any(p.poll() is None for p in launcher.procs.values()):
+                time.sleep(0.01)
+            took = time.monotonic() - t0               # the last node's exit
         finally:
             probe.close()
-            t0 = time.monotonic()
             launcher.shutdown(timeout=5.0)
-            took = time.monotonic() - t0
         log = out.getvalue()
         codes = {n: p.returncode for n, p in launcher.procs.items()}
         assert all(c == 0 for c in codes.values()), (cycle, codes, log[-3000:])
