@@ -219,3 +219,17 @@ def set_params(node, target, values):
         assert fut.done(), f'set {name}: no answer'
         out[name.strip()] = fut.result().results[0]
     return out
+
+
+#: Python lines (top level of a script run inside ``unshare -rn``): loopback up and a veth pair
+#: standing for a LAN (10.77.0.1/24 on lan0, multicast, default route); defines ``sh(*cmd)``
+NETNS_LAN = """
+def sh(*cmd):
+    subprocess.run(cmd, check=True)
+sh('ip', 'link', 'set', 'lo', 'up')
+sh('ip', 'link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1')
+sh('ip', 'addr', 'add', '10.77.0.1/24', 'dev', 'lan0')
+sh('ip', 'link', 'set', 'lan0', 'multicast', 'on', 'up')
+sh('ip', 'link', 'set', 'lan1', 'up')
+sh('ip', 'route', 'add', 'default', 'dev', 'lan0')
+"""

@@ -24,6 +24,8 @@ from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, U
                                     discovery_env, load_bringup, loopback_profile)
 from robot_dynamics.launcher import Launcher
 
+from ros_helpers import NETNS_LAN
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FAKE_NODE = textwrap.dedent('''
@@ -560,15 +562,7 @@ NETNS_SCRIPT = textwrap.dedent(r'''
     import json, os, socket, subprocess, sys, threading, time
     from robot_dynamics.bringup import Bringup, NodeSpec
     from robot_dynamics.launcher import Launcher
-
-    def sh(*cmd):
-        subprocess.run(cmd, check=True)
-    sh('ip', 'link', 'set', 'lo', 'up')
-    sh('ip', 'link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1')
-    sh('ip', 'addr', 'add', '10.77.0.1/24', 'dev', 'lan0')
-    sh('ip', 'link', 'set', 'lan0', 'multicast', 'on', 'up')
-    sh('ip', 'link', 'set', 'lan1', 'up')
-    sh('ip', 'route', 'add', 'default', 'dev', 'lan0')
+''') + NETNS_LAN + textwrap.dedent(r'''
     count = {'rtps': 0, 'frames': 0, 'rtps_on_lo': 0}
     stop = False
 

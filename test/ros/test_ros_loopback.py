@@ -28,6 +28,8 @@ from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, U
                                     Bringup, NodeSpec)
 from robot_dynamics.launcher import Launcher
 
+from ros_helpers import NETNS_LAN
+
 pytestmark = pytest.mark.ros
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -231,14 +233,7 @@ def test_node_without_the_profile_talks_to_one_with_it(tmp_path, peer):
 NETNS_DRIVER = SOCKETS + textwrap.dedent(r'''
     import json, os, subprocess, sys, time
     # inside `unshare -rn`: loopback up, a veth pair as the LAN (10.77.0.1 on lan0)
-    def sh(*cmd):
-        subprocess.run(cmd, check=True)
-    sh('ip', 'link', 'set', 'lo', 'up')
-    sh('ip', 'link', 'add', 'lan0', 'type', 'veth', 'peer', 'name', 'lan1')
-    sh('ip', 'addr', 'add', '10.77.0.1/24', 'dev', 'lan0')
-    sh('ip', 'link', 'set', 'lan0', 'multicast', 'on', 'up')
-    sh('ip', 'link', 'set', 'lan1', 'up')
-    sh('ip', 'route', 'add', 'default', 'dev', 'lan0')
+''') + NETNS_LAN + textwrap.dedent(r'''
     from robot_dynamics.bringup import Bringup, NodeSpec
     from robot_dynamics.launcher import Launcher
 
