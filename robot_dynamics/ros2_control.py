@@ -74,8 +74,8 @@ def command_limits(bringup, model):
     if sim is not None and sim.parameters.get('plant', 'rigid') == 'hydraulic':
         from .plants import make_plant
         return make_plant('hydraulic', model).command_limits()
-    lim = np.asarray(model.effort_limit, float)
-    return np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
+    from .sim import effort_bounds
+    return effort_bounds(model)
 
 
 def ros2_control_xacro(bringup, model, name=None):

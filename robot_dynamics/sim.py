@@ -170,6 +170,13 @@ class SingularCrossingError(RobotDynamicsError):
         self.t, self.sigma_min, self.rows, self.drift = t, sigma_min, rows, drift
 
 
+def effort_bounds(model):
+    """Bound (n,) on each joint's effort from the URDF effort limits: a limit that is absent,
+    zero or not finite is unbounded (inf), as the control loop reads them."""
+    lim = np.asarray(model.effort_limit, float)
+    return np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
+
+
 class Plant:
     """Interface of a simulated plant (what a ROS simulator node drives).
 
@@ -205,8 +212,7 @@ class Plant:
         """Symmetric bound (n,) on the command of each joint, ``|tau_i| <= limit_i``: the URDF
         effort limits (a limit that is absent, zero or not finite: unbounded, as the control loop
         reads them)."""
-        lim = np.asarray(self.model.effort_limit, float)
-        return np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
+        return effort_bounds(self.model)
 
     def set_external_wrench(self, frame, wrench, reference='local'):
         """Apply (replace, or with zero / None remove) the external load on ``frame``.

@@ -118,9 +118,9 @@ class SimRunner:
         self.hold_mode, self.hold_damping = hold, float(hold_damping)
         # the boundary: every command and the hold saturated as ros2_control's joint limits
         # saturate an effort interface (see :meth:`saturate`)
+        from .sim import effort_bounds
         lim = np.asarray(plant.command_limits() if hasattr(plant, 'command_limits') else
-                         np.where(np.isfinite(model.effort_limit) & (np.asarray(model.effort_limit) > 0),
-                                  model.effort_limit, np.inf), float)
+                         effort_bounds(model), float)
         self.command_limit = lim[self.idx]
         self.state_limits = getattr(plant, 'command_interface', 'effort') == 'effort'
         vl = np.asarray(model.velocity_limit, float)[self.idx]
