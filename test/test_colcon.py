@@ -41,6 +41,24 @@ def _workspace(tmp_path):
     return src
 
 
+def test_the_manifest_is_a_ros_package_manifest(tmp_path):
+    """package.xml is well-formed and parses as what colcon, rosdep and bloom read (catkin_pkg,
+    installed with colcon-ros): format 3, build type ament_python; and colcon identifies the
+    package as ``ros.ament_python`` (a manifest it cannot parse made it fall back to a plain
+    Python package, which sourcing the workspace never puts on AMENT_PREFIX_PATH)."""
+    import xml.etree.ElementTree as ET
+
+    from catkin_pkg.package import parse_package
+    ET.parse(os.path.join(ROOT, 'package.xml'))                    # raises on malformed XML
+    pkg = parse_package(ROOT)                                      # raises InvalidPackage
+    pkg.validate()
+    assert pkg.name == 'robot_dynamics' and int(pkg.package_format) == 3
+    assert pkg.get_build_type() == 'ament_python'
+    from colcon_core.package_identification import get_package_identification_extensions, identify
+    desc = identify(get_package_identification_extensions(), str(_workspace(tmp_path)))
+    assert (desc.type, desc.name) == ('ros.ament_python', 'robot_dynamics')
+
+
 @pytest.mark.parametrize('symlink', [False, True], ids=['plain', 'symlink-install'])
 def test_colcon_build_install_tree(tmp_path, symlink):
     src = _workspace(tmp_path)

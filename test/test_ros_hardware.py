@@ -33,14 +33,14 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
-from robot_dynamics.bringup import load_bringup, share_dir  # noqa: E402
+from robot_dynamics.bringup import load_bringup, observer_priority, share_dir  # noqa: E402
 from robot_dynamics.demos import DEMOS  # noqa: E402
 from robot_dynamics.launcher import Launcher  # noqa: E402
 from robot_dynamics.nodes._common import QOS_COMMAND, QOS_STATE  # noqa: E402
 from robot_dynamics.plants import make_plant  # noqa: E402
 from robot_dynamics.sim_runner import SimRunner  # noqa: E402
 from robot_dynamics.urdf import load_model  # noqa: E402
-from ros_helpers import Probe, assert_no_process_left, stamp_matched_xz_error  # noqa: E402
+from ros_helpers import Probe, SpunNode, assert_no_process_left, stamp_matched_xz_error  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -52,7 +52,7 @@ def _stamp(t):
 class StandInHardware:
     """The plant behind forward_command_controller + joint_state_broadcaster (see the module)."""
 
-    def __init__(self, node, model, sim_params, joints, sensed):
+    def __init__(self, model, sim_params, joints, sensed):
         self.model, self.joints, self.sensed = model, list(joints), list(sensed)
         P = sim_params
         self.runner = SimRunner(model, make_plant('rigid', model, model.reference_q(), dt=1.0 / P['rate']),
@@ -63,6 +63,14 @@ class StandInHardware:
                                 hold_damping=P['hold_damping'], max_catchup=2)
         self.lock = threading.Lock()
         self.bad, self.cmds, self.states = [], 0, {}
+        # its own node and executor thread, both under SCHED_FIFO where permitted, as
+        # ros2_control_node's (threads inherit the creating thread's policy): at normal priority,
+        # sharing the probe's executor next to the launcher's FIFO control-path nodes on two
+        # cores, its 10 ms ticks and the commands came 30-80 ms late and the five-bar loop
+        # oscillated into another assembly mode
+        with observer_priority('realtime'):
+            self.spun = SpunNode('standin_hardware')
+        node = self.spun.node
         self.pub = node.create_publisher(JointState, 'measured_joint_states', QOS_STATE)
         node.create_subscription(Float64MultiArray, 'effort_controller/commands', self.on_command,
                                  QOS_COMMAND)
@@ -99,11 +107,13 @@ class StandInHardware:
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
     def start(self):
-        self.thread.start()
+        with observer_priority('realtime'):
+            self.thread.start()
 
     def stop(self):
         self._stop.set()
         self.thread.join(timeout=2.0)
+        self.spun.close()
 
 
 def test_mock_hardware_through_the_ros2_control_contract():
@@ -120,7 +130,7 @@ def test_mock_hardware_through_the_ros2_control_contract():
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     probe = Probe(model)
-    hw = StandInHardware(probe.node, model, sim_params, joints, sensed)
+    hw = StandInHardware(model, sim_params, joints, sensed)
     hw.start()
     launcher.start()
     try:

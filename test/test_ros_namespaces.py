@@ -85,7 +85,10 @@ def _two_robots():
                     pubs = n.get_publishers_info_by_topic(topic)
                     subs = n.get_subscriptions_info_by_topic(topic)
                     ours = [i for i in pubs + subs if i.node_name != 'ns_probe']
-                    if (pubs and ours) or time.monotonic() > t_end:
+                    # (an endpoint whose participant's node list has not arrived yet shows as
+                    # _NODE_NAME_UNKNOWN_ in _NODE_NAMESPACE_UNKNOWN_: wait for it too)
+                    known = all(not i.node_namespace.startswith('_NODE_') for i in ours)
+                    if (pubs and ours and known) or time.monotonic() > t_end:
                         break
                     time.sleep(0.1)
                 assert pubs and ours, (topic, [(i.node_namespace, i.node_name) for i in pubs],

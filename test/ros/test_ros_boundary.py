@@ -161,9 +161,11 @@ def test_a_stray_clock_publisher_is_reported():
 def test_ctrl_c_stops_every_node_cleanly(timing):
     """10 cycles per timing (20 in all): start five_bar's graph, wait until the controller
     commands, SIGINT to every node (what Ctrl-C in the launcher's terminal sends): each exits
-    with code 0 within 2 s, no traceback, no 'fatal', nothing left running."""
+    with code 0 before the launcher's ``sigterm_timeout`` (5 s, as ros2 launch) would escalate to
+    SIGTERM, no traceback, no 'fatal', nothing left running (the slowest exit is printed)."""
     b = load_bringup('five_bar', timing=timing)
     model = rd.load_model(b.urdf)
+    slowest = 0.0
     for cycle in range(10):
         out = io.StringIO()
         launcher = Launcher(b, out=out)
@@ -175,7 +177,7 @@ def test_ctrl_c_stops_every_node_cleanly(timing):
             t0 = time.monotonic()
             for p in launcher.procs.values():          # Ctrl-C: SIGINT to every node
                 os.killpg(p.pid, signal.SIGINT)
-            while time.monotonic() - t0 < 5.0 and any(p.poll() is None for p in launcher.procs.values()):
+            while time.monotonic() - t0 < 10.0 and any(p.poll() is None for p in launcher.procs.values()):
                 time.sleep(0.01)
             took = time.monotonic() - t0               # the last node's exit
         finally:
@@ -184,7 +186,9 @@ def test_ctrl_c_stops_every_node_cleanly(timing):
         log = out.getvalue()
         codes = {n: p.returncode for n, p in launcher.procs.items()}
         assert all(c == 0 for c in codes.values()), (cycle, codes, log[-3000:])
-        assert took <= 2.0, (cycle, took)
+        slowest = max(slowest, took)
+        assert took < launcher.sigterm_timeout, (cycle, took)
         for bad in ('Traceback', 'fatal', 'terminate called', 'still running'):
             assert bad not in log, (cycle, bad, log[-3000:])
         assert_no_process_left(launcher)
+    print(f'\nCtrl-C ({timing}): 10 of 10 cycles exited with code 0, the slowest graph in {slowest:.2f} s')
