@@ -610,11 +610,13 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     :func:`load_bringup`), ``hardware_plugin`` (the plugin of hardware:=ros2_control),
     ``timing`` (realtime | lockstep, default the config's), ``use_sim_time`` (auto | true |
     false, default auto: the timing's), ``namespace`` (default the config's), ``rviz`` (true |
-    false: rviz2 with ``config/rviz/<robot>.rviz``). Starts the config's nodes (with hardware
-    mock / ros2_control: closure_node instead of sim_node, plus controller_manager and the
-    spawners), ``robot_state_publisher`` and optionally rviz2; the nodes are built when the
-    arguments are known (OpaqueFunction), from the same :func:`load_bringup` as
-    ``robot-dynamics launch``.
+    false: rviz2 with ``config/rviz/<robot>.rviz``), ``robot_state_publisher`` (true | false,
+    default true). Starts the config's nodes (with hardware mock / ros2_control: closure_node
+    instead of sim_node, plus controller_manager and the spawners), ``robot_state_publisher``
+    and optionally rviz2; the nodes are built when the arguments are known (OpaqueFunction),
+    from the same :func:`load_bringup` as ``robot-dynamics launch``. Every package outside this
+    one that would start is checked first (:func:`check_ros_packages`): a missing one stops the
+    launch before any process starts.
     """
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -629,7 +631,8 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         return node_actions(robot, arg('timing'), arg('rviz') == 'true',
                             environ=environ if environ is not None else os.environ,
                             namespace=arg('namespace'), hardware=arg('hardware'),
-                            plugin=arg('hardware_plugin'), use_sim_time=launch_flag(arg('use_sim_time')))
+                            plugin=arg('hardware_plugin'), use_sim_time=launch_flag(arg('use_sim_time')),
+                            robot_state_publisher=arg('robot_state_publisher') == 'true')
     return LaunchDescription([
         DeclareLaunchArgument('hardware', default_value='sim', choices=list(HARDWARE),
                               description='sim: sim_node is the plant; mock: ros2_control mock '
@@ -639,6 +642,10 @@ def launch_description(robot: str, rviz_default: str = 'false'):
                                           '(<package>/<Class>)'),
         DeclareLaunchArgument('rviz', default_value=rviz_default, choices=['true', 'false'],
                               description='start rviz2 with config/rviz/<robot>.rviz'),
+        DeclareLaunchArgument('robot_state_publisher', default_value='true', choices=['true', 'false'],
+                              description='start robot_state_publisher (it then publishes '
+                                          'robot_description); false: sim_node publishes it '
+                                          '(hardware:=sim only)'),
         DeclareLaunchArgument('timing', default_value=b.timing, choices=list(TIMINGS),
                               description='realtime (wall clock) or lockstep (simulated time, '
                                           'deterministic; hardware:=sim only)'),
@@ -651,18 +658,60 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         OpaqueFunction(function=nodes)])
 
 
+def ros_package_installed(package: str) -> bool:
+    """True when the ament index (``AMENT_PREFIX_PATH``) has ``package``."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:                      # no ament index at all: nothing is installed
+        return False
+    try:
+        get_package_prefix(package)
+    except (PackageNotFoundError, ValueError, KeyError, LookupError):
+        return False
+    return True
+
+
+def check_ros_packages(b: Bringup, robot_state_publisher: bool, rviz: bool) -> None:
+    """Raise :class:`BringupError` (one line: the package and the launch argument that leaves it
+    out) when a package outside this one that the launch would start is not installed, so that
+    nothing starts: robot_state_publisher (``robot_state_publisher:=false``), controller_manager
+    with hardware mock / ros2_control (``hardware:=sim``), rviz2 (``rviz:=false``)."""
+    if b.ros_processes and not robot_state_publisher:
+        raise BringupError(b.source, 'robot_state_publisher',
+                           f'hardware:={b.hardware} needs robot_state_publisher (controller_manager reads '
+                           'robot_description from it): robot_state_publisher:=true')
+    wanted = []
+    if robot_state_publisher:
+        wanted.append(('robot_state_publisher', 'robot_state_publisher:=false'))
+    if b.ros_processes:
+        wanted.append(('controller_manager', 'hardware:=sim'))
+    if rviz and b.rviz:
+        wanted.append(('rviz2', 'rviz:=false'))
+    for pkg, avoid in wanted:
+        if not ros_package_installed(pkg):
+            raise BringupError(b.source, pkg, f"package '{pkg}' is not installed (not on "
+                               f'AMENT_PREFIX_PATH): install ros-<distro>-{pkg.replace("_", "-")} or '
+                               f'launch with {avoid}; nothing was started')
+
+
 def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=None,
-                 hardware: str = 'sim', plugin: str = '', use_sim_time=None):
+                 hardware: str = 'sim', plugin: str = '', use_sim_time=None,
+                 robot_state_publisher: bool = True):
     """launch_ros ``Node`` actions of a robot's bringup (its nodes, controller_manager and
-    spawners with a ros2_control ``hardware``, robot_state_publisher, rviz2).
+    spawners with a ros2_control ``hardware``, robot_state_publisher unless
+    ``robot_state_publisher`` is false, rviz2).
 
     ``environ``: the environment the launch runs in (default ``os.environ``; the launch
     context's environment in :func:`launch_description`): every node gets
     :func:`discovery_env` of it (``additional_env``: by default the loopback profile).
-    Every argument is checked (:class:`BringupError`) before an action is made."""
+    Every argument is checked (:class:`BringupError`), and every package outside this one that
+    would start (:func:`check_ros_packages`), before an action is made. ``/robot_description``
+    has one publisher: robot_state_publisher, or sim_node without it. Each process is labelled
+    with its node's name in the launch log (``exec_name``)."""
     from launch_ros.actions import Node
     b = load_bringup(robot, timing=timing or None, namespace=namespace, hardware=hardware,
                      use_sim_time=use_sim_time)
+    check_ros_packages(b, robot_state_publisher, rviz)
     ns = b.nodes[0].namespace if b.nodes else ''
     urdf_xml = robot_description_xml(b, plugin)
     # a graph on simulated time (sim_node publishes /clock: lock-step, or a real-time graph on
@@ -670,20 +719,25 @@ def node_actions(robot: str, timing: str, rviz: bool, environ=None, namespace=No
     sim_time = any(bool(s.parameters.get('use_sim_time')) for s in b.nodes)
     # DDS on loopback unless the user's environment widens it (discovery_env)
     dds = {'additional_env': env} if (env := discovery_env(environ)) else {}
-    actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name,
-                    namespace=s.namespace or None, parameters=[dict(s.parameters)],
+    def params(s):
+        if s.executable == 'sim_node' and robot_state_publisher:
+            return dict(s.parameters, publish_robot_description=False)
+        return dict(s.parameters)
+    actions = [Node(package='robot_dynamics', executable=s.executable, name=s.name, exec_name=s.name,
+                    namespace=s.namespace or None, parameters=[params(s)],
                     remappings=list(s.remappings.items()), output='screen',
                     **({'prefix': ' '.join(process_prefix(s))} if process_prefix(s) else {}), **dds)
                for s in b.nodes]
     # a namespaced robot keeps its clock (load_bringup) and its TF tree to itself: two robots
     # with the same link names would otherwise mix on /tf (the usual multi-robot remaps)
     clock = [(t, f'/{ns}{t}') for t in ('/clock', '/tf', '/tf_static')] if ns else []
-    actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
-                        name='robot_state_publisher', namespace=ns or None,
-                        parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
-                        remappings=clock, output='screen', **dds))
+    if robot_state_publisher:
+        actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
+                            name='robot_state_publisher', namespace=ns or None,
+                            parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
+                            remappings=clock, output='screen', **dds))
     for p in b.ros_processes:
-        actions.append(Node(package=p.package, executable=p.executable,
+        actions.append(Node(package=p.package, executable=p.executable, exec_name=p.name,
                             **({} if p.arguments else {'name': p.name}),
                             namespace=p.namespace or None, parameters=list(p.parameters),
                             arguments=list(p.arguments), remappings=list(p.remappings.items()),

@@ -488,6 +488,8 @@ def sim_params(model):
         'extra_states_topic': ('hydraulics/cylinder_states', 'plant extra states (cylinders)', None),
         'diagnostics_rate': (1.0, '/diagnostics rate [Hz] (0 = off)', (0.0, 1000.0)),
         'refuse_assembly_jumps': (True, 'refuse a step that leaves the assembly mode (plant holds)', None),
+        'publish_robot_description': (True, 'publish the URDF on robot_description (latched); false when '
+                                      'robot_state_publisher publishes it (the launch files)', None),
         'clock_rate': (0.0, 'real time: /clock at most this often [Hz of plant time] (0 = with '
                        'every state; lock-step: always with every state)', (0.0, 1e6)),
         'joint_states_rate': (0.0, 'real time, with an extra-states or control_state_topic: joint_states '

@@ -128,6 +128,10 @@ def fake_launch(monkeypatch):
     mods['launch_ros.actions'].Node = cls('Node')
     for k, v in mods.items():
         monkeypatch.setitem(sys.modules, k, v)
+    # the external packages count as installed (there is no ROS installation here);
+    # test_launch_stops_before_anything_when_a_ros_package_is_missing takes them away
+    import robot_dynamics.bringup as bringup
+    monkeypatch.setattr(bringup, 'ros_package_installed', lambda pkg: True)
     _Recorder.made = []
     return mods
 
@@ -153,7 +157,10 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     assert [(n.kwargs['name'], n.kwargs['executable']) for n in ours] == \
         [(s.name, s.executable) for s in b.nodes]
     for n, s in zip(ours, b.nodes):
-        assert n.kwargs['parameters'] == [s.parameters]
+        # one /robot_description publisher: robot_state_publisher, so not sim_node
+        extra = {'publish_robot_description': False} if s.executable == 'sim_node' else {}
+        assert n.kwargs['parameters'] == [dict(s.parameters, **extra)]
+        assert n.kwargs['exec_name'] == s.name          # the launch log's process label
     rsp = [n for n in nodes if n.kwargs['package'] == 'robot_state_publisher']
     assert len(rsp) == 1 and '<robot' in rsp[0].kwargs['parameters'][0]['robot_description']
     sim_time = any(s.parameters.get('use_sim_time') for s in b.nodes)
@@ -176,7 +183,69 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
 def _ctx(**kw):
     """The launch arguments' values (the launch file's defaults but for ``kw``)."""
     return {'timing': '', 'rviz': 'false', 'namespace': '', 'hardware': 'sim', 'hardware_plugin': '',
-            'use_sim_time': 'auto', **kw}
+            'use_sim_time': 'auto', 'robot_state_publisher': 'true', **kw}
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_robot_state_publisher_false_leaves_it_out_and_sim_node_publishes_the_description(fake_launch, path):
+    """robot_state_publisher:=false: no robot_state_publisher; sim_node publishes
+    robot_description itself (its default), so the topic always has exactly one publisher.
+    With hardware:=mock it is refused before any action is made (controller_manager reads the
+    description from robot_state_publisher)."""
+    robot = os.path.basename(path)[:-len('.launch.py')]
+    args, fn = _launch(path)
+    assert args['robot_state_publisher']['choices'] == ['true', 'false']
+    assert args['robot_state_publisher']['default_value'] == 'true'
+    for rsp in ('true', 'false'):
+        nodes = [a for a in fn(_ctx(robot_state_publisher=rsp)) if type(a).__name__ == 'Node']
+        publishers = [n for n in nodes if n.kwargs['package'] == 'robot_state_publisher']
+        sim = [n for n in nodes if n.kwargs['executable'] == 'sim_node']
+        assert len(sim) == 1
+        sim_publishes = sim[0].kwargs['parameters'][0].get('publish_robot_description', True)
+        assert len(publishers) + int(sim_publishes) == 1, (rsp, len(publishers), sim_publishes)
+        assert (len(publishers) == 1) == (rsp == 'true')
+    try:
+        load_bringup(robot, hardware='mock')
+    except BringupError:
+        return                                  # (no mock hardware for this robot: tested above)
+    _Recorder.made = []
+    with pytest.raises(BringupError, match='hardware:=mock needs robot_state_publisher'):
+        fn(_ctx(robot_state_publisher='false', hardware='mock'))
+    assert not [a for a in _Recorder.made if type(a).__name__ == 'Node'], robot
+
+
+@pytest.mark.parametrize('missing, ctx, avoid', [
+    ('robot_state_publisher', {}, 'robot_state_publisher:=false'),
+    ('controller_manager', {'hardware': 'mock'}, 'hardware:=sim'),
+    ('rviz2', {'rviz': 'true'}, 'rviz:=false'),
+])
+def test_launch_stops_before_anything_when_a_ros_package_is_missing(fake_launch, monkeypatch, missing, ctx, avoid):
+    """A package outside this one that the launch would start, absent from the ament index:
+    one BringupError naming the package and the argument that leaves it out, raised before any
+    Node action exists (so no process starts); with that argument the launch builds."""
+    import robot_dynamics.bringup as bringup
+    monkeypatch.setattr(bringup, 'ros_package_installed', lambda pkg: pkg != missing)
+    args, fn = _launch(os.path.join(ROOT, 'launch', 'five_bar.launch.py'))
+    _Recorder.made = []
+    with pytest.raises(BringupError) as exc:
+        fn(_ctx(**ctx))
+    msg = str(exc.value)
+    assert f"package '{missing}' is not installed" in msg and avoid in msg and '\n' not in msg, msg
+    assert not [a for a in _Recorder.made if type(a).__name__ == 'Node']
+    key, value = avoid.split(':=')
+    nodes = [a for a in fn(_ctx(**dict(ctx, **{key: value}))) if type(a).__name__ == 'Node']
+    assert nodes and not [n for n in nodes if n.kwargs['package'] == missing]
+
+
+def test_ros_package_installed_reads_the_ament_index(tmp_path, monkeypatch):
+    """The real lookup (no fake): a package is installed when AMENT_PREFIX_PATH has its marker."""
+    from robot_dynamics.bringup import ros_package_installed
+    marker = tmp_path / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    marker.mkdir(parents=True)
+    (marker / 'robot_state_publisher').write_text('')
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path))
+    assert ros_package_installed('robot_state_publisher')
+    assert not ros_package_installed('rviz2')
 
 
 def _launch(path):
@@ -220,7 +289,9 @@ def test_launch_files_hardware_and_sim_time_switches(fake_launch, path):
                 nodes = [a for a in fn(ctx) if type(a).__name__ == 'Node']
                 ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
                 assert [(n.kwargs['name'], n.kwargs['parameters']) for n in ours] == \
-                    [(s.name, [s.parameters]) for s in b.nodes]
+                    [(s.name, [dict(s.parameters, **({'publish_robot_description': False}
+                                                      if s.executable == 'sim_node' else {}))])
+                     for s in b.nodes]
                 rsp = [n for n in nodes if n.kwargs['package'] == 'robot_state_publisher'][0]
                 desc = rsp.kwargs['parameters'][0]['robot_description']
                 sim_time = any(s.parameters.get('use_sim_time') for s in b.nodes)

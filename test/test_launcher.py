@@ -459,6 +459,8 @@ def test_launch_files_confine_discovery_unless_set(monkeypatch):
     mod.Node = Node
     monkeypatch.setitem(sys.modules, 'launch_ros', types.ModuleType('launch_ros'))
     monkeypatch.setitem(sys.modules, 'launch_ros.actions', mod)
+    import robot_dynamics.bringup as bringup
+    monkeypatch.setattr(bringup, 'ros_package_installed', lambda pkg: True)   # (no ROS install here)
     from robot_dynamics.bringup import node_actions
     for environ in ({}, {DISCOVERY_RANGE_VAR: 'LOCALHOST'}):
         actions = node_actions('four_bar', 'realtime', True, environ=environ)

@@ -76,8 +76,9 @@ class SimNode(Node):
         self.pub_extra = (self.create_publisher(JointState, P['extra_states_topic'], QOS_STATE)
                           if hasattr(self.plant, 'extra_states') else None)
         self.pub_rtf = self.create_publisher(Float64, '~/real_time_factor', QOS_STATE)
-        self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(
-            String(data=with_stick_visuals(m.urdf_xml)))     # RViz draws links without visuals
+        if P['publish_robot_description']:   # (one publisher: robot_state_publisher, when it runs)
+            self.create_publisher(String, 'robot_description', QOS_LATCHED).publish(
+                String(data=with_stick_visuals(m.urdf_xml)))     # RViz draws links without visuals
         self.sub_cmd = self.create_subscription(Float64MultiArray, f'{controller}/commands',
                                  guarded(self, self.on_command, 'command'), QOS_COMMAND)
         self.create_subscription(WrenchStamped, '~/external_wrench',
