@@ -327,6 +327,15 @@ def cmd_launch(args):
                          use_sim_time=launch_flag(args.use_sim_time))
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
+    if args.nodes:
+        import dataclasses
+        names = [s.name for s in b.nodes]
+        unknown = [n for n in args.nodes if n not in names]
+        if unknown:
+            raise SystemExit(f'robot-dynamics launch: --nodes {unknown} are not nodes of {b.source} '
+                             f'(its nodes: {names})')
+        b = dataclasses.replace(b, nodes=[s for s in b.nodes if s.name in args.nodes],
+                                ros_processes=[])
     deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
     if args.print:                       # the launcher's own command lines (nice, -P, params)
         launcher = Launcher(b, **deadlines)
@@ -456,6 +465,10 @@ def build_parser():
     pl.add_argument('--namespace', default=None, metavar='NS',
                     help="ROS namespace of every node (default the config's); topics are "
                          'relative, so robots in two namespaces share a ROS domain')
+    pl.add_argument('--nodes', nargs='+', default=None, metavar='NODE',
+                    help="start only these nodes of the config (names as in config/ROBOT.yaml): "
+                         'a robot spread over several machines, e.g. --nodes sim_node on the '
+                         'one with the drivers (docs/launch_and_safety.md)')
     pl.add_argument('--sigterm-timeout', type=_seconds('--sigterm-timeout'), default=5.0,
                     metavar='S', help='stopping: seconds from SIGINT to SIGTERM for a node that '
                                       'does not stop (default 5)')
