@@ -65,6 +65,17 @@ def test_launch_hardware_switch_prints_what_it_starts_and_what_needs_ros(capsys)
     assert "'use_sim_time': True" not in out and "'publish_clock': False" in out
 
 
+def test_launch_nodes_starts_a_subset_of_the_config(capsys):
+    """--nodes: only those nodes of the config, in its order (a robot spread over machines); an
+    unknown name is refused with the config's node names, before anything starts."""
+    assert cli.main(['launch', 'five_bar', '--nodes', 'dynamics_node', 'sim_node', '--print']) == 0
+    out = capsys.readouterr().out
+    started = [ln.split('__node:=')[1].split()[0] for ln in out.splitlines() if '__node:=' in ln]
+    assert started == ['sim_node', 'dynamics_node']
+    with pytest.raises(SystemExit, match=r"--nodes \['simnode'\] are not nodes of .*'sim_node'"):
+        cli.main(['launch', 'five_bar', '--nodes', 'simnode', '--print'])
+
+
 def test_warmup_in_worker_processes(capsys):
     """warmup --jobs 2: the first robot here, the others in spawned workers (same package copy,
     same cache); one progress line per robot, the total, exit 0; a bad name fails after all."""
