@@ -624,6 +624,15 @@ def launch_description(robot: str, rviz_default: str = 'false'):
 
     b = load_bringup(robot)
 
+    class RobotNodes(OpaqueFunction):
+        """The OpaqueFunction that builds the nodes, named after what it starts (``ros2 launch -p``
+        prints an action as its ``str``)."""
+
+        def __repr__(self):
+            return launch_summary(b)
+
+        __str__ = __repr__
+
     def nodes(context, *args, **kwargs):
         # the launch's environment (os.environ plus any SetEnvironmentVariable before this)
         environ = getattr(context, 'environment', None)
@@ -655,7 +664,16 @@ def launch_description(robot: str, rviz_default: str = 'false'):
         DeclareLaunchArgument('namespace', default_value=b.nodes[0].namespace if b.nodes else '',
                               description='ROS namespace of every node (topics are relative: two '
                                           'robots in two namespaces share a domain)'),
-        OpaqueFunction(function=nodes)])
+        RobotNodes(function=nodes)])
+
+
+def launch_summary(b: Bringup) -> str:
+    """One line: what :func:`launch_description` of ``b`` starts, and under which arguments."""
+    ours = ', '.join(f'{s.name} (robot_dynamics/{s.executable})' for s in b.nodes)
+    return (f'robot_dynamics {b.robot} from {b.source}, built from the arguments: {ours}; '
+            'robot_state_publisher if robot_state_publisher:=true (default); rviz2 if rviz:=true; '
+            'hardware:=mock|ros2_control: closure_node instead of sim_node, plus controller_manager, '
+            'spawner_joint_state_broadcaster and the controller spawner')
 
 
 def ros_package_installed(package: str) -> bool:

@@ -149,7 +149,10 @@ def test_launch_files_build_their_nodes_from_the_config(fake_launch, path, timin
     assert args['timing']['choices'] == ['realtime', 'lockstep']
     assert args['timing']['default_value'] == load_bringup(robot).timing
     assert args['namespace']['default_value'] == ''
-    opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
+    opaque = [a for a in ld.args[0] if isinstance(a, fake_launch['launch.actions'].OpaqueFunction)]
+    # `ros2 launch -p` prints the action's str: it names every node it starts
+    assert all(f'{s.name} (robot_dynamics/{s.executable})' in str(opaque[0]) for s in load_bringup(robot).nodes)
+    assert 'robot_state_publisher:=true' in str(opaque[0]) and 'rviz:=true' in str(opaque[0])
     actions = opaque[0].kwargs['function'](_ctx(timing=timing, rviz='true'))
     nodes = [a for a in actions if type(a).__name__ == 'Node']
     ours = [n for n in nodes if n.kwargs['package'] == 'robot_dynamics']
@@ -253,7 +256,7 @@ def _launch(path):
     exec(compile(open(path).read(), path, 'exec'), ns)
     ld = ns['generate_launch_description']()
     args = {a.args[0]: a.kwargs for a in ld.args[0] if type(a).__name__ == 'DeclareLaunchArgument'}
-    opaque = [a for a in ld.args[0] if type(a).__name__ == 'OpaqueFunction']
+    opaque = [a for a in ld.args[0] if isinstance(a, sys.modules['launch.actions'].OpaqueFunction)]
     return args, opaque[0].kwargs['function']
 
 
