@@ -1,4 +1,6 @@
 """The robot-dynamics command line: info, id/demo (table, CSV, plot), clear errors."""
+import os
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,9 @@ def test_info_reports_closure_at_reference(capsys):
     out = capsys.readouterr().out
     assert 'coupler_rocker: revolute coupler_tip <-> rocker_tip' in out
     assert 'passive' in out and 'actuated' in out
+    from robot_dynamics.bringup import share_dir        # where each file was read
+    assert f"config     {os.path.join(share_dir(), 'config', 'four_bar.yaml')}" in out
+    assert f"sidecar    {os.path.join(share_dir(), 'urdf', 'four_bar.loops.yaml')}" in out
 
 
 def test_id_writes_csv_consistent_with_rnea(tmp_path, capsys):

@@ -109,3 +109,14 @@ def test_colcon_build_install_tree(tmp_path, symlink):
                             'print(loopback_profile())'], cwd=tmp_path, capture_output=True, text=True,
                            env=dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(inst)), timeout=120)
         assert r.stdout.strip() == str(share / 'config' / 'fastdds_loopback.xml'), (r.stdout, r.stderr[-2000:])
+        # its data files are the workspace's, also with a pip-installed copy's share/ (this
+        # test's .venv) on the ament path: `robot-dynamics info` says where it read each
+        r = subprocess.run([sys.executable, '-m', 'robot_dynamics.cli', 'info', 'five_bar'], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(env, PYTHONPATH=str(site),
+                                    AMENT_PREFIX_PATH=os.pathsep.join([sys.prefix, str(inst)])))
+        assert r.returncode == 0, r.stderr[-2000:]
+        lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines()[:3])
+        assert lines['robot'].endswith(f"({share / 'urdf' / 'five_bar.urdf'})"), lines
+        assert lines['sidecar'] == str(share / 'urdf' / 'five_bar.loops.yaml'), lines
+        assert lines['config'] == str(share / 'config' / 'five_bar.yaml'), lines
