@@ -137,6 +137,15 @@ class ControllerNode(Node):
         why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now, time.monotonic())
         if why:
             return self._warn(f'rejected joint_states: {why}')
+        last = getattr(self, '_last_cmd', None)
+        if self.p['reference_sync'] and last is not None and stamp == last[0]:
+            # lock-step: the plant re-publishes a state it got no command for (its
+            # lockstep_republish): the command answering it was lost (e.g. published before the
+            # plant's subscription had matched this publisher at start-up); the same command
+            # again, or the graph would wait for ever
+            self.pub_cmd.publish(Float64MultiArray(data=last[1]))
+            return self._warn('lock-step: a state came again without a step (its command was lost): '
+                              'the command sent again')
         if now - stamp > (self.p['max_state_age'] or self.loop.period):
             return      # behind: newer states are queued; the newest is answered (or the timer does)
         self._answer()
@@ -200,6 +209,7 @@ class ControllerNode(Node):
         if c is None:
             return
         self.pub_cmd.publish(Float64MultiArray(data=c.effort.tolist()))
+        self._last_cmd = (c.stamp, c.effort.tolist())     # (lock-step: sent again, see on_state)
         if c.safe:
             return self._warn(f'safe command: {c.reason}')
         if c.clipped:
