@@ -224,6 +224,12 @@ def test_lockstep_command_lost_at_start_is_sent_again_when_the_plant_repeats_its
         states.publish(state)
     launcher.start()
     try:
+        # the graph's endpoints and ours matched first (a message sent before that is lost: what
+        # the test plays for the plant, never for its own probe)
+        probe.wait_for(lambda: states.get_subscription_count() >= 3 and clock.get_subscription_count() >= 3
+                       and n.count_publishers('/effort_controller/commands') >= 1
+                       and n.count_publishers('/dynamics_node/tracking_error') >= 1, 60.0, 'graph matched')
+        time.sleep(1.0)
         t_end = time.monotonic() + 60.0
         while not (probe.answered and probe.cmds) and time.monotonic() < t_end:
             publish_state()                            # until the controller answers t = 0
