@@ -684,7 +684,7 @@ def ros_package_installed(package: str) -> bool:
         return False
     try:
         get_package_prefix(package)
-    except (PackageNotFoundError, ValueError, KeyError, LookupError):
+    except (PackageNotFoundError, LookupError, ValueError):
         return False
     return True
 

@@ -98,9 +98,12 @@ def cmd_info(args):
     print(f'sidecar    {m.loops_source or "-"}')
     # where the package's data files of this robot were read (this copy's share directory: a
     # workspace's own files when it runs from a workspace)
-    from .bringup import share_dir
-    config = os.path.join(share_dir(), 'config', f'{args.robot}.yaml')
-    print(f'config     {config if os.path.isfile(config) else "-"}')
+    from .bringup import BringupError, config_path
+    try:
+        config = '-' if os.path.isfile(args.robot) else config_path(args.robot)
+    except BringupError:                     # a packaged URDF without a bringup config
+        config = '-'
+    print(f'config     {config}')
     print(f'gravity    {m.gravity.tolist()} m/s^2')
     print(f'joints     {m.nq} (order of q):')
     for i, j in enumerate(m.joint_names):

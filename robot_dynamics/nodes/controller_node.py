@@ -57,6 +57,7 @@ class ControllerNode(Node):
         law = self.law.name
         self.loop = ControlLoop.from_params(self.law, p)
         self.enabled, self.task, self._warned = True, StampedParts(3), {}
+        self._last_cmd = None                # (stamp, efforts) last published (see on_state)
         self.err_out = Decimator.from_rate(p['error_rate'])      # auxiliary outputs (real time)
         t0 = time.monotonic()
         self.law.prepare()                   # load/compile the kernels now, not on the first state
@@ -137,7 +138,7 @@ class ControllerNode(Node):
         why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now, time.monotonic())
         if why:
             return self._warn(f'rejected joint_states: {why}')
-        last = getattr(self, '_last_cmd', None)
+        last = self._last_cmd
         if self.p['reference_sync'] and last is not None and stamp == last[0]:
             # lock-step: the plant re-publishes a state it got no command for (its
             # lockstep_republish): the command answering it was lost (e.g. published before the
@@ -209,7 +210,7 @@ class ControllerNode(Node):
         if c is None:
             return
         self.pub_cmd.publish(Float64MultiArray(data=c.effort.tolist()))
-        self._last_cmd = (c.stamp, c.effort.tolist())     # (lock-step: sent again, see on_state)
+        self._last_cmd = (c.stamp, c.effort.tolist())
         if c.safe:
             return self._warn(f'safe command: {c.reason}')
         if c.clipped:
