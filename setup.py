@@ -4,6 +4,7 @@ The ROS 2 client libraries are deliberately *not* in install_requires: on a ROS 
 installation they come from the distribution (package.xml), on a machine without
 ROS they come from the pinned wheels in requirements/ros.txt (extra ``ros``).
 """
+
 import os
 from glob import glob
 
@@ -16,8 +17,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 
 
 def _files(pattern):
-    return sorted(f for f in glob(os.path.join(HERE, pattern), recursive=True)
-                  if os.path.isfile(f))
+    return sorted(f for f in glob(os.path.join(HERE, pattern), recursive=True) if os.path.isfile(f))
 
 
 def _rel(paths):
@@ -62,17 +62,17 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'robot-dynamics = robot_dynamics.cli:main',
-            'sim_node = robot_dynamics.nodes.sim_node:main',
-            'kinematics_node = robot_dynamics.nodes.kinematics_node:main',
-            'dynamics_node = robot_dynamics.nodes.dynamics_node:main',
-            'controller_node = robot_dynamics.nodes.controller_node:main',
-            'trajectory_node = robot_dynamics.nodes.trajectory_node:main',
-            'ip_controller = robot_dynamics.nodes.ip_controller:main',
-            'ik_node = robot_dynamics.nodes.ik_node:main',
-            'vdc_controller = robot_dynamics.nodes.vdc_controller:main',
-            'sea_controller = robot_dynamics.nodes.sea_controller:main',
-            'closure_node = robot_dynamics.nodes.closure_node:main',
+            'robot-dynamics = robot_dynamics.tools.cli:main',
+            'sim_node = robot_dynamics.ros.sim_node:main',
+            'kinematics_node = robot_dynamics.ros.kinematics_node:main',
+            'dynamics_node = robot_dynamics.ros.dynamics_node:main',
+            'controller_node = robot_dynamics.ros.controller_node:main',
+            'trajectory_node = robot_dynamics.ros.trajectory_node:main',
+            'ip_controller = robot_dynamics.ros.ip_controller:main',
+            'ik_node = robot_dynamics.ros.ik_node:main',
+            'vdc_controller = robot_dynamics.ros.vdc_controller:main',
+            'sea_controller = robot_dynamics.ros.sea_controller:main',
+            'closure_node = robot_dynamics.ros.closure_node:main',
         ],
     },
 )

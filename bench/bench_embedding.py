@@ -8,6 +8,7 @@ needs the full joint state, i.e. an IK of its own, which is NOT included: the ra
 anchor). Each time is the minimum over ``repeats`` passes (other load only slows a pass); the
 per-step aim is printed next to it. Run: .venv/bin/python bench/bench_embedding.py [steps] [repeats]
 """
+
 import sys
 import time
 
@@ -28,10 +29,10 @@ def main(steps=300, repeats=7):
     tr = E.IKTracker(m)
     ts = np.arange(1, steps + 1) * 1e-3
     refs = [I.trajectory(t) for t in ts]
-    sol, mo = tr.step(*refs[0])              # warm-up (numba kernels: IK, motion, dynamics)
+    sol, mo = tr.step(*refs[0])  # warm-up (numba kernels: IK, motion, dynamics)
     pk.task_dynamics(sol, refs[0][1], refs[0][2], motion=mo)
     t_ours = np.inf
-    for _ in range(repeats):                 # the same T1 pass from the reference each time
+    for _ in range(repeats):  # the same T1 pass from the reference each time
         tr.reset()
         states, us = [], []
         t0 = time.perf_counter()
@@ -50,14 +51,12 @@ def main(steps=300, repeats=7):
         t_proj = min(t_proj, (time.perf_counter() - t0) / steps)
     err = max(np.abs(a - b).max() / np.abs(b).max() for a, b in zip(us, ua))
     print(f'IRSBot-2, {steps} steps of T1 at dt = 1 ms, min over {repeats} passes')
-    print(f'  IRSBot-2 step (embedding IK + vel/acc IK + ID): {t_ours * 1e6:9.1f} us/step '
-          f'(aim <= {AIM_US:.0f})')
-    print(f'  anchor: projection ID on global tree          : {t_proj * 1e6:9.1f} us/step '
-          f'(given q, qd, qdd)')
+    print(f'  IRSBot-2 step (embedding IK + vel/acc IK + ID): {t_ours * 1e6:9.1f} us/step (aim <= {AIM_US:.0f})')
+    print(f'  anchor: projection ID on global tree          : {t_proj * 1e6:9.1f} us/step (given q, qd, qdd)')
     print(f'  ratio embedding / projection                  : {t_ours / t_proj:9.2f}')
     print(f'  max relative difference of u                  : {err:.2e}')
     print(f'  1 kHz budget (1000 us) met                    : {t_ours < 1e-3}')
 
+
 if __name__ == '__main__':
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 7)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 300, int(sys.argv[2]) if len(sys.argv) > 2 else 7)

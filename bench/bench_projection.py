@@ -24,6 +24,7 @@ compiles on the first call). Example::
     .venv/bin/python bench/bench_projection.py
     .venv/bin/python bench/bench_projection.py --repeats 9 --min-time 0.1
 """
+
 import argparse
 import os
 import platform
@@ -35,7 +36,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)                  # benchmark the source tree (as the tests do)
+    sys.path.insert(0, ROOT)  # benchmark the source tree (as the tests do)
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics import _projection_kernels as PK  # noqa: E402
@@ -43,13 +44,17 @@ from robot_dynamics import projection as pj  # noqa: E402
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog='\n\n'.join(__doc__.split('\n\n')[1:]))
-    ap.add_argument('-r', '--repeats', type=int, default=7,
-                    help='timing repeats; best and median are reported (default: 7)')
-    ap.add_argument('--min-time', type=float, default=0.05,
-                    help='minimum duration of one repeat in seconds (default: 0.05)')
+    ap = argparse.ArgumentParser(
+        description=__doc__.split('\n\n')[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog='\n\n'.join(__doc__.split('\n\n')[1:]),
+    )
+    ap.add_argument(
+        '-r', '--repeats', type=int, default=7, help='timing repeats; best and median are reported (default: 7)'
+    )
+    ap.add_argument(
+        '--min-time', type=float, default=0.05, help='minimum duration of one repeat in seconds (default: 0.05)'
+    )
     ap.add_argument('--seed', type=int, default=0, help='random seed of the state')
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.min_time <= 0:
@@ -81,6 +86,7 @@ class PinModel:
 
     def __init__(self, model):
         import pinocchio as pin
+
         self.pin = pin
         self.m = model
         pm = pin.buildModelFromUrdf(model.source)
@@ -92,21 +98,35 @@ class PinModel:
             pm.inertias[rod] = pin.Inertia(0.5 * Ir.mass, Ir.lever, 0.5 * Ir.inertia)
             rail = pm.frames[pm.getFrameId('rail')]
             jid = pm.addJoint(rail.parentJoint, pin.JointModelPX(), rail.placement, 'slider_x')
-            pm.appendBodyToJoint(jid, pin.Inertia(0.5, np.zeros(3), np.zeros((3, 3))),
-                                 pin.SE3.Identity())
+            pm.appendBodyToJoint(jid, pin.Inertia(0.5, np.zeros(3), np.zeros((3, 3))), pin.SE3.Identity())
             sl = pm.frames[pm.getFrameId('slider')]
-            cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, sl.parentJoint,
-                                                sl.placement, jid, pin.SE3.Identity(),
-                                                pin.ReferenceFrame.LOCAL))
+            cms.append(
+                pin.RigidConstraintModel(
+                    pin.ContactType.CONTACT_3D,
+                    pm,
+                    sl.parentJoint,
+                    sl.placement,
+                    jid,
+                    pin.SE3.Identity(),
+                    pin.ReferenceFrame.LOCAL,
+                )
+            )
             self.slider = jid
         else:
             for lp in model.loops:
                 fa = pm.frames[pm.getFrameId(lp.frame_a)]
                 fb = pm.frames[pm.getFrameId(lp.frame_b)]
-                cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm,
-                                                    fa.parentJoint, fa.placement,
-                                                    fb.parentJoint, fb.placement,
-                                                    pin.ReferenceFrame.LOCAL))
+                cms.append(
+                    pin.RigidConstraintModel(
+                        pin.ContactType.CONTACT_3D,
+                        pm,
+                        fa.parentJoint,
+                        fa.placement,
+                        fb.parentJoint,
+                        fb.placement,
+                        pin.ReferenceFrame.LOCAL,
+                    )
+                )
         self.pm, self.pd, self.cms = pm, pm.createData(), cms
         self.cds = pin.StdVec_RigidConstraintData()
         for c in cms:
@@ -126,15 +146,14 @@ class PinModel:
             else:
                 pq[k] = q[i]
         v[self.iv], t[self.iv] = qd, tau
-        if self.slider is not None:          # slider-crank: x_C and its rate on the rail
+        if self.slider is not None:  # slider-crank: x_C and its rate on the rail
             c1, c12, s1, s12 = np.cos(q[0]), np.cos(q[0] + q[1]), np.sin(q[0]), np.sin(q[0] + q[1])
             pq[pm.idx_qs[self.slider]] = c1 + c12
             v[pm.idx_vs[self.slider]] = -s1 * qd[0] - s12 * (qd[0] + qd[1])
         return pq, v, t
 
     def qdd(self, pq, v, t):
-        return self.pin.constraintDynamics(self.pm, self.pd, pq, v, t, self.cms, self.cds,
-                                           self.prox)
+        return self.pin.constraintDynamics(self.pm, self.pd, pq, v, t, self.cms, self.cds, self.prox)
 
 
 def main(argv=None):
@@ -142,18 +161,19 @@ def main(argv=None):
     try:
         import pinocchio as pin
     except ImportError:
-        sys.exit('pinocchio is not installed (pip install pin): it is the reference of this '
-                 'benchmark')
+        sys.exit('pinocchio is not installed (pip install pin): it is the reference of this benchmark')
     import numba
-    print(f'python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, '
-          f'pinocchio {pin.__version__}, {platform.machine()}')
+
+    print(
+        f'python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, '
+        f'pinocchio {pin.__version__}, {platform.machine()}'
+    )
     print(f'{args.repeats} repeats (>= {args.min_time} s each), best / median [us per call]')
     rows = []
     for name in ('five_bar', 'slider_crank'):
         model = rd.load_model(os.path.join(ROOT, 'urdf', f'{name}.urdf'))
         rng = np.random.default_rng(args.seed)
-        qi = model.reference_q()[model.independent_indices] + rng.uniform(-0.3, 0.3,
-                                                                           len(model.independent))
+        qi = model.reference_q()[model.independent_indices] + rng.uniform(-0.3, 0.3, len(model.independent))
         q = pj.assemble(model, qi).q
         qd = pj.project_velocity(model, q, rng.normal(size=model.nq))
         tau = rng.normal(size=model.nq)
@@ -167,23 +187,27 @@ def main(argv=None):
         out = np.empty(model.nq)
         plant = rd.ConstrainedPlant(model, q, qd)
         cases = [
-            ('ours constrained_forward_dynamics (Mc)',
-             lambda: rd.constrained_forward_dynamics(model, q, qd, tau)),
-            ('ours constrained_forward_dynamics (Mc_sym)',
-             lambda: rd.constrained_forward_dynamics(model, q, qd, tau, 'Mc_sym')),
-            ('ours constrained_forward_dynamics (Mc_gamma)',
-             lambda: rd.constrained_forward_dynamics(model, q, qd, tau, 'Mc_gamma')),
-            ('ours compiled core cfd_qdd (Mc)',
-             lambda: PK.cfd_qdd(*pack, q, qd, tau, 0, 0.0, pj.DEFAULT_EPS, out)),
+            ('ours constrained_forward_dynamics (Mc)', lambda: rd.constrained_forward_dynamics(model, q, qd, tau)),
+            (
+                'ours constrained_forward_dynamics (Mc_sym)',
+                lambda: rd.constrained_forward_dynamics(model, q, qd, tau, 'Mc_sym'),
+            ),
+            (
+                'ours constrained_forward_dynamics (Mc_gamma)',
+                lambda: rd.constrained_forward_dynamics(model, q, qd, tau, 'Mc_gamma'),
+            ),
+            ('ours compiled core cfd_qdd (Mc)', lambda: PK.cfd_qdd(*pack, q, qd, tau, 0, 0.0, pj.DEFAULT_EPS, out)),
             ('ours ConstrainedPlant.step (RK4 + proj.)', lambda: plant.step(tau)),
             ('pinocchio constraintDynamics', lambda: P.qdd(pq, v, t)),
         ]
-        for _, fn in cases:                       # warm-up (numba compiles on first call)
+        for _, fn in cases:  # warm-up (numba compiles on first call)
             for _ in range(3):
                 fn()
         print()
-        print(f'{name}: n = {model.nq}, m = {model.nconstraints} rows (rank {ours.rank}), '
-              f'max |qdd ours - pinocchio| = {err:.1e}')
+        print(
+            f'{name}: n = {model.nq}, m = {model.nconstraints} rows (rank {ours.rank}), '
+            f'max |qdd ours - pinocchio| = {err:.1e}'
+        )
         head = f'  {"":<46}{"best":>9}{"median":>9}{"/ pin":>8}'
         print(head)
         res = [(label, *timeit(fn, args.repeats, args.min_time)) for label, fn in cases]

@@ -11,6 +11,7 @@ against the anchors, measured side by side in one run.
     .venv/bin/python bench/bench_rnea_derivatives.py                     # urdf/arm7.urdf, N = 1000
     .venv/bin/python bench/bench_rnea_derivatives.py --urdf urdf/gough_stewart.urdf
 """
+
 import argparse
 import os
 import sys
@@ -43,6 +44,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import pinocchio as pin
     from test_tree_vs_pinocchio import pin_q
+
     m = rd.load_model(a.urdf)
     pm = pin.buildModelFromUrdf(a.urdf)
     pd = pm.createData()
@@ -66,28 +68,37 @@ def main(argv=None):
 
     def at(t):
         q, d1, d2, d3, d4 = X
-        return (q + d1 * t + d2 * t * t / 2 + d3 * t ** 3 / 6 + d4 * t ** 4 / 24,
-                d1 + d2 * t + d3 * t * t / 2 + d4 * t ** 3 / 6, d2 + d3 * t + d4 * t * t / 2)
+        return (
+            q + d1 * t + d2 * t * t / 2 + d3 * t**3 / 6 + d4 * t**4 / 24,
+            d1 + d2 * t + d3 * t * t / 2 + d4 * t**3 / 6,
+            d2 + d3 * t + d4 * t * t / 2,
+        )
 
     def fd1(s=0.0):
-        return (-rd.rnea(m, *at(s + 2 * h)) + 8 * rd.rnea(m, *at(s + h)) - 8 * rd.rnea(m, *at(s - h))
-                + rd.rnea(m, *at(s - 2 * h))) / (12 * h)
+        return (
+            -rd.rnea(m, *at(s + 2 * h))
+            + 8 * rd.rnea(m, *at(s + h))
+            - 8 * rd.rnea(m, *at(s - h))
+            + rd.rnea(m, *at(s - 2 * h))
+        ) / (12 * h)
 
     def fd2():
         (-fd1(2 * h) + 8 * fd1(h) - 8 * fd1(-h) + fd1(-2 * h)) / (12 * h)
 
     n1 = min(a.N, 200)
-    rows = [('ours, batch (tau, tau\', tau\'\')', best(ours_batch) / a.N),
-            ('ours, one call per instant', best(ours_single, 3) / n1),
-            ('Pinocchio tau\' (derivatives + mat-vecs), per instant', best(pin_d1) / a.N),
-            ('numerical tau\' (4 rnea, batched)', best(fd1) / a.N),
-            ('numerical tau\'\' (16 rnea, batched)', best(fd2) / a.N)]
+    rows = [
+        ("ours, batch (tau, tau', tau'')", best(ours_batch) / a.N),
+        ('ours, one call per instant', best(ours_single, 3) / n1),
+        ("Pinocchio tau' (derivatives + mat-vecs), per instant", best(pin_d1) / a.N),
+        ("numerical tau' (4 rnea, batched)", best(fd1) / a.N),
+        ("numerical tau'' (16 rnea, batched)", best(fd2) / a.N),
+    ]
     print(f'{os.path.basename(a.urdf)}: n = {m.nq}, N = {a.N}')
     ref = rows[0][1]
     for name, t in rows:
         print(f'  {name:55s} {t * 1e6:9.2f} us/instant   ({t / ref:6.2f} x ours batched)')
     T = rd.rnea_time_derivatives(m, *X[:, :1])
-    print(f'  check: |ours tau\' - numerical| = {np.abs(T[1] - fd1()[:1]).max():.1e}')
+    print(f"  check: |ours tau' - numerical| = {np.abs(T[1] - fd1()[:1]).max():.1e}")
 
 
 if __name__ == '__main__':

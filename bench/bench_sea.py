@@ -6,7 +6,7 @@
 Records a closed loop (flatness controller tracking a 0.02 m sin^2-jerk move with a preload,
 1 ms RK4 plant steps), then times, in the same run, per step in microseconds:
 
-* plant step :meth:`SEAPlant.step` (compiled RK4, :func:`robot_dynamics.sea._sea_rk4`) next to
+* plant step :meth:`SEAPlant.step` (compiled RK4, :func:`robot_dynamics.plants.sea._sea_rk4`) next to
   the numpy route it replaced (:meth:`SEAPlant._step_reference`: four
   ``Planar3RRR.task_space_dynamics`` calls per step, with the numpy preload solve of
   ``inverse_dynamics_d2`` as before: ``planar_sea._NUMPY_PRELOAD``), replaying the recorded torques from the
@@ -15,8 +15,9 @@ Records a closed loop (flatness controller tracking a 0.02 m sin^2-jerk move wit
   its numpy route (``_call_reference``) on the recorded states; aim <= 200 us.
 
 Minimum over repeated passes (other load on the shared cores only slows a pass); the machine's
-load is printed. The kernels are warmed up first (``robot_dynamics.sea.warmup()``).
+load is printed. The kernels are warmed up first (``robot_dynamics.plants.sea.warmup()``).
 """
+
 import argparse
 import os
 import time
@@ -27,8 +28,8 @@ import robot_dynamics as rd
 from robot_dynamics import sea
 from robot_dynamics.control.flatness_sea import SEAFlatnessController
 from robot_dynamics.pkm import planar_sea as ps
-from robot_dynamics.pkm.planar_sea import SinSquaredJerk
-from robot_dynamics.plants import make_plant
+from robot_dynamics.control.trajectories import SinSquaredJerk
+from robot_dynamics.plants.registry import make_plant
 
 
 def main():
@@ -44,7 +45,7 @@ def main():
     lam_d = np.array([0.5, 0.0, 0.0])
     x0 = (pl.p.copy(), pl.pd.copy(), pl.qm.copy(), pl.qdm.copy())
     S, Y, T = [], [], []
-    for k in range(a.steps):                              # record the closed loop
+    for k in range(a.steps):  # record the closed loop
         s = (pl.p.copy(), pl.pd.copy(), pl.qm.copy(), pl.qdm.copy())
         yd = move(pl.t)
         tau = ctrl(*s, yd, lam_d)
@@ -67,6 +68,7 @@ def main():
             for tau in T:
                 step(tau)
             return (time.perf_counter() - t) / len(T) * 1e6
+
         return run
 
     def ctrl_pass(call):
@@ -75,11 +77,12 @@ def main():
             for s, yd in zip(S, Y):
                 call(*s, yd, lam_d)
             return (time.perf_counter() - t) / len(S) * 1e6
+
         return run
 
     plant_new = best(plant_pass(pl.step))
     ctrl_new = best(ctrl_pass(ctrl))
-    ps._NUMPY_PRELOAD = True          # the reference routes exactly as before (numpy preload)
+    ps._NUMPY_PRELOAD = True  # the reference routes exactly as before (numpy preload)
     try:
         plant_ref = best(plant_pass(pl._step_reference))
         ctrl_ref = best(ctrl_pass(ctrl._call_reference))
@@ -93,11 +96,12 @@ def main():
         pl.step(tau)
         ref._step_reference(tau)
     dx = max(np.max(np.abs(pl.true_q - ref.true_q)), np.max(np.abs(pl.qdm - ref.qdm)))
-    dtau = max(np.max(np.abs(ctrl(*s, yd, lam_d) - ctrl._call_reference(*s, yd, lam_d)))
-               for s, yd in zip(S, Y))
-    print(f'planar 3RRR SEA-PKM, {a.steps} steps of 1 ms, best of {a.repeats} passes; '
-          f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; '
-          f'tracking error at the end {err:.1e} m')
+    dtau = max(np.max(np.abs(ctrl(*s, yd, lam_d) - ctrl._call_reference(*s, yd, lam_d))) for s, yd in zip(S, Y))
+    print(
+        f'planar 3RRR SEA-PKM, {a.steps} steps of 1 ms, best of {a.repeats} passes; '
+        f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; '
+        f'tracking error at the end {err:.1e} m'
+    )
     print(f'{"us per step":<34}{"compiled":>10}{"numpy route":>13}{"aim":>9}')
     print(f'{"plant step (SEAPlant.step)":<34}{plant_new:>10.1f}{plant_ref:>13.1f}{"<= 250":>9}')
     print(f'{"controller step (flatness law)":<34}{ctrl_new:>10.1f}{ctrl_ref:>13.1f}{"<= 200":>9}')

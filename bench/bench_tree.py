@@ -19,6 +19,7 @@ Example::
     .venv/bin/python bench/bench_tree.py                       # urdf/arm7.urdf, N = 1000
     .venv/bin/python bench/bench_tree.py --urdf urdf/four_bar.urdf -N 10000 --repeats 9
 """
+
 import argparse
 import os
 import platform
@@ -30,23 +31,29 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)                  # benchmark the source tree (as the tests do)
+    sys.path.insert(0, ROOT)  # benchmark the source tree (as the tests do)
 
 import robot_dynamics as rd  # noqa: E402
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog='\n\n'.join(__doc__.split('\n\n')[1:]))
-    ap.add_argument('--urdf', default=os.path.join(ROOT, 'urdf', 'arm7.urdf'),
-                    help='robot description (.urdf or .xacro), default: urdf/arm7.urdf')
-    ap.add_argument('-N', '--batch', type=int, default=1000,
-                    help='batch size N of the batched calls (default: 1000)')
-    ap.add_argument('-r', '--repeats', type=int, default=7,
-                    help='timing repeats; best and median are reported (default: 7)')
-    ap.add_argument('--min-time', type=float, default=0.05,
-                    help='minimum duration of one repeat in seconds (default: 0.05)')
+    ap = argparse.ArgumentParser(
+        description=__doc__.split('\n\n')[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog='\n\n'.join(__doc__.split('\n\n')[1:]),
+    )
+    ap.add_argument(
+        '--urdf',
+        default=os.path.join(ROOT, 'urdf', 'arm7.urdf'),
+        help='robot description (.urdf or .xacro), default: urdf/arm7.urdf',
+    )
+    ap.add_argument('-N', '--batch', type=int, default=1000, help='batch size N of the batched calls (default: 1000)')
+    ap.add_argument(
+        '-r', '--repeats', type=int, default=7, help='timing repeats; best and median are reported (default: 7)'
+    )
+    ap.add_argument(
+        '--min-time', type=float, default=0.05, help='minimum duration of one repeat in seconds (default: 0.05)'
+    )
     ap.add_argument('--seed', type=int, default=0, help='random seed of the samples')
     args = ap.parse_args(argv)
     if args.batch < 1 or args.repeats < 1 or args.min_time <= 0:
@@ -114,9 +121,11 @@ def main(argv=None):
     q, qd, qdd, tau, pq = Q[0], QD[0], QDD[0], TAU[0], PQ[0]
 
     # correctness guard (a benchmark of wrong numbers is worthless)
-    err = max(np.abs(rd.rnea(model, q, qd, qdd) - pin.rnea(pm, pd, pq, qd, qdd)).max(),
-              np.abs(np.triu(rd.crba(model, q)) - np.triu(pin.crba(pm, pd, pq))).max(),
-              np.abs(rd.forward_dynamics(model, q, qd, tau) - pin.aba(pm, pd, pq, qd, tau)).max())
+    err = max(
+        np.abs(rd.rnea(model, q, qd, qdd) - pin.rnea(pm, pd, pq, qd, qdd)).max(),
+        np.abs(np.triu(rd.crba(model, q)) - np.triu(pin.crba(pm, pd, pq))).max(),
+        np.abs(rd.forward_dynamics(model, q, qd, tau) - pin.aba(pm, pd, pq, qd, tau)).max(),
+    )
     if err > 1e-8:
         sys.exit(f'results differ from Pinocchio by {err:.2e}: not benchmarking')
 
@@ -124,18 +133,34 @@ def main(argv=None):
         def run():
             for k in range(N):
                 f(pm, pd, *(a[k] for a in arrays))
+
         return run
 
     cases = [
-        ('rnea', 'rnea',
-         lambda: rd.rnea(model, q, qd, qdd), lambda: pin.rnea(pm, pd, pq, qd, qdd),
-         lambda: rd.rnea(model, Q, QD, QDD), pin_loop(pin.rnea, PQ, QD, QDD)),
-        ('crba', 'crba',
-         lambda: rd.crba(model, q), lambda: pin.crba(pm, pd, pq),
-         lambda: rd.crba(model, Q), pin_loop(pin.crba, PQ)),
-        ('forward_dynamics', 'aba',
-         lambda: rd.forward_dynamics(model, q, qd, tau), lambda: pin.aba(pm, pd, pq, qd, tau),
-         lambda: rd.forward_dynamics(model, Q, QD, TAU), pin_loop(pin.aba, PQ, QD, TAU)),
+        (
+            'rnea',
+            'rnea',
+            lambda: rd.rnea(model, q, qd, qdd),
+            lambda: pin.rnea(pm, pd, pq, qd, qdd),
+            lambda: rd.rnea(model, Q, QD, QDD),
+            pin_loop(pin.rnea, PQ, QD, QDD),
+        ),
+        (
+            'crba',
+            'crba',
+            lambda: rd.crba(model, q),
+            lambda: pin.crba(pm, pd, pq),
+            lambda: rd.crba(model, Q),
+            pin_loop(pin.crba, PQ),
+        ),
+        (
+            'forward_dynamics',
+            'aba',
+            lambda: rd.forward_dynamics(model, q, qd, tau),
+            lambda: pin.aba(pm, pd, pq, qd, tau),
+            lambda: rd.forward_dynamics(model, Q, QD, TAU),
+            pin_loop(pin.aba, PQ, QD, TAU),
+        ),
     ]
 
     # warm-up: numba compilation (single and batched signatures) and caches
@@ -144,30 +169,33 @@ def main(argv=None):
             for _ in range(3):
                 fn()
 
-    print(f'robot: {model.name} ({os.path.relpath(args.urdf)}), n = {n} joints, N = {N}, '
-          f'{args.repeats} repeats (>= {args.min_time} s each), best / median [us]')
-    print(f'python {platform.python_version()}, numpy {np.__version__}, '
-          f'numba {__import__("numba").__version__}, pinocchio {pin.__version__}, '
-          f'{platform.machine()} {platform.processor() or ""}'.rstrip())
+    print(
+        f'robot: {model.name} ({os.path.relpath(args.urdf)}), n = {n} joints, N = {N}, '
+        f'{args.repeats} repeats (>= {args.min_time} s each), best / median [us]'
+    )
+    print(
+        f'python {platform.python_version()}, numpy {np.__version__}, '
+        f'numba {__import__("numba").__version__}, pinocchio {pin.__version__}, '
+        f'{platform.machine()} {platform.processor() or ""}'.rstrip()
+    )
     print(f'max |ours - pinocchio| at the first sample: {err:.1e}')
     print()
-    head = (f'{"algorithm":<22}{"mode":<22}{"ours best":>11}{"med":>9}'
-            f'{"pin best":>11}{"med":>9}{"ours/pin":>10}')
+    head = f'{"algorithm":<22}{"mode":<22}{"ours best":>11}{"med":>9}{"pin best":>11}{"med":>9}{"ours/pin":>10}'
     print(head)
     print('-' * len(head))
     rows = []
     for ours_name, pin_name, o1, p1, oN, pN in cases:
-        for mode, fo, fp, per in (('single (per call)', o1, p1, 1),
-                                  ('batch (per sample)', oN, pN, N)):
+        for mode, fo, fp, per in (('single (per call)', o1, p1, 1), ('batch (per sample)', oN, pN, N)):
             ob, om = timeit(fo, args.repeats, args.min_time, per)
             pb, pmed = timeit(fp, args.repeats, args.min_time, per)
             label = f'{ours_name}/{pin_name}' if ours_name != pin_name else ours_name
-            print(f'{label:<22}{mode:<22}{ob * 1e6:>11.3f}{om * 1e6:>9.3f}'
-                  f'{pb * 1e6:>11.3f}{pmed * 1e6:>9.3f}{ob / pb:>10.2f}')
+            print(
+                f'{label:<22}{mode:<22}{ob * 1e6:>11.3f}{om * 1e6:>9.3f}'
+                f'{pb * 1e6:>11.3f}{pmed * 1e6:>9.3f}{ob / pb:>10.2f}'
+            )
             rows.append((label, mode, ob, om, pb, pmed))
     print()
-    print('batch: ours = one call on (N, n) arrays / N; pin = Python loop of N calls / N. '
-          'ratio = best/best.')
+    print('batch: ours = one call on (N, n) arrays / N; pin = Python loop of N calls / N. ratio = best/best.')
     return rows
 
 

@@ -12,6 +12,7 @@ time). Minimum over repeated passes over the same recorded states (other load on
 pass); the machine's load is printed. Each line shows its anchor (the task reference: its numpy
 route :meth:`TaskReference.reference`; the plant: the paper's ratios) and the per-step aim.
 """
+
 import argparse
 import os
 import time
@@ -20,7 +21,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.control.vdc import TaskReference, VDCController, quintic_legs
-from robot_dynamics.hydraulics import HydraulicPlant
+from robot_dynamics.plants.hydraulic import HydraulicPlant
 
 
 def main():
@@ -34,12 +35,12 @@ def main():
     q0 = pl.qs
     p0 = st.tool_pose(q0)[1][[0, 2]]
     pts = [p0, (2.07152, 0.39253), (2.47152, 0.39253), (2.47152, 0.09253), (2.07152, 0.09253)]
-    path = lambda t: quintic_legs(pts, [2.0] * 4, t)                  # noqa: E731
+    path = lambda t: quintic_legs(pts, [2.0] * 4, t)  # noqa: E731
     ref = TaskReference(st, path, (0, 2), q0)
     ctrl = VDCController(st, pl.hp)
     n = int(round(a.seconds / 1e-3))
     S, R, U, X = [], [], [], []
-    for _ in range(n):                                 # record the closed loop (and warm up)
+    for _ in range(n):  # record the closed loop (and warm up)
         r = ref(pl.t)
         u = ctrl.step(pl.qs, pl.qds, pl.pa, pl.pb, r)
         S.append((pl.qs, pl.qds, pl.pa, pl.pb))
@@ -67,16 +68,26 @@ def main():
     def plant(k):
         pl.X[:] = X[k]
         pl.step(U[k])
+
     us_plant = per_call(plant)
-    print(f'hydraulic_boom (2 segments), {n} states of the A-B-C-D task, load {os.getloadavg()[0]:.1f} '
-          f'on {os.cpu_count()} cores')
+    print(
+        f'hydraulic_boom (2 segments), {n} states of the A-B-C-D task, load {os.getloadavg()[0]:.1f} '
+        f'on {os.cpu_count()} cores'
+    )
     print(f'  VDC controller step        {us_ctrl:8.1f} us   (aim <= 200 us for 1 kHz)')
-    print(f'  task reference (IK, J^-1)  {us_ref:8.1f} us   (aim <= 200; numpy route '
-          f'TaskReference.reference {us_ref_np:.1f} us)')
-    print(f'  plant step (RK4, 1 ms)     {us_plant:8.1f} us   (aim <= 250) -> simulated/wall time = '
-          f'{1e3 / us_plant:.2f} (paper: 0.05 own model, 0.14 Simscape)')
-    print(f'  closed loop ctrl+ref+plant {us_ctrl + us_ref + us_plant:8.1f} us   -> simulated/wall = '
-          f'{1e3 / (us_ctrl + us_ref + us_plant):.2f}')
+    print(
+        f'  task reference (IK, J^-1)  {us_ref:8.1f} us   (aim <= 200; numpy route '
+        f'TaskReference.reference {us_ref_np:.1f} us)'
+    )
+    print(
+        f'  plant step (RK4, 1 ms)     {us_plant:8.1f} us   (aim <= 250) -> simulated/wall time = '
+        f'{1e3 / us_plant:.2f} (paper: 0.05 own model, 0.14 Simscape)'
+    )
+    print(
+        f'  closed loop ctrl+ref+plant {us_ctrl + us_ref + us_plant:8.1f} us   -> simulated/wall = '
+        f'{1e3 / (us_ctrl + us_ref + us_plant):.2f}'
+    )
+
 
 if __name__ == '__main__':
     main()

@@ -9,6 +9,7 @@ the first ``--warmup`` seconds are skipped (kernel caches, DDS discovery, first 
 Growth = least-squares slope of RSS over the remaining samples [MB/min] and total growth
 (last - first sample) [MB]. Progress is printed at every sample. Nothing is asserted here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,19 +41,23 @@ def main(argv=None):
     ap.add_argument('--timing', choices=['realtime', 'lockstep'], default=None)
     ap.add_argument('--logdir', default='out', help='node logs (default out/)')
     a = ap.parse_args(argv)
-    from robot_dynamics.bringup import use_discovery_env
-    use_discovery_env()              # DDS on loopback (the package's profile) unless widened
+    from robot_dynamics.ros.bringup import use_discovery_env
+
+    use_discovery_env()  # DDS on loopback (the package's profile) unless widened
     os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(101, 200)))
     os.makedirs(a.logdir, exist_ok=True)
-    from robot_dynamics.bringup import load_bringup
-    from robot_dynamics.launcher import Launcher
+    from robot_dynamics.ros.bringup import load_bringup
+    from robot_dynamics.ros.launcher import Launcher
+
     b = load_bringup(a.robot, timing=a.timing)
     samples = {}
     with open(os.path.join(a.logdir, f'soak_{a.robot}.log'), 'w') as logf:
         launcher = Launcher(b, out=logf).start()
         try:
-            print(f'# soak {a.robot}: {a.minutes:g} min after {a.warmup:g} s warm-up, sample every '
-                  f'{a.interval:g} s', flush=True)
+            print(
+                f'# soak {a.robot}: {a.minutes:g} min after {a.warmup:g} s warm-up, sample every {a.interval:g} s',
+                flush=True,
+            )
             time.sleep(a.warmup)
             t0 = time.monotonic()
             while time.monotonic() - t0 <= a.minutes * 60.0:

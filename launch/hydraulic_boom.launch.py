@@ -4,7 +4,8 @@ and, with rviz:=true, rviz2.
 
     ros2 launch robot_dynamics hydraulic_boom.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

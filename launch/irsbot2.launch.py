@@ -3,7 +3,8 @@ also used by `robot-dynamics launch irsbot2`), robot_state_publisher and, with r
 
     ros2 launch robot_dynamics irsbot2.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

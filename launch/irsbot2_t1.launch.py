@@ -3,7 +3,8 @@ also used by `robot-dynamics launch irsbot2_t1`), robot_state_publisher and, wit
 
     ros2 launch robot_dynamics irsbot2_t1.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

@@ -3,7 +3,8 @@ also used by `robot-dynamics launch planar_3rrr_sea`), robot_state_publisher and
 
     ros2 launch robot_dynamics planar_3rrr_sea.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

@@ -3,7 +3,8 @@ also used by `robot-dynamics launch series_parallel_3dof`), robot_state_publishe
 
     ros2 launch robot_dynamics series_parallel_3dof.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

@@ -3,7 +3,8 @@ also used by `robot-dynamics launch slider_crank`), robot_state_publisher and, w
 
     ros2 launch robot_dynamics slider_crank.launch.py rviz:=true
 """
-from robot_dynamics.bringup import launch_description
+
+from robot_dynamics.ros.bringup import launch_description
 
 
 def generate_launch_description():

@@ -23,8 +23,8 @@ class ModelError(RobotDynamicsError):
     def __init__(self, source, element, message):
         self.source = source
         self.element = element
-        where = f"{source}" + (f": {element}" if element else "")
-        super().__init__(f"{where}: {message}")
+        where = f'{source}' + (f': {element}' if element else '')
+        super().__init__(f'{where}: {message}')
 
 
 class LoopSpecError(RobotDynamicsError):
@@ -40,8 +40,8 @@ class LoopSpecError(RobotDynamicsError):
     def __init__(self, source, key, message):
         self.source = source
         self.key = key
-        where = f"{source}" + (f": {key}" if key else "")
-        super().__init__(f"{where}: {message}")
+        where = f'{source}' + (f': {key}' if key else '')
+        super().__init__(f'{where}: {message}')
 
 
 class InputError(RobotDynamicsError):
@@ -73,7 +73,7 @@ class SingularMassMatrixError(RobotDynamicsError):
 class AssemblyError(RobotDynamicsError):
     """No closed configuration was found (loop assembly / position projection failed).
 
-    Raised by :func:`robot_dynamics.projection.assemble` when Newton-Raphson on the loop
+    Raised by :func:`robot_dynamics.algorithms.projection.assemble` when Newton-Raphson on the loop
     closures does not converge, or stalls at a least-squares point with a non-zero residual
     (no assembly exists for the given independent coordinates). Attributes: ``q`` (the last
     iterate), ``residual`` (its ``||phi||``), ``iterations``.
@@ -94,3 +94,25 @@ class ConstraintRankError(RobotDynamicsError):
 class ControllabilityError(RobotDynamicsError):
     """Projected inverse dynamics with passive joints cannot realise the motion:
     ``rank [A; S_a] < n`` (only raised with ``strict=True``; otherwise reported in the result)."""
+
+
+class PKMStructureError(RobotDynamicsError):
+    """The model is not a PKM this algorithm handles (limbs not disjoint serial chains, limbs of
+    different length, a cut joint that is not spherical, an unclosed reference configuration,
+    no actuated joint in a limb ...). The message names the model and the limb/loop/joint.
+    Raised as well by the general route (:mod:`robot_dynamics.pkm.general`) for what is outside
+    it (hybrid or branching limbs, unsupported cut types, under-actuation ...)."""
+
+
+class PKMSingularityError(RobotDynamicsError):
+    """IK failed or a limb Jacobian J_t / the IK Jacobian J_IK is singular at some samples.
+    ``samples``: indices of the failing samples; ``status``: per-sample codes (1 IK not
+    converged / no IK solution, 2 singular J_t (closed-form IK: U or S at a singular
+    configuration), 3 singular J_IK, 4 non-finite input, 5 IK solution outside the URDF joint
+    limits, 6 closed-form IK branch ambiguous: the warm start does not single out one branch,
+    7 parallel (constraint/task) singularity of the general route)."""
+
+    def __init__(self, message, samples=None, status=None):
+        self.samples = samples
+        self.status = status
+        super().__init__(message)

@@ -23,13 +23,14 @@ Kinematic conventions (Lie-group / product-of-exponentials form, as in the seeds
 
 Units are SI; angles in rad.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import UnknownNameError
+from robot_dynamics.errors import UnknownNameError
 
 REVOLUTE = 0
 PRISMATIC = 1
@@ -39,12 +40,12 @@ PRISMATIC = 1
 class Loop:
     """One loop-closure (cut) joint from the sidecar.
 
-    ``type`` is one of :data:`robot_dynamics.loops.LOOP_TYPES`; ``frame_a``/``frame_b`` are
+    ``type`` is one of :data:`robot_dynamics.parsers.sidecar.LOOP_TYPES`; ``frame_a``/``frame_b`` are
     frame (link) names that coincide when the loop is closed; ``axis`` (3,) is expressed in
     ``frame_a`` (revolute/prismatic axis, planar/point_on_plane normal, point_on_line
     direction); for a universal joint ``axes`` holds the first axis in ``frame_a`` and the second
     in ``frame_b``. ``pos_dirs`` (k, 3) and ``rot_pairs`` (r, 2, 3) are the constrained
-    directions derived from the type (see :mod:`robot_dynamics.constraints`).
+    directions derived from the type (see :mod:`robot_dynamics.algorithms.constraints`).
     """
 
     name: str
@@ -118,7 +119,7 @@ class Model:
     actuators: dict = field(default_factory=dict)
     reference_configuration: dict = field(default_factory=dict)
     loops_source: str | None = None
-    urdf_xml: str = ""
+    urdf_xml: str = ''
 
     def __post_init__(self):
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
@@ -128,8 +129,9 @@ class Model:
         self.first_moment = self.mass[:, None] * self.com
         c = self.com
         cc = np.einsum('ni,ni->n', c, c)
-        self.inertia_origin = (self.inertia_com + self.mass[:, None, None]
-                               * (cc[:, None, None] * np.eye(3) - np.einsum('ni,nj->nij', c, c)))
+        self.inertia_origin = self.inertia_com + self.mass[:, None, None] * (
+            cc[:, None, None] * np.eye(3) - np.einsum('ni,nj->nij', c, c)
+        )
         # screw of each joint in its own frame (linear first)
         S = np.zeros((n, 6))
         rev = self.joint_types == REVOLUTE
@@ -157,10 +159,10 @@ class Model:
         aw = np.einsum('nij,nj->ni', Rw, self.axes)
         Ss = np.zeros((n, 6))
         Ss[rev, 3:] = aw[rev]
-        Ss[rev, :3] = np.cross(pw[rev], aw[rev])   # v = -w x p = p x w
+        Ss[rev, :3] = np.cross(pw[rev], aw[rev])  # v = -w x p = p x w
         Ss[~rev, :3] = aw[~rev]
         self.screw_space = Ss
-        # packed arrays for the numba kernels (see robot_dynamics._kernels)
+        # packed arrays for the numba kernels (see robot_dynamics.algorithms._tree_kernels)
         geo = np.zeros((n, 28))
         geo[:, 0:9] = self.R_fixed.reshape(n, 9)
         geo[:, 9:12] = self.p_fixed
@@ -190,20 +192,20 @@ class Model:
         try:
             return self._joint_index[name]
         except KeyError:
-            raise UnknownNameError(f"model '{self.name}' has no movable joint '{name}'; "
-                           f"joints: {self.joint_names}") from None
+            raise UnknownNameError(
+                f"model '{self.name}' has no movable joint '{name}'; joints: {self.joint_names}"
+            ) from None
 
     def frame_index(self, name) -> int:
         """Index of frame ``name`` (a URDF link name); ints pass through."""
         if isinstance(name, (int, np.integer)):
             if not 0 <= name < self.nframes:
-                raise UnknownNameError(f"frame index {name} out of range 0..{self.nframes - 1}")
+                raise UnknownNameError(f'frame index {name} out of range 0..{self.nframes - 1}')
             return int(name)
         try:
             return self._frame_index[name]
         except KeyError:
-            raise UnknownNameError(f"model '{self.name}' has no frame '{name}'; "
-                           f"frames: {self.frame_names}") from None
+            raise UnknownNameError(f"model '{self.name}' has no frame '{name}'; frames: {self.frame_names}") from None
 
     @property
     def actuated_indices(self) -> np.ndarray:
@@ -239,16 +241,16 @@ class Model:
     def random_configuration(self, rng=None, size=None) -> np.ndarray:
         """Uniform random q within limits (unbounded joints: [-pi, pi], prismatic: [-1, 1])."""
         rng = np.random.default_rng(rng)
-        lo = np.where(np.isfinite(self.lower), self.lower,
-                      np.where(self.joint_types == REVOLUTE, -np.pi, -1.0))
-        hi = np.where(np.isfinite(self.upper), self.upper,
-                      np.where(self.joint_types == REVOLUTE, np.pi, 1.0))
+        lo = np.where(np.isfinite(self.lower), self.lower, np.where(self.joint_types == REVOLUTE, -np.pi, -1.0))
+        hi = np.where(np.isfinite(self.upper), self.upper, np.where(self.joint_types == REVOLUTE, np.pi, 1.0))
         shape = (self.nq,) if size is None else (size, self.nq)
         return lo + (hi - lo) * rng.random(shape)
 
     def __repr__(self):
-        return (f"Model(name={self.name!r}, nq={self.nq}, frames={self.nframes}, "
-                f"loops={[lp.name for lp in self.loops]}, actuated={self.actuated})")
+        return (
+            f'Model(name={self.name!r}, nq={self.nq}, frames={self.nframes}, '
+            f'loops={[lp.name for lp in self.loops]}, actuated={self.actuated})'
+        )
 
 
 class _Support:

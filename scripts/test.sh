@@ -17,7 +17,7 @@ JOBS=${TEST_JOBS:-2}
 # the tests run the SOURCE tree (test/conftest.py), whose kernel cache is not the installed
 # package's that set-up warmed: fill it first, in parallel (pytest-xdist workers would each
 # compile the same kernels)
-"$VENV/bin/python" -m robot_dynamics.cli warmup --jobs "$JOBS"
+"$VENV/bin/python" -m robot_dynamics.tools.cli warmup --jobs "$JOBS"
 rc=0
 "$VENV/bin/python" -m pytest -m "not serial" -n "$JOBS" || rc=$?
 "$VENV/bin/python" -m pytest -m serial || rc=$((rc ? rc : $?))

@@ -5,12 +5,13 @@ trajectory_node does with ``sync_topic``) and the same law in the same loop
 (:class:`~robot_dynamics.control.vdc.VdcLaw` in :class:`~robot_dynamics.control.loop.ControlLoop`
 with ``sync``), fed the values the messages carry (stamps as integer ns, seconds as
 ``sec + 1e-9 nanosec``). Used by test_vdc_law.py and test_ros_realtime.py."""
+
 import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.control.loop import ControlLoop
 from robot_dynamics.control.vdc import BoomTaskProfile, VdcLaw
-from robot_dynamics.plants import make_plant
+from robot_dynamics.plants.registry import make_plant
 
 ABCD = [2.07152, 0.39253, 2.47152, 0.39253, 2.47152, 0.09253, 2.07152, 0.09253]
 
@@ -46,8 +47,16 @@ def lockstep_boom(t_end, model=None, loops=1, rate=1000.0):
     prof = BoomTaskProfile(m, ABCD, loops=loops)
     law = VdcLaw(m, dt=1.0 / rate)
     law.prepare()
-    loop = ControlLoop(law, period=1.0 / rate, sync=True, safe='zero', state_timeout=0.1,
-                       reference_timeout=0.1, max_extrapolation=0.02, wait_first_reference=True)
+    loop = ControlLoop(
+        law,
+        period=1.0 / rate,
+        sync=True,
+        safe='zero',
+        state_timeout=0.1,
+        reference_timeout=0.1,
+        max_extrapolation=0.02,
+        wait_first_reference=True,
+    )
     idx = [m.joint_index(j) for j in m.actuated]
     states, pres, cmds = {}, [], []
     ns0 = None

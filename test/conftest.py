@@ -1,6 +1,7 @@
 """Test environment: DDS on loopback only (discovery and every UDP socket: the
 package's Fast DDS loopback profile, whatever the developer's shell says), an isolated random
 domain, ROS logs in a temporary directory (children inherit all of it)."""
+
 import os
 import random
 import sys
@@ -13,8 +14,13 @@ ROOT = os.path.dirname(HERE)
 # before anything imports rclpy (Fast DDS reads the profile once per process): the shell's
 # discovery set-up is dropped, discovery_env of the rest applies (the source tree's profile)
 sys.path.insert(0, ROOT)
-from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR,  # noqa: E402
-                                    USER_DISCOVERY_VARS, discovery_env)
+from robot_dynamics.ros.bringup import (
+    DISCOVERY_RANGE_VAR,
+    FASTDDS_PROFILES_VAR,  # noqa: E402
+    USER_DISCOVERY_VARS,
+    discovery_env,
+)
+
 del sys.path[0]
 for _var in (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, *USER_DISCOVERY_VARS):
     os.environ.pop(_var, None)
@@ -34,14 +40,17 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 # node processes started by the tests import the source tree under test, not an installed copy
 os.environ['PYTHONPATH'] = os.pathsep.join(
-    [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p and p != ROOT])
+    [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p and p != ROOT]
+)
 
 
 def pytest_report_header(config):
-    return (f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} "
-            f"{DISCOVERY_RANGE_VAR}={os.environ[DISCOVERY_RANGE_VAR]} "
-            f"{FASTDDS_PROFILES_VAR}={os.environ.get(FASTDDS_PROFILES_VAR, '<unset>')} "
-            f"ROS_LOG_DIR={os.environ['ROS_LOG_DIR']}")
+    return (
+        f'ROS_DOMAIN_ID={os.environ["ROS_DOMAIN_ID"]} '
+        f'{DISCOVERY_RANGE_VAR}={os.environ[DISCOVERY_RANGE_VAR]} '
+        f'{FASTDDS_PROFILES_VAR}={os.environ.get(FASTDDS_PROFILES_VAR, "<unset>")} '
+        f'ROS_LOG_DIR={os.environ["ROS_LOG_DIR"]}'
+    )
 
 
 # Tests that start processes, use ROS or measure wall time run one at a time (scripts/test.sh:
@@ -49,10 +58,24 @@ def pytest_report_header(config):
 # (simulated time: deterministic whatever the load; each worker has its own ROS domain) may
 # run next to other tests; real-time graphs, launcher/executor signal deadlines and start-up
 # timings may not.
-SERIAL_MODULES = ('test_ros_', 'test_launcher', 'test_executor', 'test_startup', 'test_mcap_bag',
-                  'test_environment', 'test_cli')
-LOCKSTEP_GRAPH_MODULES = {'test_ros_gough_stewart', 'test_ros_hydraulic', 'test_ros_hydraulic_load',
-                          'test_ros_irsbot2', 'test_ros_irsbot2_t1', 'test_ros_sea', 'test_ros_ip'}
+SERIAL_MODULES = (
+    'test_ros_',
+    'test_launcher',
+    'test_executor',
+    'test_startup',
+    'test_mcap_bag',
+    'test_environment',
+    'test_cli',
+)
+LOCKSTEP_GRAPH_MODULES = {
+    'test_ros_gough_stewart',
+    'test_ros_hydraulic',
+    'test_ros_hydraulic_load',
+    'test_ros_irsbot2',
+    'test_ros_irsbot2_t1',
+    'test_ros_sea',
+    'test_ros_ip',
+}
 # (the three lock-step graphs of the URDF-only robots, test_ros_tripteron, _embedding_robots and
 # _cylinder_elbow, stay serial: next to the other phase-1 graphs on a fresh clone, test_ros_ip
 # timed out waiting 60 s for its graph once)

@@ -3,6 +3,7 @@
 Each mutation is one of: a nasty value in a random attribute / key, a deleted or duplicated
 element / key, a renamed reference, a changed joint or loop type, truncated text. The loader
 must answer every mutant with a model or the package's own error (RobotDynamicsError)."""
+
 import copy
 import os
 import random
@@ -13,13 +14,70 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 URDF_DIR = os.path.join(os.path.dirname(HERE), 'urdf')
 
-NASTY_TEXT = ['nan', 'inf', '-inf', '1e400', '-1', '0', '', ' ', '0_8', 'abc', '1 2', '1 2 3 4',
-              '9' * 400, '-' + '9' * 400, '1e-320', '０.５', 'true', '0x10', '1,5', '1.5.', '+',
-              '1e', '∞', '\t3', 'None', '-0', '1E+308 1E+308 1E+308', '3 nan 0']
-NASTY_OBJ = [10 ** 400, -10 ** 400, float('nan'), float('inf'), None, True, False, 0, -1, 1e308,
-             'x', '', [], {}, [[]], [{}], {'a': 1}, [1, 2], [1, 2, 3], [1, 'a', 3], [0, 0, 0],
-             {'type': 'sea'}, {'type': None}, [None], 'revolute', ['x', 'y'], 3.5, [10 ** 400] * 3,
-             {'x': {'y': 'z'}}, [[1, 0, 0], [0, 1, 0]], [[1, 0, 0], [1, 0, 0]], {1: 2}]
+NASTY_TEXT = [
+    'nan',
+    'inf',
+    '-inf',
+    '1e400',
+    '-1',
+    '0',
+    '',
+    ' ',
+    '0_8',
+    'abc',
+    '1 2',
+    '1 2 3 4',
+    '9' * 400,
+    '-' + '9' * 400,
+    '1e-320',
+    '０.５',
+    'true',
+    '0x10',
+    '1,5',
+    '1.5.',
+    '+',
+    '1e',
+    '∞',
+    '\t3',
+    'None',
+    '-0',
+    '1E+308 1E+308 1E+308',
+    '3 nan 0',
+]
+NASTY_OBJ = [
+    10**400,
+    -(10**400),
+    float('nan'),
+    float('inf'),
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1e308,
+    'x',
+    '',
+    [],
+    {},
+    [[]],
+    [{}],
+    {'a': 1},
+    [1, 2],
+    [1, 2, 3],
+    [1, 'a', 3],
+    [0, 0, 0],
+    {'type': 'sea'},
+    {'type': None},
+    [None],
+    'revolute',
+    ['x', 'y'],
+    3.5,
+    [10**400] * 3,
+    {'x': {'y': 'z'}},
+    [[1, 0, 0], [0, 1, 0]],
+    [[1, 0, 0], [1, 0, 0]],
+    {1: 2},
+]
 
 
 def robots():
@@ -39,25 +97,32 @@ def mutate_urdf(text, rng):
     """One random mutation of URDF text."""
     kind = rng.randrange(7)
     attrs = list(_ATTR.finditer(text))
-    if kind <= 2 and attrs:                           # nasty value in an attribute
+    if kind <= 2 and attrs:  # nasty value in an attribute
         m = rng.choice(attrs)
-        val = rng.choice(NASTY_TEXT) if kind < 2 else rng.choice(
-            [a.group(2) for a in attrs])              # a value taken from elsewhere (a name...)
-        return text[:m.start(2)] + val + text[m.end(2):]
-    elems = list(re.finditer(r'<(link|joint|origin|axis|limit|inertial|mass|inertia|parent|child|mimic)\b[^>]*?(/>|>.*?</\1>)', text, re.S))
-    if kind == 3 and elems:                           # delete an element
+        val = (
+            rng.choice(NASTY_TEXT) if kind < 2 else rng.choice([a.group(2) for a in attrs])
+        )  # a value taken from elsewhere (a name...)
+        return text[: m.start(2)] + val + text[m.end(2) :]
+    elems = list(
+        re.finditer(
+            r'<(link|joint|origin|axis|limit|inertial|mass|inertia|parent|child|mimic)\b[^>]*?(/>|>.*?</\1>)',
+            text,
+            re.S,
+        )
+    )
+    if kind == 3 and elems:  # delete an element
         m = rng.choice(elems)
-        return text[:m.start()] + text[m.end():]
-    if kind == 4 and elems:                           # duplicate an element
+        return text[: m.start()] + text[m.end() :]
+    if kind == 4 and elems:  # duplicate an element
         m = rng.choice(elems)
-        return text[:m.end()] + m.group(0) + text[m.end():]
-    if kind == 5:                                     # change a joint type
+        return text[: m.end()] + m.group(0) + text[m.end() :]
+    if kind == 5:  # change a joint type
         types = ['revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'planar', 'ball', '']
         js = list(re.finditer(r'type="(\w*)"', text))
         if js:
             m = rng.choice(js)
-            return text[:m.start(1)] + rng.choice(types) + text[m.end(1):]
-    return text[:rng.randrange(len(text))] if text else text       # truncate
+            return text[: m.start(1)] + rng.choice(types) + text[m.end(1) :]
+    return text[: rng.randrange(len(text))] if text else text  # truncate
 
 
 def _paths(obj, prefix=()):
@@ -88,11 +153,12 @@ def mutate_sidecar(data, rng, names):
     elif kind == 2:
         del parent[last]
     elif kind == 3 and isinstance(parent, dict):
-        parent[rng.choice(NASTY_OBJ[:6] + ['extra_key', 'axis', 'axes', 'joint'])
-               if rng.random() < 0.3 else 'extra_key'] = rng.choice(NASTY_OBJ)
+        parent[
+            rng.choice(NASTY_OBJ[:6] + ['extra_key', 'axis', 'axes', 'joint']) if rng.random() < 0.3 else 'extra_key'
+        ] = rng.choice(NASTY_OBJ)
     elif kind == 3:
         parent.append(copy.deepcopy(parent[last]))
-    else:                                             # a mapping used where a name is expected
+    else:  # a mapping used where a name is expected
         parent[last] = {rng.choice(names): rng.choice(NASTY_OBJ)}
     return d
 
@@ -103,10 +169,14 @@ def mutate_yaml_text(text, rng):
     if not text:
         return text
     if kind == 0:
-        return text[:rng.randrange(len(text))]
+        return text[: rng.randrange(len(text))]
     if kind == 1:
         i = rng.randrange(len(text))
-        return text[:i] + rng.choice(['\t', ':', '- ', '{', '[', '&a', '*a', '!!python/object:os.system', '\x00', '%']) + text[i:]
+        return (
+            text[:i]
+            + rng.choice(['\t', ':', '- ', '{', '[', '&a', '*a', '!!python/object:os.system', '\x00', '%'])
+            + text[i:]
+        )
     if kind == 2:
         return text.replace(':', ': 99999999999999999999999999999999999999999999999999', 1)
     lines = text.splitlines()

@@ -1,5 +1,6 @@
 """Shared helpers of the projection-method tests (seed 002): robots, admissible states, the
 slider-crank closed forms of brief 002 par. 4.2 and the Pinocchio export of our loops."""
+
 import os
 
 import numpy as np
@@ -30,6 +31,7 @@ def model(name, loops=None):
 
 def sidecar(name):
     import yaml
+
     with open(os.path.join(URDF, f'{name}.loops.yaml'), encoding='utf-8') as fh:
         return yaml.safe_load(fh)
 
@@ -50,8 +52,7 @@ def sc_M(q):
 
 def sc_h(q, qd):
     s2, c1, c12 = np.sin(q[1]), np.cos(q[0]), np.cos(q[0] + q[1])
-    return np.array([-s2 * (qd[1] ** 2 + 2 * qd[0] * qd[1]) + G * (c12 + 2 * c1),
-                     s2 * qd[0] ** 2 + G * c12])
+    return np.array([-s2 * (qd[1] ** 2 + 2 * qd[0] * qd[1]) + G * (c12 + 2 * c1), s2 * qd[0] ** 2 + G * c12])
 
 
 def sc_A(q):
@@ -62,7 +63,7 @@ def sc_A(q):
 def sc_lambda(theta, thetad):
     """Multiplier of the free (f = 0) motion on branch I, brief eq. of par. 4.2 (sign (19))."""
     s = np.sin(theta)
-    return -(G * (1 + 6 * s * s) - 2 * thetad ** 2 * s) / (1 + 4 * s * s)
+    return -(G * (1 + 6 * s * s) - 2 * thetad**2 * s) / (1 + 4 * s * s)
 
 
 def sc_reduced_rhs(t, y, f=(0.0, 0.0)):
@@ -83,6 +84,7 @@ class PinClosedChain:
 
     def __init__(self, m):
         import pinocchio as pin
+
         self.pin = pin
         self.m = m
         self.pm = pin.buildModelFromUrdf(m.source)
@@ -94,9 +96,17 @@ class PinClosedChain:
             assert lp.type in ('revolute', 'spherical', 'point', 'point3d'), lp.type
             Fa = self.pm.frames[self.pm.getFrameId(lp.frame_a)]
             Fb = self.pm.frames[self.pm.getFrameId(lp.frame_b)]
-            self.cms.append(pin.RigidConstraintModel(
-                pin.ContactType.CONTACT_3D, self.pm, Fa.parentJoint, Fa.placement,
-                Fb.parentJoint, Fb.placement, pin.ReferenceFrame.LOCAL))
+            self.cms.append(
+                pin.RigidConstraintModel(
+                    pin.ContactType.CONTACT_3D,
+                    self.pm,
+                    Fa.parentJoint,
+                    Fa.placement,
+                    Fb.parentJoint,
+                    Fb.placement,
+                    pin.ReferenceFrame.LOCAL,
+                )
+            )
         self.cds = pin.StdVec_RigidConstraintData()
         for c in self.cms:
             self.cds.append(c.createData())
@@ -121,8 +131,7 @@ class PinClosedChain:
     def forward(self, q, qd, tau):
         """(qdd, F) in our joint order and sign convention (M qdd + h = tau - F)."""
         pin = self.pin
-        a = pin.constraintDynamics(self.pm, self.pd, self.q(q), self.v(qd), self.v(tau),
-                                   self.cms, self.cds, self.prox)
+        a = pin.constraintDynamics(self.pm, self.pd, self.q(q), self.v(qd), self.v(tau), self.cms, self.cds, self.prox)
         J = pin.getConstraintsJacobian(self.pm, self.pd, self.cms, self.cds)
         F = -(J.T @ self.pd.lambda_c)
         return np.array(a)[self.iv], F[self.iv]

@@ -1,5 +1,6 @@
 """Random URDF trees for the oracle tests (chains and branched, revolute/continuous/prismatic,
 fixed joints, random axes, origins and physical inertias)."""
+
 import numpy as np
 
 
@@ -23,8 +24,11 @@ def random_tree_urdf(seed, n_joints=None, branched=True, fixed_prob=0.15, name=N
     while movable < n:
         parent = rng.choice(links) if branched else links[-1]
         child = f'l{k}'
-        jt = 'fixed' if rng.random() < fixed_prob else rng.choice(
-            ['revolute', 'continuous', 'prismatic'], p=[0.45, 0.2, 0.35])
+        jt = (
+            'fixed'
+            if rng.random() < fixed_prob
+            else rng.choice(['revolute', 'continuous', 'prismatic'], p=[0.45, 0.2, 0.35])
+        )
         xyz = rng.uniform(-0.5, 0.5, 3)
         rpy = rng.uniform(-np.pi, np.pi, 3)
         ax = rng.normal(size=3)
@@ -36,15 +40,18 @@ def random_tree_urdf(seed, n_joints=None, branched=True, fixed_prob=0.15, name=N
         cx = rng.uniform(-0.2, 0.2, 3)
         crpy = rng.uniform(-1, 1, 3)
         f = lambda v: ' '.join(f'{x:.17g}' for x in v)
-        lines.append(f'<link name="{child}"><inertial><origin xyz="{f(cx)}" rpy="{f(crpy)}"/>'
-                     f'<mass value="{m:.17g}"/><inertia ixx="{I[0,0]:.17g}" ixy="{I[0,1]:.17g}" '
-                     f'ixz="{I[0,2]:.17g}" iyy="{I[1,1]:.17g}" iyz="{I[1,2]:.17g}" izz="{I[2,2]:.17g}"/>'
-                     f'</inertial></link>')
-        lim = ('<limit lower="-2" upper="2" effort="100" velocity="10"/>'
-               if jt in ('revolute', 'prismatic') else '')
+        lines.append(
+            f'<link name="{child}"><inertial><origin xyz="{f(cx)}" rpy="{f(crpy)}"/>'
+            f'<mass value="{m:.17g}"/><inertia ixx="{I[0, 0]:.17g}" ixy="{I[0, 1]:.17g}" '
+            f'ixz="{I[0, 2]:.17g}" iyy="{I[1, 1]:.17g}" iyz="{I[1, 2]:.17g}" izz="{I[2, 2]:.17g}"/>'
+            f'</inertial></link>'
+        )
+        lim = '<limit lower="-2" upper="2" effort="100" velocity="10"/>' if jt in ('revolute', 'prismatic') else ''
         axis = f'<axis xyz="{f(ax)}"/>' if jt != 'fixed' else ''
-        lines.append(f'<joint name="j{k}" type="{jt}"><parent link="{parent}"/><child link="{child}"/>'
-                     f'<origin xyz="{f(xyz)}" rpy="{f(rpy)}"/>{axis}{lim}</joint>')
+        lines.append(
+            f'<joint name="j{k}" type="{jt}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{f(xyz)}" rpy="{f(rpy)}"/>{axis}{lim}</joint>'
+        )
         links.append(child)
         movable += jt != 'fixed'
         k += 1
@@ -57,10 +64,12 @@ def _link_xml(name, rng, f, massless=False):
         return f'<link name="{name}"/>'
     m = rng.uniform(0.1, 3.0)
     I = _rand_inertia(rng)
-    return (f'<link name="{name}"><inertial><origin xyz="{f(rng.uniform(-0.2, 0.2, 3))}" '
-            f'rpy="{f(rng.uniform(-1, 1, 3))}"/><mass value="{m:.17g}"/>'
-            f'<inertia ixx="{I[0,0]:.17g}" ixy="{I[0,1]:.17g}" ixz="{I[0,2]:.17g}" '
-            f'iyy="{I[1,1]:.17g}" iyz="{I[1,2]:.17g}" izz="{I[2,2]:.17g}"/></inertial></link>')
+    return (
+        f'<link name="{name}"><inertial><origin xyz="{f(rng.uniform(-0.2, 0.2, 3))}" '
+        f'rpy="{f(rng.uniform(-1, 1, 3))}"/><mass value="{m:.17g}"/>'
+        f'<inertia ixx="{I[0, 0]:.17g}" ixy="{I[0, 1]:.17g}" ixz="{I[0, 2]:.17g}" '
+        f'iyy="{I[1, 1]:.17g}" iyz="{I[1, 2]:.17g}" izz="{I[2, 2]:.17g}"/></inertial></link>'
+    )
 
 
 def two_branch_urdf(seed, n_a=2, n_b=6, cut_b_origin=None):
@@ -85,9 +94,11 @@ def two_branch_urdf(seed, n_a=2, n_b=6, cut_b_origin=None):
             ax = rng.normal(size=3)
             ax /= np.linalg.norm(ax)
             lines.append(_link_xml(child, rng, f))
-            lines.append(f'<joint name="{br}{k}" type="{jt}"><parent link="{parent}"/>'
-                         f'<child link="{child}"/><origin xyz="{f(rng.uniform(-0.4, 0.4, 3))}" '
-                         f'rpy="{f(rng.uniform(-np.pi, np.pi, 3))}"/><axis xyz="{f(ax)}"/></joint>')
+            lines.append(
+                f'<joint name="{br}{k}" type="{jt}"><parent link="{parent}"/>'
+                f'<child link="{child}"/><origin xyz="{f(rng.uniform(-0.4, 0.4, 3))}" '
+                f'rpy="{f(rng.uniform(-np.pi, np.pi, 3))}"/><axis xyz="{f(ax)}"/></joint>'
+            )
             parent = child
         if br == 'a':
             xyz, rpy = rng.uniform(-0.3, 0.3, 3), rng.uniform(-np.pi, np.pi, 3)
@@ -96,7 +107,9 @@ def two_branch_urdf(seed, n_a=2, n_b=6, cut_b_origin=None):
         else:
             xyz, rpy = cut_b_origin
         lines.append(_link_xml(f'cut_{br}', rng, f, massless=True))
-        lines.append(f'<joint name="cut_{br}_joint" type="fixed"><parent link="{parent}"/>'
-                     f'<child link="cut_{br}"/><origin xyz="{f(xyz)}" rpy="{f(rpy)}"/></joint>')
+        lines.append(
+            f'<joint name="cut_{br}_joint" type="fixed"><parent link="{parent}"/>'
+            f'<child link="cut_{br}"/><origin xyz="{f(xyz)}" rpy="{f(rpy)}"/></joint>'
+        )
     lines.append('</robot>')
     return '\n'.join(lines)

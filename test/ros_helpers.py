@@ -7,6 +7,7 @@ other topic into ``probe.<attr>``. ``run_graph(robot_or_config, body)`` starts t
 the built-in launcher, waits for the controller output, runs ``body(launcher, probe, model,
 out)`` and checks that no node died and that no process is left behind.
 """
+
 import io
 import os
 import threading
@@ -23,9 +24,9 @@ from std_srvs.srv import SetBool
 from visualization_msgs.msg import MarkerArray
 
 import robot_dynamics as rd
-from robot_dynamics.bringup import load_bringup, observer_priority
-from robot_dynamics.launcher import Launcher
-from robot_dynamics.nodes._common import QOS_COMMAND, make_executor
+from robot_dynamics.ros.bringup import load_bringup, observer_priority
+from robot_dynamics.ros.launcher import Launcher
+from robot_dynamics.ros._common import QOS_COMMAND, make_executor
 
 DEEP = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -37,7 +38,7 @@ class Probe:
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
         self.node = rclpy.create_node('probe', context=self.ctx)
-        self.ex = make_executor('single', context=self.ctx)   # see recorder.py
+        self.ex = make_executor('single', context=self.ctx)  # see recorder.py
         self.ex.add_node(self.node)
         self.model = model
         self.lock = threading.Lock()
@@ -48,12 +49,14 @@ class Probe:
         deep = DEEP
         n.create_subscription(JointState, 'joint_states', lambda m: self._rec(self.js, m), deep)
         n.create_subscription(Bool, '/sim_node/holding', lambda m: self._rec(self.hold, m), deep)
-        n.create_subscription(Float64MultiArray, '/dynamics_node/tracking_error',
-                              lambda m: self._rec(self.err, m), deep)
+        n.create_subscription(
+            Float64MultiArray, '/dynamics_node/tracking_error', lambda m: self._rec(self.err, m), deep
+        )
         n.create_subscription(PoseStamped, '/kinematics_node/tool/pose', lambda m: self._rec(self.pose, m), deep)
         n.create_subscription(PoseStamped, 'reference/pose', lambda m: self._rec(self.ref, m), deep)
-        n.create_subscription(Float64MultiArray, '/kinematics_node/loop_residual',
-                              lambda m: self._rec(self.residual, m), deep)
+        n.create_subscription(
+            Float64MultiArray, '/kinematics_node/loop_residual', lambda m: self._rec(self.residual, m), deep
+        )
         n.create_subscription(MarkerArray, '/kinematics_node/markers', lambda m: self._rec(self.markers, m), deep)
         self._cmd_pub = None
         self.enable = n.create_client(SetBool, '/dynamics_node/enable')
@@ -66,8 +69,7 @@ class Probe:
         """A publisher on the plant's command topic, made on first use: while it exists next to
         a controller's, sim_node holds (one owner per command topic); :meth:`drop_cmd_pub`."""
         if self._cmd_pub is None:
-            self._cmd_pub = self.node.create_publisher(Float64MultiArray, '/effort_controller/commands',
-                                                       QOS_COMMAND)
+            self._cmd_pub = self.node.create_publisher(Float64MultiArray, '/effort_controller/commands', QOS_COMMAND)
         return self._cmd_pub
 
     def drop_cmd_pub(self):
@@ -127,7 +129,7 @@ class SpunNode:
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
         self.node = rclpy.create_node(name, context=self.ctx)
-        self.ex = make_executor('single', context=self.ctx)   # see recorder.py
+        self.ex = make_executor('single', context=self.ctx)  # see recorder.py
         self.ex.add_node(self.node)
         self._stop = False
         self.thread = threading.Thread(target=self._spin, daemon=True)
@@ -154,7 +156,7 @@ def run_graph(robot, body, ready=None, timeout=60.0, overrides=None, setup=None,
     out = io.StringIO()
     launcher = Launcher(b, out=out)
     model = rd.load_model(b.urdf)
-    with observer_priority(b.timing):              # the probe as the real-time control path
+    with observer_priority(b.timing):  # the probe as the real-time control path
         probe = Probe(model)
         if setup is not None:
             setup(probe)
@@ -179,23 +181,21 @@ def assert_no_process_left(launcher):
             os.kill(p.pid, 0)
 
 
-
-
 def stamp_matched_xz_error(poses, refs, tol=None):
     """Tool error in the x-z plane of each pose against the reference at its stamp (the sample
     of that stamp, else interpolated between the samples around it, at most ``tol`` s apart,
-    default 1.5 sample periods: robot_dynamics.demos.reference_at_stamps; poses without one
+    default 1.5 sample periods: robot_dynamics.control.trajectories.reference_at_stamps; poses without one
     are skipped).
 
     poses, refs: lists of (stamp [s], geometry_msgs/Point). Returns an array of
     |(x, z) - (x_ref, z_ref)| [m].
     """
-    from robot_dynamics.demos import reference_at_stamps
+    from robot_dynamics.control.trajectories import reference_at_stamps
+
     if not poses or not refs:
         return np.zeros(0)
     P = np.array([[p.x, p.z] for _, p in poses])
-    R = reference_at_stamps([t for t, _ in poses], [t for t, _ in refs], [[r.x, r.z] for _, r in refs],
-                            max_gap=tol)
+    R = reference_at_stamps([t for t, _ in poses], [t for t, _ in refs], [[r.x, r.z] for _, r in refs], max_gap=tol)
     ok = np.all(np.isfinite(R), axis=1)
     return np.hypot(*(P[ok] - R[ok]).T)
 
@@ -204,6 +204,7 @@ def set_params(node, target, values):
     """Set parameters one by one through the node's SetParameters service; {name: result}."""
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
+
     cli = node.create_client(SetParameters, f'{target}/set_parameters')
     assert cli.wait_for_service(timeout_sec=10.0)
     out = {}

@@ -10,6 +10,7 @@ config/rviz}`` for every robot config, the ament index entry, and ``lib/robot_dy
 for every node executable and ``robot-dynamics``; with --symlink-install the launch file is a
 link to the source, and the installed package imports from the install tree.
 """
+
 import os
 import shutil
 import subprocess
@@ -18,9 +19,19 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXES = ['sim_node', 'kinematics_node', 'dynamics_node', 'controller_node', 'trajectory_node',
-        'ip_controller', 'ik_node', 'vdc_controller', 'sea_controller', 'closure_node',
-        'robot-dynamics']
+EXES = [
+    'sim_node',
+    'kinematics_node',
+    'dynamics_node',
+    'controller_node',
+    'trajectory_node',
+    'ip_controller',
+    'ik_node',
+    'vdc_controller',
+    'sea_controller',
+    'closure_node',
+    'robot-dynamics',
+]
 
 
 def _colcon():
@@ -30,8 +41,7 @@ def _colcon():
 
 
 def _workspace(tmp_path):
-    files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True, text=True,
-                           check=True).stdout.split()
+    files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     src = tmp_path / 'src' / 'robot_dynamics'
     for f in files:
         if f.startswith(('test/', 'bench/', 'docs/', '.')) or not os.path.isfile(os.path.join(ROOT, f)):
@@ -49,12 +59,14 @@ def test_the_manifest_is_a_ros_package_manifest(tmp_path):
     import xml.etree.ElementTree as ET
 
     from catkin_pkg.package import parse_package
-    ET.parse(os.path.join(ROOT, 'package.xml'))                    # raises on malformed XML
-    pkg = parse_package(ROOT)                                      # raises InvalidPackage
+
+    ET.parse(os.path.join(ROOT, 'package.xml'))  # raises on malformed XML
+    pkg = parse_package(ROOT)  # raises InvalidPackage
     pkg.validate()
     assert pkg.name == 'robot_dynamics' and int(pkg.package_format) == 3
     assert pkg.get_build_type() == 'ament_python'
     from colcon_core.package_identification import get_package_identification_extensions, identify
+
     desc = identify(get_package_identification_extensions(), str(_workspace(tmp_path)))
     assert (desc.type, desc.name) == ('ros.ament_python', 'robot_dynamics')
 
@@ -64,9 +76,20 @@ def test_colcon_build_install_tree(tmp_path, symlink):
     src = _workspace(tmp_path)
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get('PATH', ''))
     env.pop('PYTHONPATH', None)
-    cmd = [_colcon(), '--log-base', str(tmp_path / 'log'), 'build', '--base-paths', str(tmp_path / 'src'),
-           '--build-base', str(tmp_path / 'build'), '--install-base', str(tmp_path / 'install'),
-           '--event-handlers', 'console_direct-'] + (['--symlink-install'] if symlink else [])
+    cmd = [
+        _colcon(),
+        '--log-base',
+        str(tmp_path / 'log'),
+        'build',
+        '--base-paths',
+        str(tmp_path / 'src'),
+        '--build-base',
+        str(tmp_path / 'build'),
+        '--install-base',
+        str(tmp_path / 'install'),
+        '--event-handlers',
+        'console_direct-',
+    ] + (['--symlink-install'] if symlink else [])
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
     assert 'Finished <<< robot_dynamics' in r.stdout + r.stderr
@@ -76,13 +99,17 @@ def test_colcon_build_install_tree(tmp_path, symlink):
     assert (share / 'package.xml').is_file()
     assert (inst / 'share' / 'ament_index' / 'resource_index' / 'packages' / 'robot_dynamics').is_file()
     for robot in robots:
-        for rel in (f'launch/{robot}.launch.py', f'config/{robot}.yaml',
-                    f'config/ros2_control/{robot}_controllers.yaml', f'urdf/{robot}.urdf.xacro',
-                    f'urdf/{robot}.ros2_control.xacro'):
+        for rel in (
+            f'launch/{robot}.launch.py',
+            f'config/{robot}.yaml',
+            f'config/ros2_control/{robot}_controllers.yaml',
+            f'urdf/{robot}.urdf.xacro',
+            f'urdf/{robot}.ros2_control.xacro',
+        ):
             assert (share / rel).is_file(), rel
     assert len(list((share / 'urdf').glob('*.loops.yaml'))) >= len(robots) - 2
     assert list((share / 'config' / 'rviz').glob('*.rviz'))
-    assert (share / 'config' / 'fastdds_loopback.xml').is_file()     # the DDS loopback profile
+    assert (share / 'config' / 'fastdds_loopback.xml').is_file()  # the DDS loopback profile
     for exe in EXES:
         p = inst / 'lib' / 'robot_dynamics' / exe
         assert p.is_file() and os.access(p, os.X_OK), exe
@@ -90,33 +117,56 @@ def test_colcon_build_install_tree(tmp_path, symlink):
     assert launch.is_symlink() == symlink
     # the built package imports from the install tree (site-packages or, symlinked, the source)
     site = next((inst / 'lib').glob('python3*/site-packages'))
-    r = subprocess.run([sys.executable, '-c', 'import robot_dynamics, sys; print(robot_dynamics.__file__)'],
-                       env=dict(env, PYTHONPATH=str(site)), cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120)
-    if symlink:           # develop mode: an egg-link to build/, whose package links to the source
+    r = subprocess.run(
+        [sys.executable, '-c', 'import robot_dynamics, sys; print(robot_dynamics.__file__)'],
+        env=dict(env, PYTHONPATH=str(site)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if symlink:  # develop mode: an egg-link to build/, whose package links to the source
         with open(site / 'robot-dynamics.egg-link') as fh:
             target = fh.readline().strip()
         pkg = os.path.join(target, 'robot_dynamics')
         assert os.path.realpath(pkg) == str(src / 'robot_dynamics'), (target, os.path.realpath(pkg))
-        r = subprocess.run([sys.executable, '-c', 'import robot_dynamics; print(robot_dynamics.__file__)'],
-                           env=dict(env, PYTHONPATH=target), cwd=tmp_path, capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, '-c', 'import robot_dynamics; print(robot_dynamics.__file__)'],
+            env=dict(env, PYTHONPATH=target),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0 and r.stdout.startswith(target), (r.stdout, r.stderr[-2000:])
     else:
         assert r.returncode == 0 and str(site) in r.stdout, (r.stdout, r.stderr[-2000:])
         # the installed package finds its loopback profile in its share directory (ament index)
-        r = subprocess.run([sys.executable, '-c', 'from robot_dynamics.bringup import loopback_profile; '
-                            'print(loopback_profile())'], cwd=tmp_path, capture_output=True, text=True,
-                           env=dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(inst)), timeout=120)
+        r = subprocess.run(
+            [
+                sys.executable,
+                '-c',
+                'from robot_dynamics.ros.bringup import loopback_profile; print(loopback_profile())',
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(inst)),
+            timeout=120,
+        )
         assert r.stdout.strip() == str(share / 'config' / 'fastdds_loopback.xml'), (r.stdout, r.stderr[-2000:])
         # its data files are the workspace's, also with a pip-installed copy's share/ (this
         # test's .venv) on the ament path: `robot-dynamics info` says where it read each
-        r = subprocess.run([sys.executable, '-m', 'robot_dynamics.cli', 'info', 'five_bar'], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120,
-                           env=dict(env, PYTHONPATH=str(site),
-                                    AMENT_PREFIX_PATH=os.pathsep.join([sys.prefix, str(inst)])))
+        r = subprocess.run(
+            [sys.executable, '-m', 'robot_dynamics.tools.cli', 'info', 'five_bar'],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=os.pathsep.join([sys.prefix, str(inst)])),
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         lines = dict(ln.split(None, 1) for ln in r.stdout.splitlines()[:3])
-        assert lines['robot'].endswith(f"({share / 'urdf' / 'five_bar.urdf'})"), lines
+        assert lines['robot'].endswith(f'({share / "urdf" / "five_bar.urdf"})'), lines
         assert lines['sidecar'] == str(share / 'urdf' / 'five_bar.loops.yaml'), lines
         assert lines['config'] == str(share / 'config' / 'five_bar.yaml'), lines

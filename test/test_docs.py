@@ -7,6 +7,7 @@ test session imports (conftest: the source tree on PYTHONPATH). A block that nee
 ROS 2 graph may be marked by the HTML comment ``<!-- not-run: reason -->`` on the line before
 its fence; only those are skipped (they are counted: keep them rare).
 """
+
 import glob
 import os
 import re
@@ -17,7 +18,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = [os.path.join(ROOT, 'README.md')] + sorted(glob.glob(os.path.join(ROOT, 'docs', '*.md')))
-MAX_NOT_RUN = 2          # blocks that may be marked not-run (a ROS graph needed)
+MAX_NOT_RUN = 2  # blocks that may be marked not-run (a ROS graph needed)
 _NOT_RUN = re.compile(r'^\s*<!--\s*not-run:\s*(.*?)\s*-->\s*$')
 
 
@@ -42,8 +43,7 @@ def python_blocks(path):
     return out
 
 
-BLOCKS = [(os.path.relpath(p, ROOT), line, code, why) for p in DOCS
-          for line, code, why in python_blocks(p)]
+BLOCKS = [(os.path.relpath(p, ROOT), line, code, why) for p in DOCS for line, code, why in python_blocks(p)]
 
 
 def test_blocks_found_and_not_run_is_rare():
@@ -54,8 +54,10 @@ def test_blocks_found_and_not_run_is_rare():
 
 def test_block_parser(tmp_path):
     md = tmp_path / 'x.md'
-    md.write_text('text\n```bash\nls\n```\n<!-- not-run: needs a graph -->\n\n```python\n'
-                  'a = 1\n```\n```python\nb = 2\n\nc = 3\n```\n```yaml\nk: v\n```\n')
+    md.write_text(
+        'text\n```bash\nls\n```\n<!-- not-run: needs a graph -->\n\n```python\n'
+        'a = 1\n```\n```python\nb = 2\n\nc = 3\n```\n```yaml\nk: v\n```\n'
+    )
     assert python_blocks(str(md)) == [(7, 'a = 1\n', 'needs a graph'), (10, 'b = 2\n\nc = 3\n', None)]
 
 
@@ -66,7 +68,9 @@ def test_python_block_runs(doc, line, code, why, tmp_path):
     script = tmp_path / 'block.py'
     script.write_text(code)
     env = dict(os.environ, MPLBACKEND='Agg')
-    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, (f'{doc}:{line}: the ```python block fails as pasted:\n{code}\n'
-                               f'--- stderr ---\n{r.stderr[-3000:]}')
+    r = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, (
+        f'{doc}:{line}: the ```python block fails as pasted:\n{code}\n--- stderr ---\n{r.stderr[-3000:]}'
+    )

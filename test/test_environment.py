@@ -1,7 +1,8 @@
 """The tests keep DDS on loopback and isolated."""
+
 import os
 
-from robot_dynamics.bringup import loopback_profile
+from robot_dynamics.ros.bringup import loopback_profile
 
 
 def test_ros_environment_is_loopback_only():

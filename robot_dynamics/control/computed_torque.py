@@ -3,7 +3,7 @@
 :class:`DynamicsController` is what ``dynamics_node`` runs. Laws:
 
 * ``'pidc'`` — projected inverse dynamics control (seed 002 eq. 45-47, passive joints eq.
-  55-64, :func:`robot_dynamics.projection.pidc`): PD on the independent coordinates (joint
+  55-64, :func:`robot_dynamics.algorithms.projection.pidc`): PD on the independent coordinates (joint
   reference) or on task coordinates (``reference='task'``: selected world components of a
   frame origin), minimum-norm efforts on the actuated joints only. The controllability
   condition ``rank [A; S_a] = n`` is evaluated every call and reported.
@@ -11,20 +11,19 @@
 
 Efforts are clipped to ``max_effort`` (per actuated joint); clipping is reported.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
 
-from ..constraints import constraint_terms
-from ..dynamics import crba, nonlinear_effects
-from ..errors import InputError
-from ..kinematics import _frame_state, _lwa_columns, world_state
-from ..projection import constrained_forward_dynamics, projected_inverse_dynamics, pidc
+from robot_dynamics.algorithms.dynamics import crba, nonlinear_effects
+from robot_dynamics.errors import InputError
+from robot_dynamics.algorithms.kinematics import _frame_state, _lwa_columns, world_state
+from robot_dynamics.algorithms.projection import constrained_forward_dynamics, pidc
 
-__all__ = ['DynamicsController', 'ControlOutput', 'hold_command', 'task_coordinates',
-           'cut_wrenches']
+__all__ = ['DynamicsController', 'ControlOutput', 'task_coordinates', 'cut_wrenches']
 
 ControlOutput = namedtuple('ControlOutput', 'effort tau e ed controllable message clipped')
 ControlOutput.__doc__ = """effort (p,) actuated efforts in command order; tau (n,) generalized
@@ -44,18 +43,8 @@ def task_coordinates(model, frame, axes):
         R, p, w, v, al, a = _frame_state(model, st, fidx)
         J, _ = _lwa_columns(model, st, fidx, p)
         return p[axes], J[:3][axes], a[axes]
+
     return theta
-
-
-def hold_command(model, q, qd, damping=0.0):
-    """Generalized force (n,) that balances gravity statically with the actuated joints only
-    (minimum norm, passive-joint aware), minus ``damping`` * actuated joint velocities."""
-    n = model.nq
-    res = projected_inverse_dynamics(model, q, np.zeros(n), u=np.zeros(n))
-    tau = res.tau.copy()
-    idx = model.actuated_indices
-    tau[idx] -= damping * np.asarray(qd, float)[idx]
-    return tau
 
 
 def cut_wrenches(model, q, lam):
@@ -65,7 +54,8 @@ def cut_wrenches(model, q, lam):
     dict loop -> (6,) wrench (force, moment) exerted on frame_b by frame_a, about frame_b's
     origin, expressed in frame_a axes.
     """
-    from ..kinematics import forward_kinematics
+    from robot_dynamics.algorithms.kinematics import forward_kinematics
+
     out, r = {}, 0
     names = [f for lp in model.loops for f in (lp.frame_a, lp.frame_b)]
     T = forward_kinematics(model, q, names) if names else {}
@@ -86,8 +76,18 @@ def cut_wrenches(model, q, lam):
 class DynamicsController:
     """Inverse-dynamics controller for one robot (joint or task reference)."""
 
-    def __init__(self, model, law='pidc', kp=100.0, kd=20.0, joints=None, reference='joint',
-                 task_frame=None, task_axes=(0, 1, 2), max_effort=None):
+    def __init__(
+        self,
+        model,
+        law='pidc',
+        kp=100.0,
+        kd=20.0,
+        joints=None,
+        reference='joint',
+        task_frame=None,
+        task_axes=(0, 1, 2),
+        max_effort=None,
+    ):
         if law not in ('pidc', 'computed_torque'):
             raise InputError(f"law must be 'pidc' or 'computed_torque', got {law!r}")
         if reference not in ('joint', 'task'):
@@ -99,8 +99,7 @@ class DynamicsController:
         self.joints = list(model.actuated if joints is None else joints)
         self.cmd_idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
         if sorted(self.cmd_idx.tolist()) != sorted(model.actuated_indices.tolist()):
-            raise InputError(f'joints {self.joints} must be a permutation of the actuated '
-                             f'joints {model.actuated}')
+            raise InputError(f'joints {self.joints} must be a permutation of the actuated joints {model.actuated}')
         self.task_axes = np.asarray(task_axes, dtype=np.int64)
         if reference == 'task':
             if task_frame is None:
@@ -110,8 +109,11 @@ class DynamicsController:
         else:
             self.theta = 'independent' if law == 'pidc' else 'all'
             self.coords = list(model.independent if law == 'pidc' else model.joint_names)
-        lim = model.effort_limit[self.cmd_idx] if max_effort is None else \
-            np.broadcast_to(np.asarray(max_effort, float), self.cmd_idx.shape)
+        lim = (
+            model.effort_limit[self.cmd_idx]
+            if max_effort is None
+            else np.broadcast_to(np.asarray(max_effort, float), self.cmd_idx.shape)
+        )
         self.max_effort = np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
         self.ref = None
 

@@ -18,18 +18,34 @@ Gains: all poles at ``-p`` (``k3 = 4p, k2 = 6p^2, k1 = 4p^3, k0 = p^4``); the er
 ``tau = u_d + M_m (thetadd_a,d + K^-1 udd_d) + Kp (q_m,d - q_m) + Kd (qd_m,d - qd_m)``.
 Units: N m, rad, m, s. Undamped springs only (``damping = 0``) for the exact linearisation.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ..errors import InputError, RobotDynamicsError
-from .loop import Law, LawOutput
-from ..pkm.planar_sea import (Planar3RRR, Planar3RRRParams, _planar_batch, _preload_n, _solve2,
-                              _solve3, _task_space_1, solve_preload)
+from robot_dynamics.errors import InputError, RobotDynamicsError
+from robot_dynamics.pkm.sea import SEAPKM, preload_direction
+from robot_dynamics.control.loop import Law, LawOutput
+from robot_dynamics.pkm.planar_sea import (
+    Planar3RRR,
+    Planar3RRRParams,
+    _planar_batch,
+    _preload_n,
+    _solve2,
+    _solve3,
+    _task_space_1,
+    solve_preload,
+)
 
-__all__ = ['SEAFlatnessController', 'SeaFlatnessLaw', 'GeneralSeaFlatnessLaw', 'make_sea_flatness_law',
-           'pole_gains', 'sea_state_from_joints']
+__all__ = [
+    'SEAFlatnessController',
+    'SeaFlatnessLaw',
+    'GeneralSeaFlatnessLaw',
+    'make_sea_flatness_law',
+    'pole_gains',
+    'sea_state_from_joints',
+]
 
 
 def reference_derivs(ref, k):
@@ -48,6 +64,7 @@ def pole_gains(p, order=4):
     """Gains placing all ``order`` poles at ``-p``: binomial coefficients times powers of p,
     returned lowest first (k0, k1, ..)."""
     from math import comb
+
     return np.array([comb(order, k) * p ** (order - k) for k in range(order)])
 
 
@@ -67,7 +84,6 @@ def sea_state_from_joints(params, q, qd, i_arm, i_elb, i_mot):
     p = np.array([np.mean(A[:, 0] + P.a * c1 + P.b * c12), np.mean(A[:, 1] + P.a * s1 + P.b * s12)])
     pd = np.array([np.mean(-P.a * w1 * s1 - P.b * w12 * s12), np.mean(P.a * w1 * c1 + P.b * w12 * c12)])
     return p, pd, q[i_mot].copy(), qd[i_mot].copy()
-
 
 
 @njit(cache=True)
@@ -117,16 +133,23 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     if st2[0] != 0:
         return st2[0]
     for i in range(2):
-        r[i] = ((J[0, i] * ud[0] + J[1, i] * ud[1] + J[2, i] * ud[2])
-                + (JIK2[0, 1, 0, i] * u[0] + JIK2[0, 1, 1, i] * u[1] + JIK2[0, 1, 2, i] * u[2])
-                - W2[0, 1, i])
+        r[i] = (
+            (J[0, i] * ud[0] + J[1, i] * ud[1] + J[2, i] * ud[2])
+            + (JIK2[0, 1, 0, i] * u[0] + JIK2[0, 1, 1, i] * u[1] + JIK2[0, 1, 2, i] * u[2])
+            - W2[0, 1, i]
+        )
     pddd = np.empty(2)
     if not _solve2(Mt, r, pddd):
         return 4
     nu = np.empty(2)
     for i in range(2):
-        nu[i] = (yd[4, i] + k3 * (yd[3, i] - pddd[i]) + k2 * (yd[2, i] - pdd[i])
-                 + k1 * (yd[1, i] - pd[i]) + k0 * (yd[0, i] - p[i]))
+        nu[i] = (
+            yd[4, i]
+            + k3 * (yd[3, i] - pddd[i])
+            + k2 * (yd[2, i] - pdd[i])
+            + k1 * (yd[1, i] - pd[i])
+            + k0 * (yd[0, i] - p[i])
+        )
     # pass 3: wdd(nu), J_IK derivatives, n derivatives, thetadd_a
     for i in range(2):
         S2[0, 3, i], S2[0, 4, i] = pddd[i], nu[i]
@@ -136,8 +159,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     n = np.empty((3, 3))
     _preload_n(JIK2[0], n)
     lam = n[0, 0] * u[0] + n[0, 1] * u[1] + n[0, 2] * u[2]
-    lamd = ((n[1, 0] * u[0] + n[1, 1] * u[1] + n[1, 2] * u[2])
-            + (n[0, 0] * ud[0] + n[0, 1] * ud[1] + n[0, 2] * ud[2]))
+    lamd = (n[1, 0] * u[0] + n[1, 1] * u[1] + n[1, 2] * u[2]) + (n[0, 0] * ud[0] + n[0, 1] * ud[1] + n[0, 2] * ud[2])
     nul = lam_d[2] + kl1 * (lam_d[1] - lamd) + kl0 * (lam_d[0] - lam)
     Am = np.empty((3, 3))
     rhs = np.empty(3)
@@ -146,12 +168,16 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         Am[1, l] = JIK2[0, 0, l, 1]
         Am[2, l] = n[0, l]
     for i in range(2):
-        rhs[i] = (W2[0, 2, i]
-                  - (JIK2[0, 2, 0, i] * u[0] + JIK2[0, 2, 1, i] * u[1] + JIK2[0, 2, 2, i] * u[2])
-                  - 2 * (JIK2[0, 1, 0, i] * ud[0] + JIK2[0, 1, 1, i] * ud[1]
-                         + JIK2[0, 1, 2, i] * ud[2]))
-    rhs[2] = (nul - (n[2, 0] * u[0] + n[2, 1] * u[1] + n[2, 2] * u[2])
-              - 2 * (n[1, 0] * ud[0] + n[1, 1] * ud[1] + n[1, 2] * ud[2]))
+        rhs[i] = (
+            W2[0, 2, i]
+            - (JIK2[0, 2, 0, i] * u[0] + JIK2[0, 2, 1, i] * u[1] + JIK2[0, 2, 2, i] * u[2])
+            - 2 * (JIK2[0, 1, 0, i] * ud[0] + JIK2[0, 1, 1, i] * ud[1] + JIK2[0, 1, 2, i] * ud[2])
+        )
+    rhs[2] = (
+        nul
+        - (n[2, 0] * u[0] + n[2, 1] * u[1] + n[2, 2] * u[2])
+        - 2 * (n[1, 0] * ud[0] + n[1, 1] * ud[1] + n[1, 2] * ud[2])
+    )
     udd = np.empty(3)
     if not _solve3(Am, rhs, udd):
         return 4
@@ -172,11 +198,19 @@ class SEAFlatnessController:
     Attributes after a call: ``u``, ``ud`` (measured spring torque and rate), ``lam``.
     """
 
-    def __init__(self, params: Planar3RRRParams = Planar3RRRParams(), poles=30.0,
-                 lambda_poles=30.0, feedforward_only=False, kp=0.0, kd=0.0):
+    def __init__(
+        self,
+        params: Planar3RRRParams = Planar3RRRParams(),
+        poles=30.0,
+        lambda_poles=30.0,
+        feedforward_only=False,
+        kp=0.0,
+        kd=0.0,
+    ):
         if params.damping != 0.0:
-            raise InputError('SEAFlatnessController: the exact linearisation assumes undamped '
-                             'springs (params.damping = 0)')
+            raise InputError(
+                'SEAFlatnessController: the exact linearisation assumes undamped springs (params.damping = 0)'
+            )
         self.params = params
         self.pkm = Planar3RRR(params)
         self.k = pole_gains(float(poles), 4)
@@ -201,9 +235,29 @@ class SEAFlatnessController:
         tau = np.empty(3)
         aux = np.empty(7)
         k = self.pkm
-        if _flatness_step(k.A, self.params.a, self.params.b, k.BR, k.Bp, k.X, k.M, k.g,
-                          self._c, p, pd, q_m, qd_m, yd, lam_d, tau, aux) != 0:
-            return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)   # raises its error
+        if (
+            _flatness_step(
+                k.A,
+                self.params.a,
+                self.params.b,
+                k.BR,
+                k.Bp,
+                k.X,
+                k.M,
+                k.g,
+                self._c,
+                p,
+                pd,
+                q_m,
+                qd_m,
+                yd,
+                lam_d,
+                tau,
+                aux,
+            )
+            != 0
+        ):
+            return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)  # raises its error
         self.u, self.ud, self.lam = aux[:3], aux[3:6], float(aux[6])
         return tau
 
@@ -222,8 +276,13 @@ class SEAFlatnessController:
             tha = r.theta[:, :, 0]
             qmd = tha[0] + r.u / self.K
             qdmd = tha[1] + r.ud / self.K
-            return (r.u + self.Mm * (tha[2] + r.udd / self.K) + self.kp * (qmd - q_m)
-                    + self.kd * (qdmd - qd_m) + P.motor_damping * qd_m)
+            return (
+                r.u
+                + self.Mm * (tha[2] + r.udd / self.K)
+                + self.kp * (qmd - q_m)
+                + self.kd * (qdmd - qd_m)
+                + P.motor_damping * qd_m
+            )
         # pass 1: theta, J_IK, bias b and M_t (3 samples, one compiled call)
         Mt, b, J, th = self.pkm.task_space_dynamics(p, pd, return_theta=True)
         Mt, b, J, th = Mt[0], b[0], J[0], th[0]
@@ -236,8 +295,7 @@ class SEAFlatnessController:
         r2 = self.pkm.inverse_dynamics_d2(S2)
         pddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[1].T @ u - r2.w[1])
         k0, k1, k2, k3 = self.k
-        nu = (yd[4] + k3 * (yd[3] - pddd) + k2 * (yd[2] - pdd) + k1 * (yd[1] - pd)
-              + k0 * (yd[0] - p))
+        nu = yd[4] + k3 * (yd[3] - pddd) + k2 * (yd[2] - pdd) + k1 * (yd[1] - pd) + k0 * (yd[0] - p)
         # pass 3: wdd(nu), J_IK derivatives, n derivatives, thetadd_a
         S2[3], S2[4] = pddd, nu
         r3 = self.pkm.inverse_dynamics_d2(S2)
@@ -246,8 +304,7 @@ class SEAFlatnessController:
         lamd = n[1] @ u + n[0] @ ud
         nul = lam_d[2] + self.kl[1] * (lam_d[1] - lamd) + self.kl[0] * (lam_d[0] - lam)
         A = np.vstack([r3.J_IK[0].T, n[0]])
-        rhs = np.concatenate([r3.w[2] - r3.J_IK[2].T @ u - 2 * r3.J_IK[1].T @ ud,
-                              [nul - n[2] @ u - 2 * n[1] @ ud]])
+        rhs = np.concatenate([r3.w[2] - r3.J_IK[2].T @ u - 2 * r3.J_IK[1].T @ ud, [nul - n[2] @ u - 2 * n[1] @ ud]])
         udd = np.linalg.solve(A, rhs)
         self.u, self.ud, self.lam = u, ud, lam
         return u + self.Mm * (r3.theta[2, :, 0] + udd / self.K) + P.motor_damping * qd_m
@@ -279,16 +336,18 @@ class SeaFlatnessLaw(Law):
     reference_order = 4
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from ..sea import sea_limbs, sea_params_from_model
+        from robot_dynamics.plants.sea import sea_limbs, sea_params_from_model
+
         super().__init__(model, joints)
         names = list(model.joint_names)
-        limbs = sea_limbs(model)          # (arm, elbow, motor) per SEA, sidecar order
+        limbs = sea_limbs(model)  # (arm, elbow, motor) per SEA, sidecar order
         self.ia, self.ie, self.im = ([names.index(lb[i]) for lb in limbs] for i in range(3))
         try:
             self._out = np.array([self.im.index(i) for i in self.cmd_idx], dtype=np.int64)
         except ValueError:
-            raise InputError(f'sea_flatness: joints {self.joints} must be motor joints '
-                             f'{[names[i] for i in self.im]}') from None
+            raise InputError(
+                f'sea_flatness: joints {self.joints} must be motor joints {[names[i] for i in self.im]}'
+            ) from None
         self.params = sea_params_from_model(model)
         self.ctrl = SEAFlatnessController(self.params, poles=poles, lambda_poles=lambda_poles)
         self.coords = ['x', 'y']
@@ -330,10 +389,17 @@ class SeaFlatnessLaw(Law):
         tau = self.ctrl(p, pd, qm, qdm, yd, self.lam_d)
         e, ed = yd[0] - p, yd[1] - pd
         lam = float(self.ctrl.lam)
-        return LawOutput(tau[self._out], e, ed,
-                         {'lambda': lam, 'lambda_d': self.preload,
-                          'labels': ['e_x', 'e_y', 'ed_x', 'ed_y', 'lambda', 'lambda_d'],
-                          'values': [e[0], e[1], ed[0], ed[1], lam, self.preload]})
+        return LawOutput(
+            tau[self._out],
+            e,
+            ed,
+            {
+                'lambda': lam,
+                'lambda_d': self.preload,
+                'labels': ['e_x', 'e_y', 'ed_x', 'ed_y', 'lambda', 'lambda_d'],
+                'values': [e[0], e[1], ed[0], ed[1], lam, self.preload],
+            },
+        )
 
     def current_coordinates(self, q):
         """The EE position at joint configuration q (to hold the current pose)."""
@@ -349,7 +415,7 @@ class SeaFlatnessLaw(Law):
 
 class GeneralSeaFlatnessLaw(Law):
     """``sea_flatness`` for ANY SEA-PKM the general 2nd-order route covers
-    (:class:`robot_dynamics.sea_general.GeneralSEAFlatness`: three passes of the general route;
+    (:class:`robot_dynamics.pkm.sea.GeneralSEAFlatness`: three passes of the general route;
     equal to :class:`SeaFlatnessLaw` on the planar 3RRR to round-off, tested).
 
     State: every link-side tree joint of the platform limb (measured task state) and the SEA
@@ -360,16 +426,17 @@ class GeneralSeaFlatnessLaw(Law):
     static spring effort of the current pose (u of the static ID, holds gravity) minus
     ``hold_damping * qd_m``; ``'zero'``: no effort. 6-DOF platform (pose task): ``coords`` x, y,
     z, rx, ry, rz; reference rows as trajectory_node's pose profiles publish them
-    (:class:`robot_dynamics.trajectories.PoseRows`: row 0 position + rotation vector, rows 1..4
+    (:class:`robot_dynamics.control.trajectories.PoseRows`: row 0 position + rotation vector, rows 1..4
     the body-fixed twist and its derivatives); errors ``e = log(T^-1 T_d)`` (body frame, m and
     rad), ``ed = Ad(T^-1 T_d) V_d - V``."""
 
     name = 'sea_flatness'
     reference_order = 4
-    preload = SeaFlatnessLaw.preload         # lambda set-point (lam_d = [preload, 0, 0])
+    preload = SeaFlatnessLaw.preload  # lambda set-point (lam_d = [preload, 0, 0])
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from ..sea_general import GeneralSEAFlatness, SEAPKM
+        from robot_dynamics.pkm.sea import GeneralSEAFlatness, SEAPKM
+
         super().__init__(model, joints)
         self.sea = SEAPKM(model)
         self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)
@@ -377,29 +444,31 @@ class GeneralSeaFlatnessLaw(Law):
         try:
             self._out = np.array([mot.index(i) for i in self.cmd_idx], dtype=np.int64)
         except ValueError:
-            raise InputError(f'sea_flatness: joints {self.joints} must be motor joints '
-                             f'{[model.joint_names[i] for i in mot]}') from None
+            raise InputError(
+                f'sea_flatness: joints {self.joints} must be motor joints {[model.joint_names[i] for i in mot]}'
+            ) from None
         idx = list(self.sea.pkm.task_idx)
         if self.sea.pose:
             self.coords, idx = ['x', 'y', 'z', 'rx', 'ry', 'rz'], list(range(6))
         elif any(k >= 3 for k in idx):
-            raise InputError(f"sea_flatness: task {self.sea.task} has an angular component; the "
-                             "law takes positional task references only")
+            raise InputError(
+                f'sea_flatness: task {self.sea.task} has an angular component; the '
+                'law takes positional task references only'
+            )
         else:
             self.coords = list(self.sea.task)
         self.task_axes = tuple(int(k) for k in idx)
         lb = self.sea.pkm.limbs[-1]
-        self.required_joints = ([model.joint_names[int(j)] for j in lb.tree]
-                                + [model.joint_names[i] for i in mot])
+        self.required_joints = [model.joint_names[int(j)] for j in lb.tree] + [model.joint_names[i] for i in mot]
         self.preload = float(preload)
-
 
     def compute(self, state, ref):
         s = self.sea
         x, xd = s.measure(state.q, state.qd)
         yd = reference_derivs(ref, len(self.coords))
-        if s.pose:                            # (pose, body twist and derivatives)
-            from ..trajectories import pose_matrix
+        if s.pose:  # (pose, body twist and derivatives)
+            from robot_dynamics.control.trajectories import pose_matrix
+
             yd = (pose_matrix(yd[0, :3], yd[0, 3:]), yd[1:5])
         tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
         e, ed = self.ctrl.e, self.ctrl.ed
@@ -409,13 +478,15 @@ class GeneralSeaFlatnessLaw(Law):
         if s.n_a > s.delta:
             labels += ['lambda', 'lambda_d']
             values += [lam, self.preload]
-        return LawOutput(tau[self._out], e, ed, {'lambda': lam, 'lambda_d': self.preload,
-                                                 'labels': labels, 'values': values})
+        return LawOutput(
+            tau[self._out], e, ed, {'lambda': lam, 'lambda_d': self.preload, 'labels': labels, 'values': values}
+        )
 
     def current_coordinates(self, q):
         x = self.sea.measure(q, np.zeros_like(q))[0]
-        if self.sea.pose:                   # position + rotation vector (the reference's row 0)
-            from ..lie import log_so3
+        if self.sea.pose:  # position + rotation vector (the reference's row 0)
+            from robot_dynamics.spatial.lie import log_so3
+
             return np.concatenate([x[:3, 3], log_so3(x[:3, :3])])
         return x
 
@@ -424,7 +495,7 @@ class GeneralSeaFlatnessLaw(Law):
             s = self.sea
             try:
                 u = s.at(s.measure(state.q, state.qd)[0]).u[0]
-            except RobotDynamicsError:    # outside the workspace / singular: brake only
+            except RobotDynamicsError:  # outside the workspace / singular: brake only
                 u = np.zeros(s.n_a)
             eff = (u - float(damping) * state.qd[s.i_mot])[self._out]
             if np.all(np.isfinite(eff)):
@@ -436,14 +507,15 @@ def make_sea_flatness_law(model, route='auto', **kw):
     """The ``sea_flatness`` law of a model: ``route='planar'`` the closed-form planar 3RRR law
     (:class:`SeaFlatnessLaw`, robots of its class only), ``'general'`` the general route
     (:class:`GeneralSeaFlatnessLaw`, any SEA-PKM), ``'auto'`` the planar one when the model is
-    in its class (read by :func:`robot_dynamics.sea.sea_params_from_model`), else the general."""
+    in its class (read by :func:`robot_dynamics.plants.sea.sea_params_from_model`), else the general."""
     if route not in ('auto', 'planar', 'general'):
-        raise InputError(f"sea_flatness: route must be auto, planar or general, got {route!r}")
+        raise InputError(f'sea_flatness: route must be auto, planar or general, got {route!r}')
     if route == 'general':
         return GeneralSeaFlatnessLaw(model, **kw)
-    from ..sea import sea_params_from_model
+    from robot_dynamics.plants.sea import sea_params_from_model
+
     try:
-        sea_params_from_model(model)          # the planar class (InputError naming why not)
+        sea_params_from_model(model)  # the planar class (InputError naming why not)
         return SeaFlatnessLaw(model, **kw)
     except InputError:
         if route == 'planar':
@@ -452,3 +524,78 @@ def make_sea_flatness_law(model, route='auto', **kw):
 
 
 _ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2
+
+
+class GeneralSEAFlatness:
+    """``tau = law(x, xd, qm, qdm, yd, lam_d)``: the flatness-based exactly linearising SEA law
+    (module docstring) for any :class:`SEAPKM` with undamped springs. yd (5, delta): desired
+    task coordinates .. snap; lam_d (3,): preload set-point and derivatives (redundant SEA
+    only). Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA) and
+    the tracking errors ``e``, ``ed`` (delta,) (pose task: log(T^-1 T_d) and Ad(T^-1 T_d) V_d -
+    V, body frame)."""
+
+    def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
+        from robot_dynamics.control.flatness_sea import pole_gains
+
+        if np.any(sea.D != 0):
+            raise InputError(
+                f"model '{sea.model.name}': the exact linearisation assumes undamped springs (SEA damping = 0)"
+            )
+        self.sea = sea
+        self.k = pole_gains(float(poles), 4)
+        self.kl = pole_gains(float(lambda_poles), 2)
+        self.u = self.ud = self.e = self.ed = None
+        self.lam = float('nan')
+
+    def __call__(self, x, xd, qm, qdm, yd, lam_d=None):
+        """yd: (5, delta) desired task coordinates and derivatives 1..4, or, pose task, the
+        pair ``(T_d (4, 4), V_d (4, 6))`` (desired pose, body twist and derivatives 1..3);
+        x, xd: (delta,) or the pose (4, 4) and body twist (6,)."""
+        s, d = self.sea, self.sea.delta
+        xd = np.asarray(xd, float).reshape(d)
+        qm, qdm = np.asarray(qm, float), np.asarray(qdm, float)
+        if s.pose:
+            from robot_dynamics.spatial.lie import Ad, inv_se3, log_se3
+
+            x = np.asarray(x, float).reshape(4, 4)
+            Td, Vd = (np.asarray(a, float) for a in yd)
+            E = inv_se3(x) @ Td.reshape(4, 4)
+            # reference in the current body frame: pose error e and Ad(E) V_d^(k)
+            yd = np.concatenate([log_se3(E)[None], Vd.reshape(4, 6) @ Ad(E).T])
+            e = yd[0]
+        else:
+            x = np.asarray(x, float).reshape(d)
+            yd = np.asarray(yd, float).reshape(5, d)
+            e = yd[0] - x
+        lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
+        if not (np.all(np.isfinite(yd)) and np.all(np.isfinite(lam_d))):
+            raise InputError('sea_flatness: non-finite reference')
+        # pass 1: theta, J_IK, M_t, b
+        Mt, b, r1 = s.task_dynamics(x, xd)
+        J = r1.J_IK[0, 0]
+        u = s.K * (qm - r1.theta_a[0, 0])
+        ud = s.K * (qdm - J @ xd)
+        xdd = np.linalg.solve(Mt, J.T @ u - b)
+        # pass 2: b1 = wd(xddd = 0) and Jd_IK at (x, xd, xdd)
+        D = np.zeros((1, 4, d))
+        D[0, 0], D[0, 1] = xd, xdd
+        r2 = s.solve_at(x[None], D)
+        xddd = np.linalg.solve(Mt, J.T @ ud + r2.J_IK[0, 1].T @ u - r2.w[0, 1])
+        k0, k1, k2, k3 = self.k
+        nu = yd[4] + k3 * (yd[3] - xddd) + k2 * (yd[2] - xdd) + k1 * (yd[1] - xd) + k0 * e
+        # pass 3: wdd(nu), J_IK derivatives, thetadd_a
+        D[0, 2], D[0, 3] = xddd, nu
+        r3 = s.solve_at(x[None], D)
+        JJ, W = r3.J_IK[0], r3.w[0]
+        rhs = W[2] - JJ[2].T @ u - 2 * JJ[1].T @ ud
+        if s.n_a == d:
+            udd = np.linalg.solve(JJ[0].T, rhs)
+            lam = float('nan')
+        else:
+            n = preload_direction(JJ)
+            lam = float(n[0] @ u)
+            lamd = n[1] @ u + n[0] @ ud
+            nul = lam_d[2] + self.kl[1] * (lam_d[1] - lamd) + self.kl[0] * (lam_d[0] - lam)
+            udd = np.linalg.solve(np.vstack([JJ[0].T, n[0]]), np.concatenate([rhs, [nul - n[2] @ u - 2 * n[1] @ ud]]))
+        self.u, self.ud, self.lam, self.e, self.ed = u, ud, lam, e, yd[1] - xd
+        return u + s.Mm * (r3.theta_a[0, 2] + udd / s.K) + s.Dm * qdm

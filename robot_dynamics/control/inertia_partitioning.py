@@ -31,20 +31,32 @@ Stability diagnostics (brief 000 A7, [ERRATUM] of the paper's eq. 35): with
 
 Gains: ``kp`` [N·m/rad or N/m], ``kv`` [N·m·s/rad or N·s/m], per coordinate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._partitioning_kernels import ip_law
-from ..errors import InputError
-from ..partitioning import PartitionedModel, christoffel
-from ..trajectories import DecayingOffset
+from robot_dynamics.algorithms._partitioning_kernels import ip_law
+from robot_dynamics.errors import InputError
+from robot_dynamics.algorithms.partitioning import PartitionedModel, christoffel
+from robot_dynamics.control.trajectories import DecayingOffset
 
-__all__ = ['LAWS', 'DofModule', 'IPController', 'IPOutput', 'lyapunov', 'vdot_paper_matrix',
-           'rmse', 'brief_trajectory', 'fk_paper', 'simulate_tracking', 'TrackingRun',
-           'TABLE_III_RMSE']
+__all__ = [
+    'LAWS',
+    'DofModule',
+    'IPController',
+    'IPOutput',
+    'lyapunov',
+    'vdot_paper_matrix',
+    'rmse',
+    'brief_trajectory',
+    'fk_paper',
+    'simulate_tracking',
+    'TrackingRun',
+    'TABLE_III_RMSE',
+]
 
 LAWS = ('paper', 'pdplus')
 
@@ -82,8 +94,7 @@ class DofModule:
         """Model-based part ``Q_m[j]`` (eq. 25; PD+ row for law 'pdplus')."""
         j = self.index
         if law == 'paper':
-            q = (terms.Gamma[j] @ thdd_d + Gdot[j] @ thd_d
-                 - 0.5 * thd_d @ terms.dGamma[j] @ thd_d)
+            q = terms.Gamma[j] @ thdd_d + Gdot[j] @ thd_d - 0.5 * thd_d @ terms.dGamma[j] @ thd_d
         else:
             q = terms.Gamma[j] @ thdd_d + C[j] @ thd_d
         return q - terms.Qg[j] - Qext[j]
@@ -105,7 +116,7 @@ class IPOutput:
     closed-loop Vdot of the active law (corrected expression for 'paper'); lyapunov_margin:
     lambda_min of the Vdot matrix's symmetric part (>= 0: V non-increasing for every ed);
     cond: cond(Gamma); loop_margin: loop map margin (m to the dead centre for the triangle);
-    terms: the :class:`~robot_dynamics.partitioning.PartitionTerms`.
+    terms: the :class:`~robot_dynamics.algorithms.partitioning.PartitionTerms`.
     """
 
     Q: np.ndarray
@@ -153,14 +164,12 @@ class IPController:
     @property
     def modules(self):
         """One :class:`DofModule` per active coordinate."""
-        return [DofModule(c, j, self.gains[c]['kp'], self.gains[c]['kv'])
-                for j, c in enumerate(self.pm.coords)]
+        return [DofModule(c, j, self.gains[c]['kp'], self.gains[c]['kv']) for j, c in enumerate(self.pm.coords)]
 
     def compute(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None, q_guess=None):
         """One control step; all arrays (k,) in the active coordinates ``pm.coords``."""
         k = self.pm.k
-        arr = [np.ascontiguousarray(x, dtype=float).reshape(-1)
-               for x in (theta, thd, theta_d, thd_d, thdd_d)]
+        arr = [np.ascontiguousarray(x, dtype=float).reshape(-1) for x in (theta, thd, theta_d, thd_d, thdd_d)]
         for nm, x in zip(('theta', 'thd', 'theta_d', 'thd_d', 'thdd_d'), arr):
             if x.shape != (k,) or not np.isfinite(x).all():
                 raise InputError(f'{nm} must be {k} finite values ({self.pm.coords}), got {x}')
@@ -176,10 +185,18 @@ class IPController:
         kv = np.array([g[c]['kv'] for c in coords])
         Q = np.empty(k)
         out = np.empty(4)
-        ip_law(self.law == 'paper', t.Gamma, t.dGamma, t.Qg, thd, e, ed, thd_d, thdd_d, Qext,
-               kp, kv, Q, out)
-        return IPOutput(Q, e, ed, float(out[0]), float(out[1]), float(out[2]), float(out[3]),
-                        float(self.pm.loop_map.margin(self.pm.full_theta(theta))), t)
+        ip_law(self.law == 'paper', t.Gamma, t.dGamma, t.Qg, thd, e, ed, thd_d, thdd_d, Qext, kp, kv, Q, out)
+        return IPOutput(
+            Q,
+            e,
+            ed,
+            float(out[0]),
+            float(out[1]),
+            float(out[2]),
+            float(out[3]),
+            float(self.pm.loop_map.margin(self.pm.full_theta(theta))),
+            t,
+        )
 
     def vector_law(self, theta, thd, theta_d, thd_d, thdd_d, Q_ext=None):
         """The stacked law (eq. 29 / PD+) in matrix form, for cross-checking the modules."""
@@ -226,7 +243,7 @@ class ReferenceRejoin:
 
     :meth:`mark` the coordinates as they are released; at the next :meth:`__call__` their
     position and velocity offsets to the reference, (theta - r0, thd - r1), become a
-    :class:`~robot_dynamics.trajectories.DecayingOffset` started at that time: the shaped
+    :class:`~robot_dynamics.control.trajectories.DecayingOffset` started at that time: the shaped
     reference equals the state there (no step for a stiff PD to turn into a jump) and equals the
     reference from ``t + duration`` on, with continuous velocity and acceleration. Coordinates
     that were not released are untouched. ``duration`` <= 0 disables the shaping.
@@ -246,8 +263,9 @@ class ReferenceRejoin:
         """Shaped reference (r0, r1, r2), all arrays over ``coords``; ``t`` [s]."""
         if self.pending and self.duration > 0:
             mask = np.array([c in self.pending for c in self.coords])
-            self.blend = DecayingOffset(np.where(mask, theta - r0, 0.0),
-                                        np.where(mask, thd - r1, 0.0), self.duration, t)
+            self.blend = DecayingOffset(
+                np.where(mask, theta - r0, 0.0), np.where(mask, thd - r1, 0.0), self.duration, t
+            )
         self.pending = set()
         if self.blend is None:
             return r0, r1, r2
@@ -269,8 +287,9 @@ TABLE_III_RMSE = (0.002, 0.003, 0.014)
 
 def brief_trajectory(center=BRIEF_CENTER, amplitude=BRIEF_AMPLITUDE, period=BRIEF_PERIOD):
     """The assumed reference of brief 000 (C-infinity sinusoid): a
-    :class:`robot_dynamics.trajectories.Sinusoid`; ``traj(t)`` -> (3, 3) = (q_d, qd_d, qdd_d)."""
-    from ..trajectories import Sinusoid
+    :class:`robot_dynamics.control.trajectories.Sinusoid`; ``traj(t)`` -> (3, 3) = (q_d, qd_d, qdd_d)."""
+    from robot_dynamics.control.trajectories import Sinusoid
+
     return Sinusoid(amplitude, 1.0 / period, 0.0, center)
 
 
@@ -306,8 +325,17 @@ class TrackingRun:
     max_phi: float
 
 
-def simulate_tracking(ctrl, T=20.0, dt=1e-3, plant_model=None, traj=None, e0=(0.0, 0.0, 0.0),
-                      events=(), integrator='rk4', zeta_joint='elbow_zeta'):
+def simulate_tracking(
+    ctrl,
+    T=20.0,
+    dt=1e-3,
+    plant_model=None,
+    traj=None,
+    e0=(0.0, 0.0, 0.0),
+    events=(),
+    integrator='rk4',
+    zeta_joint='elbow_zeta',
+):
     """Closed loop of ``ctrl`` with the **projection-method plant** of the spanning tree (seed
     002 :class:`robot_dynamics.ConstrainedPlant`, an independent dynamics route), the control
     held over each step of ``dt`` (ZOH).
@@ -318,7 +346,8 @@ def simulate_tracking(ctrl, T=20.0, dt=1e-3, plant_model=None, traj=None, e0=(0.
     applied once when t >= t_event (e.g. add a payload to both). Cartesian positions through
     eq. (42) with ``zeta`` read from the plant's ``zeta_joint``.
     """
-    from ..sim import ConstrainedPlant
+    from robot_dynamics.plants.rigid import ConstrainedPlant
+
     pm = ctrl.pm
     model = pm.model if plant_model is None else plant_model
     traj = brief_trajectory() if traj is None else traj
@@ -339,8 +368,21 @@ def simulate_tracking(ctrl, T=20.0, dt=1e-3, plant_model=None, traj=None, e0=(0.
         idx = pm.loop_map.idx[pm.sel]
         r = traj(t)
         out = ctrl.compute(q[idx], qd[idx], r[0], r[1], r[2], q_guess=q)
-        rows.append((t, q[idx], r[0], out.Q, out.V, out.Vdot, out.lyapunov_margin, out.cond,
-                     out.loop_margin, q[pm.loop_map.idx], q[zi]))
+        rows.append(
+            (
+                t,
+                q[idx],
+                r[0],
+                out.Q,
+                out.V,
+                out.Vdot,
+                out.lyapunov_margin,
+                out.cond,
+                out.loop_margin,
+                q[pm.loop_map.idx],
+                q[zi],
+            )
+        )
         if len(rows) > N:
             break
         info = plant.step(ctrl.actuator_efforts(out), dt)
@@ -360,6 +402,18 @@ def simulate_tracking(ctrl, T=20.0, dt=1e-3, plant_model=None, traj=None, e0=(0.
     full_d = th_full.copy()
     full_d[:, ci] = th_d
     x_d = fk_paper(full_d[:, 0], full_d[:, 1], np.array(zd))
-    return TrackingRun(np.array(cols[0]), np.array(cols[1]), th_d, np.array(cols[3]),
-                       np.array(cols[4]), np.array(cols[5]), np.array(cols[6]), np.array(cols[7]),
-                       np.array(cols[8]), x, x_d, rmse(x, x_d), max_phi)
+    return TrackingRun(
+        np.array(cols[0]),
+        np.array(cols[1]),
+        th_d,
+        np.array(cols[3]),
+        np.array(cols[4]),
+        np.array(cols[5]),
+        np.array(cols[6]),
+        np.array(cols[7]),
+        np.array(cols[8]),
+        x,
+        x_d,
+        rmse(x, x_d),
+        max_phi,
+    )

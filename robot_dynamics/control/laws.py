@@ -22,13 +22,14 @@ is the loop's. :func:`make_law` builds one by name from keyword parameters (what
   reference with derivatives up to snap
   (:class:`~robot_dynamics.control.flatness_sea.SeaFlatnessLaw`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from .computed_torque import DynamicsController
-from .loop import Law, LawOutput
+from robot_dynamics.errors import InputError
+from robot_dynamics.control.computed_torque import DynamicsController
+from robot_dynamics.control.loop import Law, LawOutput
 
 __all__ = ['ProjectedIDLaw', 'FeedforwardPDLaw', 'InertiaPartitioningLaw', 'make_law', 'LAWS']
 
@@ -38,13 +39,29 @@ class ProjectedIDLaw(Law):
     independent joints (``reference='joint'``, pidc), all joints (computed_torque) or
     ``<task_frame>.<x|y|z>`` (``reference='task'``)."""
 
-    def __init__(self, model, law='pidc', kp=100.0, kd=20.0, joints=None, reference='joint',
-                 task_frame='tool', task_axes=(0, 1, 2)):
+    def __init__(
+        self,
+        model,
+        law='pidc',
+        kp=100.0,
+        kd=20.0,
+        joints=None,
+        reference='joint',
+        task_frame='tool',
+        task_axes=(0, 1, 2),
+    ):
         super().__init__(model, joints)
         self.name = law
-        self.ctrl = DynamicsController(model, law=law, kp=kp, kd=kd, joints=self.joints,
-                                       reference=reference, task_frame=task_frame,
-                                       task_axes=task_axes)
+        self.ctrl = DynamicsController(
+            model,
+            law=law,
+            kp=kp,
+            kd=kd,
+            joints=self.joints,
+            reference=reference,
+            task_frame=task_frame,
+            task_axes=task_axes,
+        )
         self.coords = list(self.ctrl.coords)
         self.reference = reference
 
@@ -115,10 +132,20 @@ class InertiaPartitioningLaw(Law):
 
     name = 'inertia_partitioning'
 
-    def __init__(self, model, variant='paper', kp=20.0, kv=20.0, joints=None, loop_map='auto',
-                 neglect_bodies=(), unlock_blend_time=2.0):
-        from ..partitioning import PartitionedModel
-        from .inertia_partitioning import LAWS as IP_LAWS, IPController, ReferenceRejoin
+    def __init__(
+        self,
+        model,
+        variant='paper',
+        kp=20.0,
+        kv=20.0,
+        joints=None,
+        loop_map='auto',
+        neglect_bodies=(),
+        unlock_blend_time=2.0,
+    ):
+        from robot_dynamics.algorithms.partitioning import PartitionedModel
+        from robot_dynamics.control.inertia_partitioning import LAWS as IP_LAWS, IPController, ReferenceRejoin
+
         if variant not in IP_LAWS:
             raise InputError(f'inertia_partitioning: variant must be one of {IP_LAWS}, got {variant!r}')
         self.pm = PartitionedModel(model, loop_map, neglect_bodies=list(neglect_bodies))
@@ -139,28 +166,38 @@ class InertiaPartitioningLaw(Law):
         out = self.ctrl.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
         lock_eff = self.ctrl.lock_efforts(th_all, thd_all, q_guess=q)
         Q = self.ctrl.actuator_efforts(out, lock_eff)
-        labels = ([f'e_{c}' for c in self.pm.coords] + [f'ed_{c}' for c in self.pm.coords]
-                  + ['V', 'Vdot', 'lyapunov_margin', 'cond', 'loop_margin'])
-        values = np.concatenate([out.e, out.ed, [out.V, out.Vdot, out.lyapunov_margin, out.cond,
-                                                 out.loop_margin]])
-        return LawOutput(np.asarray(Q)[self._order], out.e, out.ed,
-                         {'labels': labels, 'values': values})
+        labels = (
+            [f'e_{c}' for c in self.pm.coords]
+            + [f'ed_{c}' for c in self.pm.coords]
+            + ['V', 'Vdot', 'lyapunov_margin', 'cond', 'loop_margin']
+        )
+        values = np.concatenate([out.e, out.ed, [out.V, out.Vdot, out.lyapunov_margin, out.cond, out.loop_margin]])
+        return LawOutput(np.asarray(Q)[self._order], out.e, out.ed, {'labels': labels, 'values': values})
 
     def current_coordinates(self, q):
         return q[self.pm.loop_map.idx]
 
 
-LAWS = ('pidc', 'computed_torque', 'feedforward_pd', 'embedding_feedforward', 'd2_feedforward',
-        'inertia_partitioning', 'vdc', 'sea_flatness')
+LAWS = (
+    'pidc',
+    'computed_torque',
+    'feedforward_pd',
+    'embedding_feedforward',
+    'd2_feedforward',
+    'inertia_partitioning',
+    'vdc',
+    'sea_flatness',
+)
 
 
 def make_law(model, law, **p):
     """Build a law by name (``LAWS``) from keyword parameters (unknown ones are an error)."""
+
     def take(*names):
         return {k: p.pop(k) for k in names if k in p}
+
     if law in ('pidc', 'computed_torque'):
-        obj = ProjectedIDLaw(model, law=law, **take('kp', 'kd', 'joints', 'reference', 'task_frame',
-                                                    'task_axes'))
+        obj = ProjectedIDLaw(model, law=law, **take('kp', 'kd', 'joints', 'reference', 'task_frame', 'task_axes'))
     elif law in ('feedforward_pd', 'embedding_feedforward', 'd2_feedforward'):
         obj = FeedforwardPDLaw(model, name=law, **take('kp', 'kd', 'joints'))
     elif law == 'inertia_partitioning':
@@ -170,14 +207,17 @@ def make_law(model, law, **p):
         kw.update(take('kv'))
         obj = InertiaPartitioningLaw(model, **kw)
     elif law == 'vdc':
-        from .vdc import VdcLaw
-        obj = VdcLaw(model, **take('joints', 'lam', 'k_scale', 'kf_pole', 'kx_ratio', 'dt', 'dp_min',
-                                   'wrench_timeout', 'params'))
-    elif law == 'sea_flatness':     # seed 004: control/flatness_sea.py
-        from .flatness_sea import make_sea_flatness_law
+        from robot_dynamics.control.vdc import VdcLaw
+
+        obj = VdcLaw(
+            model, **take('joints', 'lam', 'k_scale', 'kf_pole', 'kx_ratio', 'dt', 'dp_min', 'wrench_timeout', 'params')
+        )
+    elif law == 'sea_flatness':  # seed 004: control/flatness_sea.py
+        from robot_dynamics.control.flatness_sea import make_sea_flatness_law
+
         obj = make_sea_flatness_law(model, **take('poles', 'lambda_poles', 'preload', 'joints', 'route'))
     else:
-        raise InputError(f"unknown law {law!r} (known: {', '.join(LAWS)})")
+        raise InputError(f'unknown law {law!r} (known: {", ".join(LAWS)})')
     if p:
         raise InputError(f'law {law}: unknown parameter(s) {sorted(p)}')
     return obj

@@ -49,6 +49,7 @@ i.e. wall time on a real robot and simulated time in a lock-step test graph):
 Every state is answered at most once (a re-sent stamp is ignored), and only the newest state is
 answered (a controller that falls behind skips states instead of working through a backlog).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import InputError, RobotDynamicsError
+from robot_dynamics.errors import InputError, RobotDynamicsError
 
 __all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop', 'SamplePairing', 'StampedParts']
 
@@ -67,13 +68,14 @@ __all__ = ['State', 'Reference', 'LawOutput', 'Command', 'Law', 'ControlLoop', '
 class State:
     """A valid joint state: ``q``, ``qd`` (nq,) in model order, ``stamp`` [s] of the
     measurement, ``received`` [s] on the loop's clock."""
+
     stamp: float
     q: np.ndarray
     qd: np.ndarray
     received: float
     names: tuple = ()
-    extra: dict = field(default_factory=dict)     # law.extra_names -> value (e.g. pressures)
-    received_wall: float | None = None            # [s] wall clock (set_state's ``wall``)
+    extra: dict = field(default_factory=dict)  # law.extra_names -> value (e.g. pressures)
+    received_wall: float | None = None  # [s] wall clock (set_state's ``wall``)
 
 
 @dataclass
@@ -83,6 +85,7 @@ class Reference:
     law's ``joints``) and ``effort_rate`` (p,) its rate (for extrapolation); ``derivs``
     (m + 1, k) optional derivatives of order 0..m (rows; a law that needs jerk and snap reads
     them here; rows 0..2 equal ``pos``, ``vel``, ``acc``)."""
+
     stamp: float | None
     pos: np.ndarray
     vel: np.ndarray
@@ -108,10 +111,16 @@ class Reference:
             D = _taylor(self.derivs, dt)
             k = len(D)
             z = np.zeros_like(D[0])
-            return Reference(t, D[0], D[1] if k > 1 else z, D[2] if k > 2 else z, eff,
-                             self.effort_rate, self.extra, D)
-        return Reference(t, self.pos + self.vel * dt + 0.5 * self.acc * dt * dt,
-                         self.vel + self.acc * dt, self.acc, eff, self.effort_rate, self.extra)
+            return Reference(t, D[0], D[1] if k > 1 else z, D[2] if k > 2 else z, eff, self.effort_rate, self.extra, D)
+        return Reference(
+            t,
+            self.pos + self.vel * dt + 0.5 * self.acc * dt * dt,
+            self.vel + self.acc * dt,
+            self.acc,
+            eff,
+            self.effort_rate,
+            self.extra,
+        )
 
 
 def _hermite5(r0, r1, t):
@@ -121,7 +130,7 @@ def _hermite5(r0, r1, t):
     series from r0 alone: O(h^3 x'''))."""
     h = float(r1.stamp - r0.stamp)
     s = (float(t) - float(r0.stamp)) / h
-    p0, v0, a0 = r0.pos, r0.vel * h, r0.acc * h * h            # in s (0..1)
+    p0, v0, a0 = r0.pos, r0.vel * h, r0.acc * h * h  # in s (0..1)
     p1, v1, a1 = r1.pos, r1.vel * h, r1.acc * h * h
     c3 = 10 * (p1 - p0) - 6 * v0 - 4 * v1 - 1.5 * a0 + 0.5 * a1
     c4 = -15 * (p1 - p0) + 8 * v0 + 7 * v1 + 1.5 * a0 - a1
@@ -137,12 +146,12 @@ def _taylor(D, dt):
     """Rows 0..m of derivatives D (m + 1, k) carried dt ahead by their own Taylor series
     (row j: sum_i D[j + i] dt^i / i!; the highest row is held)."""
     m = len(D)
-    c = [1.0] * m                       # dt^i / i!
+    c = [1.0] * m  # dt^i / i!
     for i in range(1, m):
         c[i] = c[i - 1] * dt / i
     T = np.zeros((m, m))
     for j in range(m):
-        T[j, j:] = c[:m - j]
+        T[j, j:] = c[: m - j]
     return T @ D
 
 
@@ -150,6 +159,7 @@ def _taylor(D, dt):
 class LawOutput:
     """What a law returns: ``effort`` (p,) in the order of its ``joints``; tracking errors
     ``e``, ``ed`` of its coordinates; ``info`` (str -> value) for diagnostics."""
+
     effort: np.ndarray
     e: np.ndarray
     ed: np.ndarray
@@ -160,6 +170,7 @@ class LawOutput:
 class Command:
     """One answer of the loop: ``effort`` (p,) to publish (already limited), ``safe`` (True if
     this is the safe command, ``reason`` then says why), the state/reference used, errors."""
+
     effort: np.ndarray
     safe: bool
     reason: str
@@ -171,7 +182,7 @@ class Command:
     info: dict = field(default_factory=dict)
     reference: Reference | None = None
     state: State | None = None
-    sample: Reference | None = None       # the reference sample used, before extrapolation
+    sample: Reference | None = None  # the reference sample used, before extrapolation
 
 
 class Law:
@@ -211,8 +222,9 @@ class Law:
         st = State(0.0, m.reference_q(), np.zeros(m.nq), 0.0)
         self.safe_command(st, 'hold', 0.0)
         k = len(self.coords)
-        ref = Reference(0.0, np.zeros(k), np.zeros(k), np.zeros(k),
-                        np.zeros(len(self.joints)) if self.needs_feedforward else None)
+        ref = Reference(
+            0.0, np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(len(self.joints)) if self.needs_feedforward else None
+        )
         if hasattr(self, 'current_coordinates'):
             ref.pos = np.asarray(self.current_coordinates(st.q), float)
         try:
@@ -223,7 +235,8 @@ class Law:
     def safe_command(self, state: State | None, mode: str, damping: float):
         """Safe effort (p,): zero, or the static gravity hold at ``state`` (``mode='hold'``)."""
         if mode == 'hold' and state is not None:
-            from .computed_torque import hold_command
+            from robot_dynamics.algorithms.projection import hold_command
+
             try:
                 tau = hold_command(self.model, state.q, state.qd, damping)
                 eff = tau[self.cmd_idx]
@@ -263,20 +276,46 @@ class ControlLoop:
     preview).
     """
 
-    def __init__(self, law, period=1e-3, state_timeout=0.1, reference_timeout=0.5,
-                 max_extrapolation=0.05, ref_wait=0.2, sync=False, max_effort=None,
-                 safe='hold', hold_damping=0.0, position_margin=0.5, velocity_factor=10.0,
-                 max_speed=1e3, ff_lead=0.0, stats_window=2000, clock=time.perf_counter,
-                 max_future=0.5, wait_first_reference=False, interpolate=False, reference_history=256):
+    def __init__(
+        self,
+        law,
+        period=1e-3,
+        state_timeout=0.1,
+        reference_timeout=0.5,
+        max_extrapolation=0.05,
+        ref_wait=0.2,
+        sync=False,
+        max_effort=None,
+        safe='hold',
+        hold_damping=0.0,
+        position_margin=0.5,
+        velocity_factor=10.0,
+        max_speed=1e3,
+        ff_lead=0.0,
+        stats_window=2000,
+        clock=time.perf_counter,
+        max_future=0.5,
+        wait_first_reference=False,
+        interpolate=False,
+        reference_history=256,
+    ):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
-        for name, v in (('period', period), ('state_timeout', state_timeout),
-                        ('reference_timeout', reference_timeout), ('ref_wait', ref_wait)):
+        for name, v in (
+            ('period', period),
+            ('state_timeout', state_timeout),
+            ('reference_timeout', reference_timeout),
+            ('ref_wait', ref_wait),
+        ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f'{name} must be a finite number > 0, got {v!r}')
-        for name, v in (('max_extrapolation', max_extrapolation), ('hold_damping', hold_damping),
-                        ('max_future', max_future),
-                        ('position_margin', position_margin), ('ff_lead', ff_lead)):
+        for name, v in (
+            ('max_extrapolation', max_extrapolation),
+            ('hold_damping', hold_damping),
+            ('max_future', max_future),
+            ('position_margin', position_margin),
+            ('ff_lead', ff_lead),
+        ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {v!r}')
         self.law = law
@@ -298,8 +337,11 @@ class ControlLoop:
         self.reference_history = int(reference_history)
         self._clock = clock
         # limits
-        lim = np.asarray(m.effort_limit, float)[law.cmd_idx] if law.command_limit is None \
+        lim = (
+            np.asarray(m.effort_limit, float)[law.cmd_idx]
+            if law.command_limit is None
             else np.asarray(law.command_limit, float)
+        )
         lim = np.where(np.isfinite(lim) & (lim > 0), lim, np.inf)
         if max_effort is not None:
             me = np.broadcast_to(np.asarray(max_effort, float), lim.shape)
@@ -318,16 +360,28 @@ class ControlLoop:
         self._extra_set = set(law.extra_names)
         # inputs
         self.state: State | None = None
-        self.refs: OrderedDict = OrderedDict()      # stamp ns -> dict(parts), in stamp order
-        self._ref_plain: Reference | None = None    # the latest complete sample
-        self._answered = None                       # stamp of the last state answered
+        self.refs: OrderedDict = OrderedDict()  # stamp ns -> dict(parts), in stamp order
+        self._ref_plain: Reference | None = None  # the latest complete sample
+        self._answered = None  # stamp of the last state answered
         self._pending_since = None
         self.last_command: Command | None = None
         self.stale = False
         # accounting
-        self.count = dict(states=0, rejected_states=0, references=0, rejected_references=0,
-                          commands=0, safe_commands=0, clipped=0, extrapolated=0, overruns=0,
-                          law_errors=0, stale_state=0, stale_reference=0, skipped_states=0)
+        self.count = dict(
+            states=0,
+            rejected_states=0,
+            references=0,
+            rejected_references=0,
+            commands=0,
+            safe_commands=0,
+            clipped=0,
+            extrapolated=0,
+            overruns=0,
+            law_errors=0,
+            stale_state=0,
+            stale_reference=0,
+            skipped_states=0,
+        )
         self.last_reject = ''
         self.compute_times = deque(maxlen=stats_window)
         self.latencies = deque(maxlen=stats_window)
@@ -336,18 +390,28 @@ class ControlLoop:
     def from_params(cls, law, p):
         """The loop of a controller node's parameters ``p`` (names of
         :data:`robot_dynamics.control.params.CONTROLLER_PARAMS`)."""
-        return cls(law, period=1.0 / p['rate'], state_timeout=p['state_timeout'],
-                   reference_timeout=p['reference_timeout'], max_extrapolation=p['max_extrapolation'],
-                   ref_wait=p['ref_wait'], sync=p['reference_sync'], max_effort=p['max_effort'] or None,
-                   safe=p['safe'], hold_damping=p['hold_damping'], ff_lead=p['ff_lead'],
-                   max_future=p['max_future'], wait_first_reference=p['wait_first_reference'],
-                   interpolate=p['interpolate'], reference_history=int(p['reference_history']))
+        return cls(
+            law,
+            period=1.0 / p['rate'],
+            state_timeout=p['state_timeout'],
+            reference_timeout=p['reference_timeout'],
+            max_extrapolation=p['max_extrapolation'],
+            ref_wait=p['ref_wait'],
+            sync=p['reference_sync'],
+            max_effort=p['max_effort'] or None,
+            safe=p['safe'],
+            hold_damping=p['hold_damping'],
+            ff_lead=p['ff_lead'],
+            max_future=p['max_future'],
+            wait_first_reference=p['wait_first_reference'],
+            interpolate=p['interpolate'],
+            reference_history=int(p['reference_history']),
+        )
 
     def safe_effort(self, state=None):
         """The safe command at ``state`` (default the newest state), within the limits (also
         what the controller sends when it is disabled)."""
-        eff = self.law.safe_command(state if state is not None else self.state, self.safe_mode,
-                                    self.hold_damping)
+        eff = self.law.safe_command(state if state is not None else self.state, self.safe_mode, self.hold_damping)
         return np.clip(np.nan_to_num(np.asarray(eff, float)), -self.effort_limit, self.effort_limit)
 
     def hold_here(self):
@@ -439,9 +503,13 @@ class ControlLoop:
             return f'missing measurements {missing}'
         if self.state is not None and stamp < self.state.stamp - 1e-9 and not self._reset_ok(stamp):
             return f'stamp {stamp:.6f} s older than the last state ({self.state.stamp:.6f} s)'
-        if self.state is not None and self._answered is not None and self.state.stamp > self._answered \
-                and stamp > self.state.stamp:
-            self.count['skipped_states'] += 1       # the previous state was never answered
+        if (
+            self.state is not None
+            and self._answered is not None
+            and self.state.stamp > self._answered
+            and stamp > self.state.stamp
+        ):
+            self.count['skipped_states'] += 1  # the previous state was never answered
         self.state = State(float(stamp), q, qd, float(stamp if now is None else now), tuple(names), extra, wall)
         self._pending_since = None
         return None
@@ -473,13 +541,12 @@ class ControlLoop:
                 self.refs.popitem(last=False)
         return key, slot
 
-    def set_reference(self, pos, vel=None, acc=None, stamp=None, names=None, extra=None,
-                      derivs=None):
+    def set_reference(self, pos, vel=None, acc=None, stamp=None, names=None, extra=None, derivs=None):
         """A reference sample for the law's ``coords`` (reordered by ``names`` if given);
         ``derivs`` (m + 1, len(names) or k): derivatives of order 0..m (rows; ``pos``, ``vel``,
         ``acc`` are then its rows 0..2, missing rows zero). Returns None if accepted, else the reason."""
         try:
-            if derivs is not None:              # pos, vel, acc: its rows 0..2
+            if derivs is not None:  # pos, vel, acc: its rows 0..2
                 derivs = self._make_derivs(derivs, names)
                 pos, vel, acc, names = derivs[0], derivs[1:2].ravel(), derivs[2:3].ravel(), None
             ref = self._make_reference(pos, vel, acc, names)
@@ -506,8 +573,7 @@ class ControlLoop:
             except (ValueError, IndexError):
                 raise InputError(f'derivatives for {names} must include {self.law.coords}') from None
         if D.ndim != 2 or D.shape[1] != len(self.law.coords) or not np.all(np.isfinite(D)):
-            raise InputError(f'derivatives must be finite rows of {len(self.law.coords)} values '
-                             f'for {self.law.coords}')
+            raise InputError(f'derivatives must be finite rows of {len(self.law.coords)} values for {self.law.coords}')
         return D
 
     def set_feedforward(self, effort, stamp=None, names=None):
@@ -557,15 +623,19 @@ class ControlLoop:
         rate = None
         if eff is not None:
             prev = self._ref_plain
-            if prev is not None and prev.effort is not None and prev.stamp is not None \
-                    and stamp is not None and stamp > prev.stamp:
+            if (
+                prev is not None
+                and prev.effort is not None
+                and prev.stamp is not None
+                and stamp is not None
+                and stamp > prev.stamp
+            ):
                 rate = (eff - prev.effort) / (stamp - prev.stamp)
             elif prev is not None and prev.effort_rate is not None:
                 rate = prev.effort_rate
         ref = Reference(stamp, pos, vel, acc, eff, rate, extra, slot.get('derivs'))
         slot['complete'] = ref
-        if self._ref_plain is None or stamp is None or self._ref_plain.stamp is None \
-                or stamp >= self._ref_plain.stamp:
+        if self._ref_plain is None or stamp is None or self._ref_plain.stamp is None or stamp >= self._ref_plain.stamp:
             self._ref_plain = ref
 
     def clear_reference(self):
@@ -599,8 +669,7 @@ class ControlLoop:
         dt = 0.0 if ref.stamp is None else max(0.0, ts - ref.stamp)
         nxt = after if best is not None else None
         out = self._chord(ref, nxt).at(ts, self.max_extrapolation, self.ff_lead)
-        if self.interpolate and nxt is not None and ref.derivs is None and out is not ref \
-                and ref.stamp is not None:
+        if self.interpolate and nxt is not None and ref.derivs is None and out is not ref and ref.stamp is not None:
             out.pos, out.vel, out.acc = _hermite5(ref, nxt, ts)
         return out, dt, False, ref
 
@@ -608,15 +677,28 @@ class ControlLoop:
         """Why the reference of a state at ``ts`` is stale: how far the sample it would come from
         is behind, what the loop holds (a chain that fell behind holds nothing after the state;
         samples lost on the way leave a gap with samples after it)."""
-        done = [r.stamp for r in (slot.get('complete') for slot in self.refs.values())
-                if r is not None and r.stamp is not None]
+        done = [
+            r.stamp
+            for r in (slot.get('complete') for slot in self.refs.values())
+            if r is not None and r.stamp is not None
+        ]
         _, after = self._around(ts)
-        held = (f'{len(done)} samples held, {min(done) - ts:+.3f} .. {max(done) - ts:+.3f} s around it'
-                if done else 'no sample held')
-        return (f'reference stale: newest sample {dt:.3f} s before the state (> reference_timeout '
-                f'{self.reference_timeout:g} s; '
-                + (f'a gap: the next sample {after.stamp - ts:+.3f} s after it; ' if after is not None
-                   and after.stamp is not None else '') + held + ')')
+        held = (
+            f'{len(done)} samples held, {min(done) - ts:+.3f} .. {max(done) - ts:+.3f} s around it'
+            if done
+            else 'no sample held'
+        )
+        return (
+            f'reference stale: newest sample {dt:.3f} s before the state (> reference_timeout '
+            f'{self.reference_timeout:g} s; '
+            + (
+                f'a gap: the next sample {after.stamp - ts:+.3f} s after it; '
+                if after is not None and after.stamp is not None
+                else ''
+            )
+            + held
+            + ')'
+        )
 
     def _around(self, ts):
         """(the newest complete sample stamped at or before ``ts``, the oldest one after it),
@@ -638,8 +720,14 @@ class ControlLoop:
         (a reference source publishing ahead, trajectory_node ``lead``): the feed-forward is
         then interpolated between the samples around the state (error u''h^2/8 for samples h
         apart) instead of extrapolated with the backward difference of the last two."""
-        if nxt is None or ref.effort is None or nxt.effort is None or ref.stamp is None \
-                or nxt.stamp is None or not nxt.stamp > ref.stamp:
+        if (
+            nxt is None
+            or ref.effort is None
+            or nxt.effort is None
+            or ref.stamp is None
+            or nxt.stamp is None
+            or not nxt.stamp > ref.stamp
+        ):
             return ref
         return replace(ref, effort_rate=(nxt.effort - ref.effort) / (nxt.stamp - ref.stamp))
 
@@ -661,9 +749,11 @@ class ControlLoop:
             if not self.stale:
                 self.count['stale_state'] += 1
             self.stale = True
-            return self._safe(None, 'state stale: no valid joint state for '
-                                    f'{age:.3f} s (> state_timeout {self.state_timeout:g} s)',
-                              st.stamp)
+            return self._safe(
+                None,
+                f'state stale: no valid joint state for {age:.3f} s (> state_timeout {self.state_timeout:g} s)',
+                st.stamp,
+            )
         self.stale = False
         if self._answered is not None and st.stamp <= self._answered:
             return None
@@ -688,8 +778,9 @@ class ControlLoop:
             return self._finish(self._safe(st, f'law {self.law.name}: {exc}', st.stamp), t0, now, wall)
         if eff.shape != self.effort_limit.shape or not np.all(np.isfinite(eff)):
             self.count['law_errors'] += 1
-            return self._finish(self._safe(st, f'law {self.law.name}: non-finite or malformed effort',
-                                           st.stamp), t0, now, wall)
+            return self._finish(
+                self._safe(st, f'law {self.law.name}: non-finite or malformed effort', st.stamp), t0, now, wall
+            )
         clipped = bool(np.any(np.abs(eff) > self.effort_limit))
         if clipped:
             self.count['clipped'] += 1
@@ -782,4 +873,3 @@ class SamplePairing:
                 box.pop(next(iter(box)))
             return None
         return (item, other) if k == 0 else (other, item)
-

@@ -1,5 +1,5 @@
 """Virtual decomposition control of hydraulic parallel-serial booms (seed 001, eq. 8, 36-48,
-70-77, 90-93), on the structure model of :mod:`robot_dynamics.vdc`.
+70-77, 90-93), on the structure model of :mod:`robot_dynamics.algorithms.vdc`.
 
 One control step (:meth:`VDCController.step`), all quantities at the MEASURED configuration::
 
@@ -17,26 +17,26 @@ Gains: ``lam`` [1/s], ``K_A = k_scale M_A`` [1/s], ``k_f = kf_pole / beta`` [m^2
 scaled so that beta k_f = kf_pole 1/s], ``k_x = kx_ratio k_f`` (``kx_ratio`` N s/m).
 References: per segment (q_d, qd_d, qdd_d) (rad or m) from an analytic trajectory.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError, RobotDynamicsError
-from ..hydraulics import A_A, A_B, UMAX, _volumes, friction, valve_inverse
-from ..vdc import _body_wrenches, _bwd, _fwd, _task_reference
-from .loop import Law, LawOutput, Reference, State
+from robot_dynamics.errors import InputError, RobotDynamicsError
+from robot_dynamics.algorithms.hydraulics import A_A, A_B, UMAX, chamber_volumes, friction, valve_inverse
+from robot_dynamics.algorithms.vdc import _body_wrenches, _bwd, _fwd, _task_reference
+from robot_dynamics.control.loop import Law, LawOutput, Reference, State
 
 
 class VDCController:
-    """VDC + pressure/flow controller for a :class:`~robot_dynamics.vdc.Structure`.
+    """VDC + pressure/flow controller for a :class:`~robot_dynamics.algorithms.vdc.Structure`.
 
-    ``params``: the controller's :class:`~robot_dynamics.hydraulics.HydraulicParams` (may
+    ``params``: the controller's :class:`~robot_dynamics.plants.hydraulic.HydraulicParams` (may
     differ from the plant's: robustness). ``step(q, qd, pa, pb, ref, FD=None, fpr_dot=None)``
     -> valve voltages (ns,). ``diag`` holds the last diagnostics (dict of arrays).
     """
 
-    def __init__(self, structure, params, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4,
-                 dt=1e-3, dp_min=1e5):
+    def __init__(self, structure, params, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4, dt=1e-3, dp_min=1e5):
         self.st, self.hp = structure, params
         ns = self.ns = structure.ns
         self.lam = np.broadcast_to(np.asarray(lam, float), (ns,)).copy()
@@ -79,15 +79,49 @@ class VDCController:
             raise InputError(f'need q, qd ({self.ns},) and ref (3, {self.ns})')
         qd_r = ref[1] + self.lam * (ref[0] - q)
         qdd_r = ref[2] + self.lam * (ref[1] - qd)
-        _fwd(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, q, qd, qd, self._zn, self._z6,
-             self._z6, self._V, self._Vd, self._Rw, self._pw, self._clo)
-        _fwd(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, q, qd, qd_r, qdd_r, self._z6,
-             self._z6, self._Vr, self._Vdr, self._Rw, self._pw, self._clor)
-        _body_wrenches(st.Mb, st.mb, st.cb, st.Ib, self.Kb, st.gravity, self._Vr, self._Vdr,
-                       self._V, self._Rw, True, self._Fs)
+        _fwd(
+            st.kind,
+            st.geo,
+            st.RE,
+            st.rE,
+            st.Rc1,
+            st.pc1,
+            q,
+            qd,
+            qd,
+            self._zn,
+            self._z6,
+            self._z6,
+            self._V,
+            self._Vd,
+            self._Rw,
+            self._pw,
+            self._clo,
+        )
+        _fwd(
+            st.kind,
+            st.geo,
+            st.RE,
+            st.rE,
+            st.Rc1,
+            st.pc1,
+            q,
+            qd,
+            qd_r,
+            qdd_r,
+            self._z6,
+            self._z6,
+            self._Vr,
+            self._Vdr,
+            self._Rw,
+            self._pw,
+            self._clor,
+        )
+        _body_wrenches(
+            st.Mb, st.mb, st.cb, st.Ib, self.Kb, st.gravity, self._Vr, self._Vdr, self._V, self._Rw, True, self._Fs
+        )
         FD = self._z6 if FD is None else np.ascontiguousarray(FD, dtype=float)
-        _bwd(st.kind, st.geo, st.RE, st.rE, q, self._clor, self._Fs, FD, self._fc, self._FBc,
-             self._FE, st.eps)
+        _bwd(st.kind, st.geo, st.RE, st.rE, q, self._clor, self._Fs, FD, self._fc, self._FBc, self._FE, st.eps)
         x = np.where(st.kind == 0, self._clo[:, 0] - st.geo[:, 2], q)
         xd = self._clo[:, 3] * qd
         xd_r = self._clor[:, 4].copy()
@@ -108,15 +142,28 @@ class VDCController:
         u = np.zeros(self.ns)
         uf = np.zeros(self.ns)
         for k in range(self.ns):
-            va, vb = _volumes(P[k], x[k])
-            uf[k] = (fpr_dot[k] / hp.beta + (P[k, A_A] ** 2 / va + P[k, A_B] ** 2 / vb) * xd[k]
-                     + self.kx[k] * (xd_r[k] - xd[k]) + self.kf[k] * (fpr[k] - fp[k]))
+            va, vb = chamber_volumes(P[k], x[k])
+            uf[k] = (
+                fpr_dot[k] / hp.beta
+                + (P[k, A_A] ** 2 / va + P[k, A_B] ** 2 / vb) * xd[k]
+                + self.kx[k] * (xd_r[k] - xd[k])
+                + self.kf[k] * (fpr[k] - fp[k])
+            )
             u[k] = valve_inverse(P[k], uf[k], x[k], pa[k], pb[k], hp.p_s, hp.p_r, self.dp_min)
         us = np.clip(u, -P[:, UMAX], P[:, UMAX])
         if not np.all(np.isfinite(us)):
-            us[:] = 0.0          # never output NaN: close the valves
-        self.diag = dict(fpr=fpr, fp=fp, xd_r=xd_r, xd=xd, x=x, uf=uf, u=us,
-                         saturated=np.abs(u) > P[:, UMAX], fpr_dot=np.asarray(fpr_dot, float))
+            us[:] = 0.0  # never output NaN: close the valves
+        self.diag = dict(
+            fpr=fpr,
+            fp=fp,
+            xd_r=xd_r,
+            xd=xd,
+            x=x,
+            uf=uf,
+            u=us,
+            saturated=np.abs(u) > P[:, UMAX],
+            fpr_dot=np.asarray(fpr_dot, float),
+        )
         return us
 
     def lyapunov(self, fpr=None, fp=None):
@@ -153,8 +200,12 @@ def quintic_legs(points, durations, t):
     i = int(np.searchsorted(times, t, side='right') - 1)
     h = T[i]
     s = (t - times[i]) / h
-    prof = (10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5, (30 * s ** 2 - 60 * s ** 3 + 30 * s ** 4) / h,
-            (60 * s - 180 * s ** 2 + 120 * s ** 3) / h ** 2, (60 - 360 * s + 360 * s ** 2) / h ** 3)
+    prof = (
+        10 * s**3 - 15 * s**4 + 6 * s**5,
+        (30 * s**2 - 60 * s**3 + 30 * s**4) / h,
+        (60 * s - 180 * s**2 + 120 * s**3) / h**2,
+        (60 - 360 * s + 360 * s**2) / h**3,
+    )
     d = P[i + 1] - P[i]
     out[0] = P[i] + prof[0] * d
     for k in (1, 2, 3):
@@ -214,14 +265,24 @@ class TaskReference:
         if d != st.ns:
             return self.reference(t, P)
         Pa = np.ascontiguousarray(P, dtype=float)
-        if Pa.ndim != 2 or Pa.shape[0] < 3 or Pa.shape[1] != d or \
-                not np.isfinite(Pa[:3]).all():
+        if Pa.ndim != 2 or Pa.shape[0] < 3 or Pa.shape[1] != d or not np.isfinite(Pa[:3]).all():
             return self.reference(t, P)
         out = np.empty((3, st.ns))
         # the steps of ik() + the J^-1 maps below, in one compiled call (same arithmetic)
-        if not _task_reference(st.kind, st.geo, st.RE, st.rE, st.Rc1, st.pc1, self._axes,
-                               np.ascontiguousarray(self.q, dtype=float), Pa[:3], 1e-12, 30,
-                               out):
+        if not _task_reference(
+            st.kind,
+            st.geo,
+            st.RE,
+            st.rE,
+            st.Rc1,
+            st.pc1,
+            self._axes,
+            np.ascontiguousarray(self.q, dtype=float),
+            Pa[:3],
+            1e-12,
+            30,
+            out,
+        ):
             raise InputError(f'IK did not converge for tool point {P[0]}')
         self.q = out[0].copy()
         return out
@@ -253,15 +314,17 @@ class BoomTaskProfile:
     joint coordinates, i.e. segment coordinates minus the segment offsets), velocities,
     accelerations; ``path(t)`` -> (4, d) the tool point and its derivatives."""
 
-    def __init__(self, model, waypoints, axes=(0, 2), loops=2, leg_duration=2.0, start_delay=0.0,
-                 q_start=None):
-        from ..vdc import segment_q, structure_from_model
+    def __init__(self, model, waypoints, axes=(0, 2), loops=2, leg_duration=2.0, start_delay=0.0, q_start=None):
+        from robot_dynamics.algorithms.vdc import segment_q, structure_from_model
+
         self.st = st = structure_from_model(model)
         self.axes = list(axes)
         wp = np.asarray(waypoints, float).reshape(-1, len(self.axes))
         if len(wp) < 1 or len(self.axes) != st.ns or int(loops) < 0 or float(leg_duration) <= 0:
-            raise InputError('boom task: waypoints (flat list of points in task_axes), one task axis '
-                             'per segment, task_loops >= 0, leg_duration > 0')
+            raise InputError(
+                'boom task: waypoints (flat list of points in task_axes), one task axis '
+                'per segment, task_loops >= 0, leg_duration > 0'
+            )
         q0 = segment_q(st, model.reference_q() if q_start is None else np.asarray(q_start, float))[0]
         st.check_q(q0)
         p0 = st.tool_pose(q0)[1][self.axes]
@@ -306,10 +369,22 @@ class VdcLaw(Law):
 
     name = 'vdc'
 
-    def __init__(self, model, joints=None, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4,
-                 dt=1e-3, dp_min=1e5, wrench_timeout=0.1, params=None):
-        from ..hydraulics import hydraulic_params_from_model
-        from ..vdc import structure_from_model
+    def __init__(
+        self,
+        model,
+        joints=None,
+        lam=5.0,
+        k_scale=10.0,
+        kf_pole=50.0,
+        kx_ratio=1e4,
+        dt=1e-3,
+        dp_min=1e5,
+        wrench_timeout=0.1,
+        params=None,
+    ):
+        from robot_dynamics.algorithms.hydraulics import hydraulic_params_from_model
+        from robot_dynamics.algorithms.vdc import structure_from_model
+
         st = structure_from_model(model)
         hp = params or hydraulic_params_from_model(model, st)
         rod = {(s.rod_joint if s.kind == 'revolute' else s.joint): k for k, s in enumerate(st.segments)}
@@ -330,8 +405,9 @@ class VdcLaw(Law):
         self.command_limit = hp.P[self.order, UMAX].astype(float)
         self.period = float(dt)
         self.wrench_timeout = float(wrench_timeout)
-        self.ctrl = VDCController(st, hp, lam=lam, k_scale=k_scale, kf_pole=kf_pole,
-                                  kx_ratio=kx_ratio, dt=dt, dp_min=dp_min)
+        self.ctrl = VDCController(
+            st, hp, lam=lam, k_scale=k_scale, kf_pole=kf_pole, kx_ratio=kx_ratio, dt=dt, dp_min=dp_min
+        )
         self.FD, self.FD_stamp = None, None
         self._prev = None
 
@@ -351,17 +427,17 @@ class VdcLaw(Law):
                 self.ctrl.dt = h
             elif 0.2 * h <= d <= 5.0 * h:
                 self.ctrl.dt = d
-            else:                 # a gap (stalled input) or a reset: restart the difference
+            else:  # a gap (stalled input) or a reset: restart the difference
                 self.ctrl.fpr_prev = None
         r = np.array([ref.pos + self.offsets, ref.vel, ref.acc])
         pa = np.array([state.extra[n] for n in self._pa])
         pb = np.array([state.extra[n] for n in self._pb])
-        FD = self.FD if (self.FD_stamp is not None
-                         and abs(state.stamp - self.FD_stamp) <= self.wrench_timeout) else None
+        FD = (
+            self.FD if (self.FD_stamp is not None and abs(state.stamp - self.FD_stamp) <= self.wrench_timeout) else None
+        )
         u = self.ctrl.step(q, qd, pa, pb, r, FD=FD)
         self._prev = state.stamp
-        return LawOutput(u[self.order], ref.pos + self.offsets - q, ref.vel - qd,
-                         {'segment_ref': r, 'q': q})
+        return LawOutput(u[self.order], ref.pos + self.offsets - q, ref.vel - qd, {'segment_ref': r, 'q': q})
 
     def safe_command(self, state, mode, damping):
         return np.zeros(len(self.joints))

@@ -25,13 +25,14 @@ partial pivoting like LAPACK's gesv), so iteration counts and results agree to r
 Status codes: 0 ok, 1 outer loop did not converge, 2 singular L_t, 3 inner loop closure did
 not converge, 4 singular G_y.
 """
+
 import math
 
 import numpy as np
 from numba import njit
 
-from .._kernels import _crba_one, _rnea_one
-from .._projection_kernels import _world_kin
+from robot_dynamics.algorithms._tree_kernels import _crba_one, _rnea_one
+from robot_dynamics.algorithms._projection_kernels import _world_kin
 
 _C = True
 
@@ -94,8 +95,7 @@ def _lu_solve(LU, piv, b):
 
 @njit(cache=_C)
 def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 @njit(cache=_C)
@@ -105,9 +105,13 @@ def _dot(a, b):
 
 @njit(cache=_C)
 def _mv(R, v):
-    return np.array([R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2],
-                     R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2],
-                     R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2]])
+    return np.array(
+        [
+            R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2],
+            R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2],
+            R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2],
+        ]
+    )
 
 
 @njit(cache=_C)
@@ -231,12 +235,12 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
     Vo = np.empty((n, 3))
     Al = np.empty((n, 3))
     Ao = np.empty((n, 3))
-    _world_kin(par, geo, th, thd, Rw, pw, W, Vo, Al, Ao)     # qdd = 0, allocation-free
+    _world_kin(par, geo, th, thd, Rw, pw, W, Vo, Al, Ao)  # qdd = 0, allocation-free
     ax = np.empty((n, 3))
     for i in range(n):
         for a in range(3):
             ax[i, a] = Rw[i, a, 0] * geo[i, 12] + Rw[i, a, 1] * geo[i, 13] + Rw[i, a, 2] * geo[i, 14]
-    S = np.empty((15, 3))            # frame states and scratch (no per-row allocation)
+    S = np.empty((15, 3))  # frame states and scratch (no per-row allocation)
     Ra = np.empty((3, 3))
     Rb = np.empty((3, 3))
     pa, wa, va, ala, aa = S[0], S[1], S[2], S[3], S[4]
@@ -266,10 +270,8 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
     Jb = np.empty((6, n))
     for l in range(LI.shape[0]):
         npos, nrot, r = LI[l, 0], LI[l, 1], LI[l, 2]
-        _fstate_to(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa,
-                   t1, t2, t3)
-        _fstate_to(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Rb, pb, wb, vb, alb, ab,
-                   t1, t2, t3)
+        _fstate_to(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa, t1, t2, t3)
+        _fstate_to(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Rb, pb, wb, vb, alb, ab, t1, t2, t3)
         Ja[:, :] = 0.0
         Jb[:, :] = 0.0
         _jac(kp, kp[4][1 + 2 * l], pa, pw, ax, Ja)
@@ -281,9 +283,14 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
             phi[r] = _dot(nw, d)
             _cross_to(nw, d, c3)
             for c in range(n):
-                A[r, c] = (nw[0] * (Jb[0, c] - Ja[0, c]) + nw[1] * (Jb[1, c] - Ja[1, c])
-                           + nw[2] * (Jb[2, c] - Ja[2, c])
-                           + c3[0] * Ja[3, c] + c3[1] * Ja[4, c] + c3[2] * Ja[5, c])
+                A[r, c] = (
+                    nw[0] * (Jb[0, c] - Ja[0, c])
+                    + nw[1] * (Jb[1, c] - Ja[1, c])
+                    + nw[2] * (Jb[2, c] - Ja[2, c])
+                    + c3[0] * Ja[3, c]
+                    + c3[1] * Ja[4, c]
+                    + c3[2] * Ja[5, c]
+                )
             if vel:
                 _cross_to(wa, nw, nd)
                 _cross_to(ala, nw, t1)
@@ -295,15 +302,14 @@ def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
                 bias[r] = _dot(ndd, d) + 2.0 * _dot(nd, t3) + _dot(nw, c3)
             r += 1
         for i in range(nrot):
-            _mv_to(Ra, LR[l, i, 0], nw)              # u (world)
+            _mv_to(Ra, LR[l, i, 0], nw)  # u (world)
             _mv_to(Rb, LR[l, i, 1], ww)
             phi[r] = _dot(nw, ww)
             _cross_to(nw, ww, c3)
             for c in range(n):
-                A[r, c] = (c3[0] * (Ja[3, c] - Jb[3, c]) + c3[1] * (Ja[4, c] - Jb[4, c])
-                           + c3[2] * (Ja[5, c] - Jb[5, c]))
+                A[r, c] = c3[0] * (Ja[3, c] - Jb[3, c]) + c3[1] * (Ja[4, c] - Jb[4, c]) + c3[2] * (Ja[5, c] - Jb[5, c])
             if vel:
-                _cross_to(wa, nw, nd)                # ud
+                _cross_to(wa, nw, nd)  # ud
                 _cross_to(wb, ww, wd)
                 _cross_to(ala, nw, t1)
                 _cross_to(wa, nd, t2)
@@ -400,7 +406,7 @@ def pose_err(target, p, e):
         f = 1.0 + th * th / 6.0
     elif th < math.pi - 1e-6:
         f = th / math.sin(th)
-    else:                                   # angle ~ pi: axis from the symmetric part
+    else:  # angle ~ pi: axis from the symmetric part
         B = np.empty(3)
         for a in range(3):
             B[a] = math.sqrt(max(0.0, 0.5 * (E[a, a] + 1.0)))
@@ -498,7 +504,7 @@ def _resolve_ws(kp, th, tol, kmax, p, J, acc0, phi, A, bias):
                 continue
             r0, nr, ny = LI[l, 2], LI[l, 0] + LI[l, 1], LI[l, 4]
             tl = Ltol[l] if Ltol[l] > 0 else tol
-            if _absmax(phi[r0:r0 + nr]) > tl:
+            if _absmax(phi[r0 : r0 + nr]) > tl:
                 done = False
                 LU, piv, s, ok = _lu(_gy(kp, l, A))
                 if not ok:
@@ -527,13 +533,11 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
     phi = np.empty(m)
     A = np.empty((m, n))
     bias = np.empty(m)
-    return _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner,
-                       p, J, acc0, phi, A, bias)
+    return _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias)
 
 
 @njit(cache=_C)
-def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner,
-                p, J, acc0, phi, A, bias):
+def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias):
     """:func:`limb_ik` on caller buffers; on success they hold ``terms`` at the solution.
     The terms of the converged inner loop closure are those of the next outer iterate (the
     same th): they are reused instead of evaluated twice (identical numbers)."""
@@ -555,7 +559,7 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
         if not fresh:
             terms(kp, th, z, False, p, J, acc0, phi, A, bias)
         fresh = False
-        pose_err(target3, p, e6)                         # corrected sign (erratum 1)
+        pose_err(target3, p, e6)  # corrected sign (erratum 1)
         S = kp[20]
         for i in range(d):
             acc = 0.0
@@ -580,7 +584,7 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
                 s2 = 0.0
                 for c in range(d):
                     s2 += H[i, c] * dq[c]
-                th[i] += s2                                  # predictor on the tangent space
+                th[i] += s2  # predictor on the tangent space
             st, its, res, fresh = _resolve_ws(kp, th, tol, max_inner, p, J, acc0, phi, A, bias)
             if st != 0:
                 return st, k, dxm, gmax, res
@@ -588,7 +592,7 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
         else:
             for c in range(d):
                 th[qi[c]] += dq[c]
-            _linear(kp, th)                                  # combined step of eq. (33)
+            _linear(kp, th)  # combined step of eq. (33)
             for l in range(LI.shape[0]):
                 if LI[l, 3] != 0:
                     continue
@@ -638,15 +642,13 @@ def limb_post(kp, th, target3, sig, F):
     bias = np.empty(m)
     terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
     d = kp[18].shape[0]
-    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, np.empty((n, d)),
-                         np.empty((d, d)))
+    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, np.empty((n, d)), np.empty((d, d)))
 
 
 @njit(cache=_C)
 def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
     """:func:`limb_post` with the terms (p, J, phi, A) at th given; fills H and L_t too."""
     LI = kp[7]
-    n = th.shape[0]
     d = kp[18].shape[0]
     m = nrows(kp)
     dx = np.empty(d)
@@ -676,13 +678,26 @@ def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner
     cond F]. Returns the status (5: L_t singular at the solution)."""
     n = seed.shape[0]
     d = kp[18].shape[0]
-    return limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig,
-                         F, out, np.empty((n, d)), np.empty((d, d)))
+    return limb_solve_hl(
+        kp,
+        target3,
+        seed,
+        compound,
+        tol,
+        max_outer,
+        max_inner,
+        th,
+        inner,
+        sig,
+        F,
+        out,
+        np.empty((n, d)),
+        np.empty((d, d)),
+    )
 
 
 @njit(cache=_C)
-def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F,
-                  out, H, Lt):
+def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F, out, H, Lt):
     """:func:`limb_solve` that also returns H (n, d) and L_t (d, d) at the solution (for
     :func:`limb_motion_hl`: the position-level half of the velocity IK at the same th)."""
     n = seed.shape[0]
@@ -693,8 +708,9 @@ def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, in
     phi = np.empty(m)
     A = np.empty((m, n))
     bias = np.empty(m)
-    st, k, dxm, gmax, res = _limb_ik_ws(kp, target3, seed, compound, tol, max_outer,
-                                        max_inner, th, inner, p, J, acc0, phi, A, bias)
+    st, k, dxm, gmax, res = _limb_ik_ws(
+        kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias
+    )
     out[0], out[1], out[2], out[3] = k, dxm, gmax, res
     if st != 0:
         return st
@@ -781,13 +797,13 @@ def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
                 for k in range(n):
                     s3 += J[r, k] * Hdqd[k]
                 s2 += S[i, r] * s3
-        ltd[i] = s2                                   # P_t (Jdot H + J Hdot) qd
+        ltd[i] = s2  # P_t (Jdot H + J Hdot) qd
     qdd = _lu_solve(LU, piv, ltd)
     for i in range(d):
         acc = 0.0
         for c in range(D.shape[1]):
             acc += F[i, c] * xdd[c]
-        qdd[i] = acc - qdd[i]                         # corrected eq. (29)
+        qdd[i] = acc - qdd[i]  # corrected eq. (29)
     for i in range(n):
         s3 = Hdqd[i]
         for c in range(d):

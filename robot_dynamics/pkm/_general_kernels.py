@@ -57,11 +57,23 @@ Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come fr
 :mod:`._recursive_kernels` (note: numba's cache does not see edits of that module; clear
 ``__pycache__`` after changing it). Compiled with the same fast-math flags.
 """
+
 import numpy as np
 from numba import njit
 
-from ._recursive_kernels import (_FM, _ad6, _axpy6, _body_wrench6, _cross, _dot6, _jp_col, _ld6,
-                                 _limb_fk, _st6, limb_ne_d2_fast)
+from robot_dynamics.pkm._recursive_kernels import (
+    _FM,
+    _ad6,
+    _axpy6,
+    _body_wrench6,
+    _cross,
+    _dot6,
+    _jp_col,
+    _ld6,
+    _limb_fk,
+    _st6,
+    limb_ne_d2_fast,
+)
 
 _C = True
 _RCOND = 1e-10
@@ -225,7 +237,7 @@ def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
                 x = A[k, j]
                 for m2 in range(j + 1, N):
                     x -= LUH[mh, m2] * A[m2, j]
-                LUH[mh, j] = x          # scratch: x_j
+                LUH[mh, j] = x  # scratch: x_j
                 H0[mh, P[j]] = -x
             hown[mh] = l
             mh += 1
@@ -321,12 +333,12 @@ def _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, c, y, fin, fout, t6, 
         # a_l = [J_l, E_l]^-T [c_l; 0] (fixed 6 x 6 loops on the padded LU)
         for k in range(6):
             t6[k] = c[o + k] if k < N else 0.0
-        for k in range(6):                       # U^T t = [c_l; 0]
+        for k in range(6):  # U^T t = [c_l; 0]
             s = t6[k]
             for j in range(k):
                 s -= A[j, k] * t6[j]
             t6[k] = s / A[k, k]
-        for k in range(5, -1, -1):               # L^T s = t
+        for k in range(5, -1, -1):  # L^T s = t
             s = t6[k]
             for j in range(k + 1, 6):
                 s -= A[j, k] * t6[j]
@@ -416,8 +428,7 @@ def _jac_deriv(N, J, J1, J2, J3, th, order):
                 J1j = _ld6(J1, j)
                 dV1 = _axpy6(th[2, j], Jj, _axpy6(t1, J1j, dV1))
                 if order >= 3:
-                    dV2 = _axpy6(th[3, j], Jj, _axpy6(2.0 * th[2, j], J1j,
-                                                      _axpy6(t1, _ld6(J2, j), dV2)))
+                    dV2 = _axpy6(th[3, j], Jj, _axpy6(2.0 * th[2, j], J1j, _axpy6(t1, _ld6(J2, j), dV2)))
         Ji = _ld6(J, i)
         if order == 1:
             _st6(J1, i, _ad6(dV0, Ji))
@@ -428,8 +439,7 @@ def _jac_deriv(N, J, J1, J2, J3, th, order):
             for c in range(6):
                 J2[i, c] = -a[c]
         else:
-            a = _axpy6(1.0, _ad6(dV2, Ji), _axpy6(2.0, _ad6(dV1, _ld6(J1, i)),
-                                                  _ad6(dV0, _ld6(J2, i))))
+            a = _axpy6(1.0, _ad6(dV2, Ji), _axpy6(2.0, _ad6(dV1, _ld6(J1, i)), _ad6(dV0, _ld6(J2, i))))
             for c in range(6):
                 J3[i, c] = -a[c]
 
@@ -549,8 +559,9 @@ def _ls_apply(A, m, n, piv, beta, rd, b, y, out):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca,
-               fo, fin, t6, aV, second):
+def _adj_chain(
+    L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca, fo, fin, t6, aV, second
+):
     """The adjoint chain from ``ya[0] = S^T c``: ``ya[1] = -S^T K'^T ya[0]`` and, with
     ``second``, ``ya[2] = -S^T (K''^T ya[0] + 2 K'^T ya[1])`` (for c = e_a the rows of J_IK',
     J_IK''; for c = sum_a u_a e_a their products with u). ``fo[k]`` flags the limbs where
@@ -575,7 +586,7 @@ def _platform_of_limb(BR, Bp, X, off, Nl, th, cs, CR, Cq, PR, Pp):
     body) at the stacked coordinates th (non-pose tasks: the platform is an unknown of the IK)."""
     lp = off.shape[0] - 2
     o = off[lp]
-    _limb_fk(BR[lp], Bp[lp], X[lp], th[o:o + Nl[lp]], cs, False, CR[lp], Cq[lp])
+    _limb_fk(BR[lp], Bp[lp], X[lp], th[o : o + Nl[lp]], cs, False, CR[lp], Cq[lp])
     for r in range(3):
         Pp[r] = Cq[lp, Nl[lp] - 1, r]
         for c in range(3):
@@ -657,13 +668,46 @@ def _fit_step(P, D, m):
 
 # layout of the integer / float parameter vectors and of a row of the output (see
 # robot_dynamics.pkm.general._Packed)
-IP_HEAD = 9      # L, Nm, Nt, d, na, pose, max_iter, warm, jikd; then Nl, nl, off, tidx, act, heavy
-FP_HEAD = 13     # tol, g (3), Rref (9); then lower (Nt), upper (Nt)
+IP_HEAD = 9  # L, Nm, Nt, d, na, pose, max_iter, warm, jikd; then Nl, nl, off, tidx, act, heavy
+FP_HEAD = 13  # tol, g (3), Rref (9); then lower (Nt), upper (Nt)
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq, cs, Jc,
-            LUl, pl, H0, LUH, ph, hown, b, z, hb, y6, tv, E3, tp, tol, max_iter):
+def _newton(
+    BR,
+    Bp,
+    X,
+    L,
+    Nl,
+    off,
+    pose,
+    tidx,
+    Rref,
+    XIN,
+    nx,
+    th,
+    PR,
+    Pp,
+    CR,
+    Cq,
+    cs,
+    Jc,
+    LUl,
+    pl,
+    H0,
+    LUH,
+    ph,
+    hown,
+    b,
+    z,
+    hb,
+    y6,
+    tv,
+    E3,
+    tp,
+    tol,
+    max_iter,
+):
     """Newton IK from th (and, non-pose task, the platform pose PR, Pp) on K dz = [e; r].
     Returns (status, limb or the number of Newton steps, residual); FK (CR, Cq) is left at th."""
     Nt = off[L]
@@ -675,7 +719,7 @@ def _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq
     for it in range(max_iter + 1):
         for l in range(L):
             o = off[l]
-            _limb_fk(BR[l], Bp[l], X[l], th[o:o + Nl[l]], cs, False, CR[l], Cq[l])
+            _limb_fk(BR[l], Bp[l], X[l], th[o : o + Nl[l]], cs, False, CR[l], Cq[l])
         for l in range(L):
             N = Nl[l]
             _pose_error(CR[l, N - 1], Cq[l, N - 1], PR, Pp, b, 6 * l)
@@ -746,18 +790,18 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
     warm = IP[7] != 0
     jikd = IP[8] != 0 or na != d
     q0 = IP_HEAD
-    Nl = IP[q0:q0 + L]
-    nl = IP[q0 + L:q0 + 2 * L]
-    off = IP[q0 + 2 * L:q0 + 3 * L + 1]
+    Nl = IP[q0 : q0 + L]
+    nl = IP[q0 + L : q0 + 2 * L]
+    off = IP[q0 + 2 * L : q0 + 3 * L + 1]
     q1 = q0 + 3 * L + 1
-    tidx = IP[q1:q1 + d]
-    act = IP[q1 + d:q1 + d + na]
-    heavy = IP[q1 + d + na:q1 + d + na + L * Nm].reshape((L, Nm))
+    tidx = IP[q1 : q1 + d]
+    act = IP[q1 + d : q1 + d + na]
+    heavy = IP[q1 + d + na : q1 + d + na + L * Nm].reshape((L, Nm))
     tol = FP[0]
     g = FP[1:4]
     Rref = FP[4:13].reshape((3, 3))
-    lower = FP[FP_HEAD:FP_HEAD + Nt]
-    upper = FP[FP_HEAD + Nt:FP_HEAD + 2 * Nt]
+    lower = FP[FP_HEAD : FP_HEAD + Nt]
+    upper = FP[FP_HEAD + Nt : FP_HEAD + 2 * Nt]
     nd = 6 if pose else d
     nx = 16 if pose else d
     oU = 5 * Nt
@@ -801,8 +845,8 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
     t6 = np.empty(6)
     aV = np.empty(6)
     b = np.empty(nr)
-    z = np.empty((5, nz))          # z[k] = (theta^(k), V_p^(k-1)), k = 1..4; z[0] scratch
-    ya = np.empty((3, nr))         # adjoint vectors
+    z = np.empty((5, nz))  # z[k] = (theta^(k), V_p^(k-1)), k = 1..4; z[0] scratch
+    ya = np.empty((3, nr))  # adjoint vectors
     ca = np.empty(nz)
     fin = np.ones(L, dtype=np.bool_)
     fall = np.ones(L, dtype=np.bool_)
@@ -847,8 +891,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             dev = 0.0
             for r in range(3):
                 for c in range(3):
-                    acc = (XIN[4 * r] * XIN[4 * c] + XIN[4 * r + 1] * XIN[4 * c + 1]
-                           + XIN[4 * r + 2] * XIN[4 * c + 2])
+                    acc = XIN[4 * r] * XIN[4 * c] + XIN[4 * r + 1] * XIN[4 * c + 1] + XIN[4 * r + 2] * XIN[4 * c + 2]
                     dev = max(dev, abs(acc - (1.0 if r == c else 0.0)))
             if not dev <= 1e-9:
                 IST[s, 0] = 8
@@ -978,9 +1021,41 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         # ---- position IK (a warm start that used the predictor and failed, in convergence or
         # joint limits, is retried once from the previous solution itself)
         for attempt in range(2):
-            st, lf, res = _newton(BR, Bp, X, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp,
-                                  CR, Cq, cs, Jc, LUl, pl, H0, LUH, ph, hown, b, z[0], hb, y6, tv,
-                                  E3, tp, tol, max_iter)
+            st, lf, res = _newton(
+                BR,
+                Bp,
+                X,
+                L,
+                Nl,
+                off,
+                pose,
+                tidx,
+                Rref,
+                XIN,
+                nx,
+                th,
+                PR,
+                Pp,
+                CR,
+                Cq,
+                cs,
+                Jc,
+                LUl,
+                pl,
+                H0,
+                LUH,
+                ph,
+                hown,
+                b,
+                z[0],
+                hb,
+                y6,
+                tv,
+                E3,
+                tp,
+                tol,
+                max_iter,
+            )
             OUT[s, oR] = res
             IST[s, 0] = 0
             if st != 0:
@@ -989,7 +1064,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             elif not res < max(tol, 1e-9):
                 IST[s, 0] = 1
             else:
-                IST[s, 1] = lf                  # Newton steps
+                IST[s, 1] = lf  # Newton steps
                 for j in range(Nt):
                     if th[j] < lower[j] - 1e-12 or th[j] > upper[j] + 1e-12:
                         IST[s, 0] = 5
@@ -1024,21 +1099,19 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[1], hb, y6)
         # ---- orders 2..4: K z^(nu) = [0; x^(nu)] - sum_k binom(nu-1, k) K^(k) z^(nu-k)
         for j in range(Nt):
-            z[0, j] = th[j]                     # z[k, :Nt] = theta^(k), k = 0..4
+            z[0, j] = th[j]  # z[k, :Nt] = theta^(k), k = 0..4
         for nu in range(2, 5):
-            kk = nu - 1                         # new derivative order of J and G_k
+            kk = nu - 1  # new derivative order of J and G_k
             for l in range(L):
                 N = Nl[l]
                 o = off[l]
-                _jac_deriv(N, Jc[l], J1[l], J2[l], J3[l], z[:, o:o + Nm], kk)
+                _jac_deriv(N, Jc[l], J1[l], J2[l], J3[l], z[:, o : o + Nm], kk)
                 # limb rows: - sum_k binom(nu-1, k) J^(k) theta^(nu-k)
                 acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
                 for i in range(N):
-                    acc = _axpy6((nu - 1.0) * z[nu - 1, o + i] if nu > 2 else z[1, o + i],
-                                 _ld6(J1[l], i), acc)
+                    acc = _axpy6((nu - 1.0) * z[nu - 1, o + i] if nu > 2 else z[1, o + i], _ld6(J1[l], i), acc)
                     if nu >= 3:
-                        acc = _axpy6((nu - 1.0) * z[nu - 2, o + i] if nu > 3 else z[1, o + i],
-                                     _ld6(J2[l], i), acc)
+                        acc = _axpy6((nu - 1.0) * z[nu - 2, o + i] if nu > 3 else z[1, o + i], _ld6(J2[l], i), acc)
                     if nu >= 4:
                         acc = _axpy6(z[1, o + i], _ld6(J3[l], i), acc)
                 for c in range(6):
@@ -1046,10 +1119,16 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             for r in range(d):
                 b[6 * L + r] = XIN[nx + (nu - 1) * nd + r]
             if not pose:
-                _gmat(z[1, Nt + 3:], z[2, Nt + 3:] if kk >= 2 else zero3,
-                      z[3, Nt + 3:] if kk >= 3 else zero3, kk, Gk[kk - 1], S3)
+                _gmat(
+                    z[1, Nt + 3 :],
+                    z[2, Nt + 3 :] if kk >= 2 else zero3,
+                    z[3, Nt + 3 :] if kk >= 3 else zero3,
+                    kk,
+                    Gk[kk - 1],
+                    S3,
+                )
                 for k in range(1, nu):
-                    coef = 1.0 if k == nu - 1 else float(nu - 1)     # binom(nu - 1, k), nu <= 4
+                    coef = 1.0 if k == nu - 1 else float(nu - 1)  # binom(nu - 1, k), nu <= 4
                     _task_mv(L, Nt, tidx, PR, Gk[k - 1], z[nu - k], coef, b)
             _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[nu], hb, y6)
         for k in range(5):
@@ -1059,7 +1138,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         for l in range(L):
             N = Nl[l]
             o = off[l]
-            thl = z[:, o:o + Nm]
+            thl = z[:, o : o + Nm]
             # the platform body (last body of the platform limb) moves with V_p: its wrench
             # W is computed from V_p directly and enters Q as J^T W (J^T W)' (J^T W)'' (J the
             # platform Jacobian of the limb); the recursion stops at the last massive body before
@@ -1078,8 +1157,9 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                 av0 = -(PR[0, 0] * g[0] + PR[1, 0] * g[1] + PR[2, 0] * g[2])
                 av1 = -(PR[0, 1] * g[0] + PR[1, 1] * g[1] + PR[2, 1] * g[2])
                 av2 = -(PR[0, 2] * g[0] + PR[1, 2] * g[1] + PR[2, 2] * g[2])
-                W0, W1, W2 = _body_wrench6(M[l, N - 1], _zv(z, 1, Nt), _zv(z, 2, Nt), _zv(z, 3, Nt),
-                                           _zv(z, 4, Nt), av0, av1, av2)
+                W0, W1, W2 = _body_wrench6(
+                    M[l, N - 1], _zv(z, 1, Nt), _zv(z, 2, Nt), _zv(z, 3, Nt), _zv(z, 4, Nt), av0, av1, av2
+                )
                 for i in range(N):
                     j0 = _ld6(Jc[l], i)
                     j1 = _ld6(J1[l], i)
@@ -1123,8 +1203,9 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     OUT[s, oJ + (na + a) * d + c] = np.nan
                     OUT[s, oJ + (2 * na + a) * d + c] = np.nan
                 continue
-            _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh,
-                       ya, ca, fo, fin, t6, aV, True)
+            _adj_chain(
+                L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca, fo, fin, t6, aV, True
+            )
             for k in range(3):
                 for c in range(d):
                     JK[k, a, c] = ya[k, 6 * L + c]
@@ -1148,11 +1229,34 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     ca[j] = 0.0
                 for a in range(na):
                     ca[act[a]] = yv[rep, a]
-                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fall, fo[0],
-                        t6, aV)
+                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fall, fo[0], t6, aV)
                 # rep 0: y1 (J1^T u) and y2 (J2^T u, kept in ys[0]); rep 1: y1 (J1^T ud)
-                _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown,
-                           mh, ya, ca, fo, fin, t6, aV, rep == 0)
+                _adj_chain(
+                    L,
+                    Nl,
+                    off,
+                    d,
+                    pose,
+                    tidx,
+                    PR,
+                    J1,
+                    J2,
+                    Gk,
+                    LUl,
+                    pl,
+                    H0,
+                    LUH,
+                    ph,
+                    hown,
+                    mh,
+                    ya,
+                    ca,
+                    fo,
+                    fin,
+                    t6,
+                    aV,
+                    rep == 0,
+                )
                 if rep == 0:
                     # ud = J^-T (w1 - J1^T u)
                     for c in range(d):
@@ -1193,7 +1297,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     acc = wv[k, c]
                     for kk2 in range(k):
                         m = k - kk2
-                        cf = 2.0 if (k == 2 and kk2 == 1) else 1.0      # binom(k, kk2)
+                        cf = 2.0 if (k == 2 and kk2 == 1) else 1.0  # binom(k, kk2)
                         for i in range(m + 1):
                             bi = 1.0 if (i == 0 or i == m) else 2.0
                             for a in range(na):

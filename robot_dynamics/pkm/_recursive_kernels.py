@@ -27,11 +27,12 @@ URDF joint limits, is set by the Python wrapper.)
 All kernels are compiled with the fast-math flags ``contract, reassoc, arcp`` (FMA contraction
 and reassociation; the NaN/inf semantics, and with them the input checks, are kept).
 """
+
 import numpy as np
 from numba import njit
 
 _C = True
-_FM = {'contract', 'reassoc', 'arcp'}   # FMA contraction, reassociation; NaN/inf semantics kept
+_FM = {'contract', 'reassoc', 'arcp'}  # FMA contraction, reassociation; NaN/inf semantics kept
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -366,11 +367,11 @@ def limb_fk_ne_d2(BR, Bp, X, M, g, th, CR, Cp, Vb, Q, wk, tR, tp):
         Vddd = Vb[3, i]
         for r in range(6):
             V[r] = A0[r] + x[r] * d1
-        ad_mul(x, V, t1)                       # ad_X V
+        ad_mul(x, V, t1)  # ad_X V
         for r in range(6):
             Vd[r] = A1[r] - d1 * t1[r] + x[r] * d2
-        ad_mul(x, Vd, t2)                      # ad_X Vd
-        ad_mul(x, t1, t3)                      # ad_X^2 V
+        ad_mul(x, Vd, t2)  # ad_X Vd
+        ad_mul(x, t1, t3)  # ad_X^2 V
         for r in range(6):
             Vdd[r] = A2[r] + x[r] * d3 - (d2 * t1[r] + 2.0 * d1 * t2[r]) - d1 * d1 * t3[r]
         # Vddd = A Vddd_{i-1} + X th4 - ad_X (th3 V + 3 th2 Vd + 3 th1 Vdd)
@@ -380,11 +381,10 @@ def limb_fk_ne_d2(BR, Bp, X, M, g, th, CR, Cp, Vb, Q, wk, tR, tp):
             wk[8, r] = d2 * V[r] + d1 * Vd[r]
         ad_mul(x, wk[7], wk[9])
         ad_mul(x, wk[8], wk[10])
-        ad_mul(x, wk[10], wk[11])              # ad_X^2 (th2 V + th1 Vd)
-        ad_mul(x, t3, wk[12])                  # ad_X^3 V
+        ad_mul(x, wk[10], wk[11])  # ad_X^2 (th2 V + th1 Vd)
+        ad_mul(x, t3, wk[12])  # ad_X^3 V
         for r in range(6):
-            Vddd[r] = (A3[r] + x[r] * d4 - wk[9, r] - 3.0 * d1 * wk[11, r]
-                       - d1 * d1 * d1 * wk[12, r])
+            Vddd[r] = A3[r] + x[r] * d4 - wk[9, r] - 3.0 * d1 * wk[11, r] - d1 * d1 * d1 * wk[12, r]
     # ---- backward Newton-Euler with derivatives
     W = wk[13]
     Wd = wk[14]
@@ -404,10 +404,10 @@ def limb_fk_ne_d2(BR, Bp, X, M, g, th, CR, Cp, Vb, Q, wk, tR, tp):
         if i < N - 1:
             x = X[i + 1]
             d1, d2 = th[1, i + 1], th[2, i + 1]
-            _rel(CR[i + 1], Cp[i + 1], CR[i], Cp[i], tR, tp)      # C_{i+1,i}
-            adT_mul(x, W, t1)                  # aT W
-            adT_mul(x, Wd, t2)                 # aT Wd
-            adT_mul(x, t1, t3)                 # aT aT W
+            _rel(CR[i + 1], Cp[i + 1], CR[i], Cp[i], tR, tp)  # C_{i+1,i}
+            adT_mul(x, W, t1)  # aT W
+            adT_mul(x, Wd, t2)  # aT Wd
+            adT_mul(x, t1, t3)  # aT aT W
             for r in range(6):
                 s[r] = Wd[r] - d1 * t1[r]
                 s2[r] = Wdd[r] - 2.0 * d1 * t2[r] + d1 * d1 * t3[r] - d2 * t1[r]
@@ -502,8 +502,7 @@ def _st6(A, i, x):
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _axpy6(a, x, y):
     """a x + y (6-tuples)."""
-    return (a * x[0] + y[0], a * x[1] + y[1], a * x[2] + y[2], a * x[3] + y[3],
-            a * x[4] + y[4], a * x[5] + y[5])
+    return (a * x[0] + y[0], a * x[1] + y[1], a * x[2] + y[2], a * x[3] + y[3], a * x[4] + y[4], a * x[5] + y[5])
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -541,9 +540,14 @@ def _Ad6(R, p, Y):
     a1 = R[1, 0] * Y[3] + R[1, 1] * Y[4] + R[1, 2] * Y[5]
     a2 = R[2, 0] * Y[3] + R[2, 1] * Y[4] + R[2, 2] * Y[5]
     c0, c1, c2 = _cross(p[0], p[1], p[2], a0, a1, a2)
-    return (R[0, 0] * Y[0] + R[0, 1] * Y[1] + R[0, 2] * Y[2] + c0,
-            R[1, 0] * Y[0] + R[1, 1] * Y[1] + R[1, 2] * Y[2] + c1,
-            R[2, 0] * Y[0] + R[2, 1] * Y[1] + R[2, 2] * Y[2] + c2, a0, a1, a2)
+    return (
+        R[0, 0] * Y[0] + R[0, 1] * Y[1] + R[0, 2] * Y[2] + c0,
+        R[1, 0] * Y[0] + R[1, 1] * Y[1] + R[1, 2] * Y[2] + c1,
+        R[2, 0] * Y[0] + R[2, 1] * Y[1] + R[2, 2] * Y[2] + c2,
+        a0,
+        a1,
+        a2,
+    )
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -551,29 +555,27 @@ def _AdT6(R, p, W):
     """Ad_(R,p)^T W = (R^T f, R^T (t - p x f)) (6-tuple)."""
     c0, c1, c2 = _cross(p[0], p[1], p[2], W[0], W[1], W[2])
     t0, t1, t2 = W[3] - c0, W[4] - c1, W[5] - c2
-    return (R[0, 0] * W[0] + R[1, 0] * W[1] + R[2, 0] * W[2],
-            R[0, 1] * W[0] + R[1, 1] * W[1] + R[2, 1] * W[2],
-            R[0, 2] * W[0] + R[1, 2] * W[1] + R[2, 2] * W[2],
-            R[0, 0] * t0 + R[1, 0] * t1 + R[2, 0] * t2,
-            R[0, 1] * t0 + R[1, 1] * t1 + R[2, 1] * t2,
-            R[0, 2] * t0 + R[1, 2] * t1 + R[2, 2] * t2)
+    return (
+        R[0, 0] * W[0] + R[1, 0] * W[1] + R[2, 0] * W[2],
+        R[0, 1] * W[0] + R[1, 1] * W[1] + R[2, 1] * W[2],
+        R[0, 2] * W[0] + R[1, 2] * W[1] + R[2, 2] * W[2],
+        R[0, 0] * t0 + R[1, 0] * t1 + R[2, 0] * t2,
+        R[0, 1] * t0 + R[1, 1] * t1 + R[2, 1] * t2,
+        R[0, 2] * t0 + R[1, 2] * t1 + R[2, 2] * t2,
+    )
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _mv6(Mi, v):
     """Mi v (Mi (6, 6), v 6-tuple)."""
-    return (Mi[0, 0] * v[0] + Mi[0, 1] * v[1] + Mi[0, 2] * v[2] + Mi[0, 3] * v[3]
-            + Mi[0, 4] * v[4] + Mi[0, 5] * v[5],
-            Mi[1, 0] * v[0] + Mi[1, 1] * v[1] + Mi[1, 2] * v[2] + Mi[1, 3] * v[3]
-            + Mi[1, 4] * v[4] + Mi[1, 5] * v[5],
-            Mi[2, 0] * v[0] + Mi[2, 1] * v[1] + Mi[2, 2] * v[2] + Mi[2, 3] * v[3]
-            + Mi[2, 4] * v[4] + Mi[2, 5] * v[5],
-            Mi[3, 0] * v[0] + Mi[3, 1] * v[1] + Mi[3, 2] * v[2] + Mi[3, 3] * v[3]
-            + Mi[3, 4] * v[4] + Mi[3, 5] * v[5],
-            Mi[4, 0] * v[0] + Mi[4, 1] * v[1] + Mi[4, 2] * v[2] + Mi[4, 3] * v[3]
-            + Mi[4, 4] * v[4] + Mi[4, 5] * v[5],
-            Mi[5, 0] * v[0] + Mi[5, 1] * v[1] + Mi[5, 2] * v[2] + Mi[5, 3] * v[3]
-            + Mi[5, 4] * v[4] + Mi[5, 5] * v[5])
+    return (
+        Mi[0, 0] * v[0] + Mi[0, 1] * v[1] + Mi[0, 2] * v[2] + Mi[0, 3] * v[3] + Mi[0, 4] * v[4] + Mi[0, 5] * v[5],
+        Mi[1, 0] * v[0] + Mi[1, 1] * v[1] + Mi[1, 2] * v[2] + Mi[1, 3] * v[3] + Mi[1, 4] * v[4] + Mi[1, 5] * v[5],
+        Mi[2, 0] * v[0] + Mi[2, 1] * v[1] + Mi[2, 2] * v[2] + Mi[2, 3] * v[3] + Mi[2, 4] * v[4] + Mi[2, 5] * v[5],
+        Mi[3, 0] * v[0] + Mi[3, 1] * v[1] + Mi[3, 2] * v[2] + Mi[3, 3] * v[3] + Mi[3, 4] * v[4] + Mi[3, 5] * v[5],
+        Mi[4, 0] * v[0] + Mi[4, 1] * v[1] + Mi[4, 2] * v[2] + Mi[4, 3] * v[3] + Mi[4, 4] * v[4] + Mi[4, 5] * v[5],
+        Mi[5, 0] * v[0] + Mi[5, 1] * v[1] + Mi[5, 2] * v[2] + Mi[5, 3] * v[3] + Mi[5, 4] * v[4] + Mi[5, 5] * v[5],
+    )
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -601,11 +603,22 @@ def _body_wrench6(Mi, V, Vd, Vdd, Vddd, av0, av1, av2):
     c2 = _adT6(Vdd, MV0)
     c3 = _adT6(Vd, MV1)
     W = (P0[0] - a[0], P0[1] - a[1], P0[2] - a[2], P0[3] - a[3], P0[4] - a[4], P0[5] - a[5])
-    Wd = (P1[0] - b1[0] - b2[0], P1[1] - b1[1] - b2[1], P1[2] - b1[2] - b2[2],
-          P1[3] - b1[3] - b2[3], P1[4] - b1[4] - b2[4], P1[5] - b1[5] - b2[5])
-    Wdd = (P2[0] - c1[0] - c2[0] - 2.0 * c3[0], P2[1] - c1[1] - c2[1] - 2.0 * c3[1],
-           P2[2] - c1[2] - c2[2] - 2.0 * c3[2], P2[3] - c1[3] - c2[3] - 2.0 * c3[3],
-           P2[4] - c1[4] - c2[4] - 2.0 * c3[4], P2[5] - c1[5] - c2[5] - 2.0 * c3[5])
+    Wd = (
+        P1[0] - b1[0] - b2[0],
+        P1[1] - b1[1] - b2[1],
+        P1[2] - b1[2] - b2[2],
+        P1[3] - b1[3] - b2[3],
+        P1[4] - b1[4] - b2[4],
+        P1[5] - b1[5] - b2[5],
+    )
+    Wdd = (
+        P2[0] - c1[0] - c2[0] - 2.0 * c3[0],
+        P2[1] - c1[1] - c2[1] - 2.0 * c3[1],
+        P2[2] - c1[2] - c2[2] - 2.0 * c3[2],
+        P2[3] - c1[3] - c2[3] - 2.0 * c3[3],
+        P2[4] - c1[4] - c2[4] - 2.0 * c3[4],
+        P2[5] - c1[5] - c2[5] - 2.0 * c3[5],
+    )
     return W, Wd, Wdd
 
 
@@ -653,12 +666,11 @@ def limb_ne_d2_fast(X, M, heavy, g, th, CR, Cp, Vb, Q, relR, relp, nb):
                 A2 = _Ad6(Ri, pi, Vdd)
                 A3 = _Ad6(Ri, pi, Vddd)
             V = _axpy6(d1, x, A0)
-            t1 = _ad6(x, V)                                   # ad_X V
+            t1 = _ad6(x, V)  # ad_X V
             Vd = _axpy6(d2, x, _axpy6(-d1, t1, A1))
-            t2 = _ad6(x, Vd)                                  # ad_X Vd
-            t3 = _ad6(x, t1)                                  # ad_X^2 V
-            Vdd = _axpy6(d3, x, _axpy6(-d2, t1, _axpy6(-2.0 * d1, t2, _axpy6(-d1 * d1, t3,
-                                                                              A2))))
+            t2 = _ad6(x, Vd)  # ad_X Vd
+            t3 = _ad6(x, t1)  # ad_X^2 V
+            Vdd = _axpy6(d3, x, _axpy6(-d2, t1, _axpy6(-2.0 * d1, t2, _axpy6(-d1 * d1, t3, A2))))
             # Vddd = A Vddd_{i-1} + X th4 - ad_X (th3 V + 3 th2 Vd + 3 th1 Vdd)
             #        - 3 th1 ad_X^2 (th2 V + th1 Vd) - th1^3 ad_X^3 V
             w7 = _axpy6(d3, V, _axpy6(3.0 * d2, Vd, _sc6(3.0 * d1, Vdd)))
@@ -666,8 +678,7 @@ def limb_ne_d2_fast(X, M, heavy, g, th, CR, Cp, Vb, Q, relR, relp, nb):
             w9 = _ad6(x, w7)
             w11 = _ad6(x, _ad6(x, w8))
             w12 = _ad6(x, t3)
-            Vddd = _axpy6(d4, x, _axpy6(-1.0, w9, _axpy6(-3.0 * d1, w11,
-                                                         _axpy6(-d1 * d1 * d1, w12, A3))))
+            Vddd = _axpy6(d4, x, _axpy6(-1.0, w9, _axpy6(-3.0 * d1, w11, _axpy6(-d1 * d1 * d1, w12, A3))))
         _st6(Vb[0], i, V)
         _st6(Vb[1], i, Vd)
         _st6(Vb[2], i, Vdd)
@@ -681,9 +692,9 @@ def limb_ne_d2_fast(X, M, heavy, g, th, CR, Cp, Vb, Q, relR, relp, nb):
         if i < nb - 1:
             x = _ld6(X, i + 1)
             d1, d2 = th[1, i + 1], th[2, i + 1]
-            t1 = _adT6(x, W)                                  # aT W
-            t2 = _adT6(x, Wd)                                 # aT Wd
-            t3 = _adT6(x, t1)                                 # aT aT W
+            t1 = _adT6(x, W)  # aT W
+            t2 = _adT6(x, Wd)  # aT Wd
+            t3 = _adT6(x, t1)  # aT aT W
             s1 = _axpy6(-d1, t1, Wd)
             s2 = _axpy6(-2.0 * d1, t2, _axpy6(d1 * d1, t3, _axpy6(-d2, t1, Wdd)))
             if i == 0 and not heavy[0]:
@@ -700,8 +711,9 @@ def limb_ne_d2_fast(X, M, heavy, g, th, CR, Cp, Vb, Q, relR, relp, nb):
             av0 = -(CR[i, 0, 0] * g[0] + CR[i, 1, 0] * g[1] + CR[i, 2, 0] * g[2])
             av1 = -(CR[i, 0, 1] * g[0] + CR[i, 1, 1] * g[1] + CR[i, 2, 1] * g[2])
             av2 = -(CR[i, 0, 2] * g[0] + CR[i, 1, 2] * g[1] + CR[i, 2, 2] * g[2])
-            B0, B1, B2 = _body_wrench6(M[i], _ld6(Vb[0], i), _ld6(Vb[1], i), _ld6(Vb[2], i),
-                                       _ld6(Vb[3], i), av0, av1, av2)
+            B0, B1, B2 = _body_wrench6(
+                M[i], _ld6(Vb[0], i), _ld6(Vb[1], i), _ld6(Vb[2], i), _ld6(Vb[3], i), av0, av1, av2
+            )
             W = _axpy6(1.0, B0, W)
             Wd = _axpy6(1.0, B1, Wd)
             Wdd = _axpy6(1.0, B2, Wdd)
@@ -760,21 +772,21 @@ def limb_ik(BR, Bp, X, PR, Pp, th, CR, Cp, J, piv, tol, max_iter, tR, tp, e):
 #
 # Geometry pack ``G`` (IKG_SIZE,) of one limb, world frame at the reference configuration
 # (theta = 0), filled by ``robot_dynamics.pkm.recursive.decoupled_ik_geometry``:
-IKG_A = 0        # U centre a (intersection of the axes of joints 1, 2)
-IKG_CL = 3       # S centre (common point of the axes of joints 4..6) in the last body frame
-IKG_PC = 6       # c0 - a (S centre minus U centre at the reference)
-IKG_N = 9        # prismatic screw (linear part, world)
-IKG_W0 = 12      # unit axes of joints 1, 2, 4, 5, 6 (world, reference)
+IKG_A = 0  # U centre a (intersection of the axes of joints 1, 2)
+IKG_CL = 3  # S centre (common point of the axes of joints 4..6) in the last body frame
+IKG_PC = 6  # c0 - a (S centre minus U centre at the reference)
+IKG_N = 9  # prismatic screw (linear part, world)
+IKG_W0 = 12  # unit axes of joints 1, 2, 4, 5, 6 (world, reference)
 IKG_W1 = 15
 IKG_W3 = 18
 IKG_W4 = 21
 IKG_W5 = 24
-IKG_R5 = 27      # unit vector normal to w5 (in the plane of w4, w5)
-IKG_M5 = 30      # MR^T w5, MR^T r5 (MR: rotation of the last body at the reference)
+IKG_R5 = 27  # unit vector normal to w5 (in the plane of w4, w5)
+IKG_M5 = 30  # MR^T w5, MR^T r5 (MR: rotation of the last body at the reference)
 IKG_MR = 33
-IKG_C01 = 36     # w0 x w1, w3 x w4
+IKG_C01 = 36  # w0 x w1, w3 x w4
 IKG_C34 = 39
-IKG_NN = 42      # n.n, n.(c0 - a), |c0 - a|^2, w0.w1, w3.w4
+IKG_NN = 42  # n.n, n.(c0 - a), |c0 - a|^2, w0.w1, w3.w4
 IKG_NB = 43
 IKG_PP = 44
 IKG_K01 = 45
@@ -804,8 +816,7 @@ def _rot(w, c, s, x):
     """exp(w^ th) x for a unit w, c = cos th, s = sin th (Rodrigues)."""
     k0, k1, k2 = _cross(w[0], w[1], w[2], x[0], x[1], x[2])
     f = (1.0 - c) * (w[0] * x[0] + w[1] * x[1] + w[2] * x[2])
-    return (c * x[0] + s * k0 + f * w[0], c * x[1] + s * k1 + f * w[1],
-            c * x[2] + s * k2 + f * w[2])
+    return (c * x[0] + s * k0 + f * w[0], c * x[1] + s * k1 + f * w[1], c * x[2] + s * k2 + f * w[2])
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -918,13 +929,16 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     gam = np.sqrt(max(g2, 0.0) / _dot(cr, cr))
     cw0, sw0, cw1, sw1 = cs[0, 0], cs[1, 0], cs[0, 1], cs[1, 1]
     best = np.inf
-    u00 = u01 = u10 = u11 = 0.0          # cos/sin of (t0, t1) of branch 0
-    c0 = s0 = c1 = s1 = 0.0               # chosen branch
+    u00 = u01 = u10 = u11 = 0.0  # cos/sin of (t0, t1) of branch 0
+    c0 = s0 = c1 = s1 = 0.0  # chosen branch
     sep = 0.0
     for br in range(2):
         sg = gam if br == 0 else -gam
-        z = (al * w0[0] + be * w1[0] + sg * cr[0], al * w0[1] + be * w1[1] + sg * cr[1],
-             al * w0[2] + be * w1[2] + sg * cr[2])
+        z = (
+            al * w0[0] + be * w1[0] + sg * cr[0],
+            al * w0[1] + be * w1[1] + sg * cr[1],
+            al * w0[2] + be * w1[2] + sg * cr[2],
+        )
         k1, e1, ok1 = _sp1(w1, p, z)
         k0, e0, ok0 = _sp1(w0, z, d)
         if not (ok1 and ok0):
@@ -944,13 +958,17 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     # ---- S: e^(w3 t3) e^(w4 t4) e^(w5 t5) = R_U^T PR MR^T
     m5 = _g3(G, IKG_M5)
     mr = _g3(G, IKG_MR)
-    v = (PR[0, 0] * m5[0] + PR[0, 1] * m5[1] + PR[0, 2] * m5[2],
-         PR[1, 0] * m5[0] + PR[1, 1] * m5[1] + PR[1, 2] * m5[2],
-         PR[2, 0] * m5[0] + PR[2, 1] * m5[1] + PR[2, 2] * m5[2])
+    v = (
+        PR[0, 0] * m5[0] + PR[0, 1] * m5[1] + PR[0, 2] * m5[2],
+        PR[1, 0] * m5[0] + PR[1, 1] * m5[1] + PR[1, 2] * m5[2],
+        PR[2, 0] * m5[0] + PR[2, 1] * m5[1] + PR[2, 2] * m5[2],
+    )
     v = _rot(w1, c1, -s1, _rot(w0, c0, -s0, v))
-    y = (PR[0, 0] * mr[0] + PR[0, 1] * mr[1] + PR[0, 2] * mr[2],
-         PR[1, 0] * mr[0] + PR[1, 1] * mr[1] + PR[1, 2] * mr[2],
-         PR[2, 0] * mr[0] + PR[2, 1] * mr[1] + PR[2, 2] * mr[2])
+    y = (
+        PR[0, 0] * mr[0] + PR[0, 1] * mr[1] + PR[0, 2] * mr[2],
+        PR[1, 0] * mr[0] + PR[1, 1] * mr[1] + PR[1, 2] * mr[2],
+        PR[2, 0] * mr[0] + PR[2, 1] * mr[1] + PR[2, 2] * mr[2],
+    )
     y = _rot(w1, c1, -s1, _rot(w0, c0, -s0, y))
     w3 = _g3(G, IKG_W3)
     w4 = _g3(G, IKG_W4)
@@ -968,8 +986,11 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     sep = 0.0
     for br in range(2):
         sg = gam if br == 0 else -gam
-        z = (al * w3[0] + be * w4[0] + sg * cr[0], al * w3[1] + be * w4[1] + sg * cr[1],
-             al * w3[2] + be * w4[2] + sg * cr[2])
+        z = (
+            al * w3[0] + be * w4[0] + sg * cr[0],
+            al * w3[1] + be * w4[1] + sg * cr[1],
+            al * w3[2] + be * w4[2] + sg * cr[2],
+        )
         k4, e4, ok4 = _sp1(w4, w5, z)
         k3, e3, ok3 = _sp1(w3, z, v)
         if not (ok4 and ok3):
@@ -978,13 +999,11 @@ def limb_ik_cf(G, PR, Pp, th, cs):
         k5, e5, ok5 = _sp1(w5, r5, yy)
         if not ok5:
             return 2
-        dist = max(_chord2(k3, e3, cw3, sw3), _chord2(k4, e4, cw4, sw4),
-                   _chord2(k5, e5, cw5, sw5))
+        dist = max(_chord2(k3, e3, cw3, sw3), _chord2(k4, e4, cw4, sw4), _chord2(k5, e5, cw5, sw5))
         if br == 0:
             v30, v31, v40, v41, v50, v51 = k3, e3, k4, e4, k5, e5
         else:
-            sep = max(_chord2(k3, e3, v30, v31), _chord2(k4, e4, v40, v41),
-                      _chord2(k5, e5, v50, v51))
+            sep = max(_chord2(k3, e3, v30, v31), _chord2(k4, e4, v40, v41), _chord2(k5, e5, v50, v51))
         if dist < best:
             best = dist
             c3, s3, c4, s4, c5, s5 = k3, e3, k4, e4, k5, e5
@@ -1137,8 +1156,7 @@ def _ik_orders_2_4(Jp, F, VTs, thl, Jd, Jdd, DV0, DV1, b):
         _st6(DV1, i, acc)
         t1 = _ad6(acc, p)
         t2 = _ad6(_ld6(DV0, i), q)
-        h = (-t1[0] - t2[0], -t1[1] - t2[1], -t1[2] - t2[2], -t1[3] - t2[3], -t1[4] - t2[4],
-             -t1[5] - t2[5])
+        h = (-t1[0] - t2[0], -t1[1] - t2[1], -t1[2] - t2[2], -t1[3] - t2[3], -t1[4] - t2[4], -t1[5] - t2[5])
         _st6(Jdd, i, h)
         acc = _axpy6(d1, q, _axpy6(d2, p, acc))
         c = _axpy6(-d1, h, _axpy6(-2.0 * d2, q, c))
@@ -1170,30 +1188,33 @@ def _ik_orders_2_4(Jp, F, VTs, thl, Jd, Jdd, DV0, DV1, b):
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _FTv(F, q):
     """F^T q (F (6, 6) of a limb with N = 6, q 6-tuple) as a 6-tuple."""
-    return (F[0, 0] * q[0] + F[1, 0] * q[1] + F[2, 0] * q[2] + F[3, 0] * q[3] + F[4, 0] * q[4]
-            + F[5, 0] * q[5],
-            F[0, 1] * q[0] + F[1, 1] * q[1] + F[2, 1] * q[2] + F[3, 1] * q[3] + F[4, 1] * q[4]
-            + F[5, 1] * q[5],
-            F[0, 2] * q[0] + F[1, 2] * q[1] + F[2, 2] * q[2] + F[3, 2] * q[3] + F[4, 2] * q[4]
-            + F[5, 2] * q[5],
-            F[0, 3] * q[0] + F[1, 3] * q[1] + F[2, 3] * q[2] + F[3, 3] * q[3] + F[4, 3] * q[4]
-            + F[5, 3] * q[5],
-            F[0, 4] * q[0] + F[1, 4] * q[1] + F[2, 4] * q[2] + F[3, 4] * q[3] + F[4, 4] * q[4]
-            + F[5, 4] * q[5],
-            F[0, 5] * q[0] + F[1, 5] * q[1] + F[2, 5] * q[2] + F[3, 5] * q[3] + F[4, 5] * q[4]
-            + F[5, 5] * q[5])
+    return (
+        F[0, 0] * q[0] + F[1, 0] * q[1] + F[2, 0] * q[2] + F[3, 0] * q[3] + F[4, 0] * q[4] + F[5, 0] * q[5],
+        F[0, 1] * q[0] + F[1, 1] * q[1] + F[2, 1] * q[2] + F[3, 1] * q[3] + F[4, 1] * q[4] + F[5, 1] * q[5],
+        F[0, 2] * q[0] + F[1, 2] * q[1] + F[2, 2] * q[2] + F[3, 2] * q[3] + F[4, 2] * q[4] + F[5, 2] * q[5],
+        F[0, 3] * q[0] + F[1, 3] * q[1] + F[2, 3] * q[2] + F[3, 3] * q[3] + F[4, 3] * q[4] + F[5, 3] * q[5],
+        F[0, 4] * q[0] + F[1, 4] * q[1] + F[2, 4] * q[2] + F[3, 4] * q[3] + F[4, 4] * q[4] + F[5, 4] * q[5],
+        F[0, 5] * q[0] + F[1, 5] * q[1] + F[2, 5] * q[2] + F[3, 5] * q[3] + F[4, 5] * q[4] + F[5, 5] * q[5],
+    )
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _JTv(J, a):
     """(J^T a)_i = J[i] . a for the (6, 6) array J whose rows are the columns of the matrix."""
-    return _dot6(_ld6(J, 0), a), _dot6(_ld6(J, 1), a), _dot6(_ld6(J, 2), a), \
-        _dot6(_ld6(J, 3), a), _dot6(_ld6(J, 4), a), _dot6(_ld6(J, 5), a)
+    return (
+        _dot6(_ld6(J, 0), a),
+        _dot6(_ld6(J, 1), a),
+        _dot6(_ld6(J, 2), a),
+        _dot6(_ld6(J, 3), a),
+        _dot6(_ld6(J, 4), a),
+        _dot6(_ld6(J, 5), a),
+    )
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
-                    TH, U, WT, JIK, status, ik_mode, ik_geom):
+def pkm_id_d2_batch(
+    BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter, TH, U, WT, JIK, status, ik_mode, ik_geom
+):
     """Recursive PKM inverse dynamics with 1st/2nd time derivatives over a batch of samples.
 
     Inputs: limb data (module docstring); act (L,) actuated joint index per limb; g (3,);
@@ -1221,7 +1242,7 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
     L = BR.shape[0]
     N = BR.shape[1]
     th = th_guess.copy()
-    cs = np.empty((L, 2, N))      # cos/sin of th (closed-form limbs)
+    cs = np.empty((L, 2, N))  # cos/sin of th (closed-form limbs)
     for l in range(L):
         for i in range(N):
             cs[l, 0, i] = np.cos(th[l, i])
@@ -1229,7 +1250,7 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
     CR = np.empty((N, 3, 3))
     Cp = np.empty((N, 3))
     J = np.empty((N, N))
-    Jp = np.empty((N, 6))        # column i of J_p stored as row i
+    Jp = np.empty((N, 6))  # column i of J_p stored as row i
     Jd = np.empty((N, 6))
     Jdd = np.empty((N, 6))
     DV0 = np.empty((N, 6))
@@ -1288,8 +1309,9 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
                 av0 = -(PR[s, 0, 0] * g[0] + PR[s, 1, 0] * g[1] + PR[s, 2, 0] * g[2])
                 av1 = -(PR[s, 0, 1] * g[0] + PR[s, 1, 1] * g[1] + PR[s, 2, 1] * g[2])
                 av2 = -(PR[s, 0, 2] * g[0] + PR[s, 1, 2] * g[1] + PR[s, 2, 2] * g[2])
-                B0, B1, B2 = _body_wrench6(M[l, N - 1], _ld6(VT[s], 0), _ld6(VT[s], 1),
-                                           _ld6(VT[s], 2), _ld6(VT[s], 3), av0, av1, av2)
+                B0, B1, B2 = _body_wrench6(
+                    M[l, N - 1], _ld6(VT[s], 0), _ld6(VT[s], 1), _ld6(VT[s], 2), _ld6(VT[s], 3), av0, av1, av2
+                )
                 for c in range(6):
                     WT[s, 0, c] += B0[c]
                     WT[s, 1, c] += B1[c]
@@ -1304,8 +1326,7 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
                 limb_fk_cs(BR[l], Bp[l], X[l], th[l], cs[l], CR, Cp, tR, tp)
             else:
                 # CR, Cp are left at the converged th by limb_ik
-                it = limb_ik(BR[l], Bp[l], X[l], PR[s], Pp[s], th[l], CR, Cp, J, piv, tol,
-                             max_iter, tR, tp, e6)
+                it = limb_ik(BR[l], Bp[l], X[l], PR[s], Pp[s], th[l], CR, Cp, J, piv, tol, max_iter, tR, tp, e6)
                 if it < 0:
                     status[s] = 1 if it == -1 else 2
                     break
@@ -1313,7 +1334,7 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
                 _jp_col(CR[N - 1], Cp[N - 1], CR[i], Cp[i], X[l, i], Jp[i])
             # F = J_t^-1 (D_t = P_t = I)
             if ik_mode[l] != 0:
-                if not inv_jt_ups(Jp, ik_geom[l, IKG_CL:IKG_CL + 3], F, wk3):
+                if not inv_jt_ups(Jp, ik_geom[l, IKG_CL : IKG_CL + 3], F, wk3):
                     status[s] = 2
                     break
             else:
@@ -1341,11 +1362,29 @@ def pkm_id_d2_batch(BR, Bp, X, M, act, g, PR, Pp, VT, th_guess, tol, max_iter,
             # = F^T (Q' - Jd^T a), a'' = F^T (Q'' - Jdd^T a - 2 Jd^T a') (Fd = -F Jd F, E3)
             a0 = _FTv(F, _ld6(Qv, 0))
             j1 = _JTv(Jd, a0)
-            a1 = _FTv(F, (Qv[1, 0] - j1[0], Qv[1, 1] - j1[1], Qv[1, 2] - j1[2],
-                          Qv[1, 3] - j1[3], Qv[1, 4] - j1[4], Qv[1, 5] - j1[5]))
+            a1 = _FTv(
+                F,
+                (
+                    Qv[1, 0] - j1[0],
+                    Qv[1, 1] - j1[1],
+                    Qv[1, 2] - j1[2],
+                    Qv[1, 3] - j1[3],
+                    Qv[1, 4] - j1[4],
+                    Qv[1, 5] - j1[5],
+                ),
+            )
             j2 = _axpy6(2.0, _JTv(Jd, a1), _JTv(Jdd, a0))
-            a2 = _FTv(F, (Qv[2, 0] - j2[0], Qv[2, 1] - j2[1], Qv[2, 2] - j2[2],
-                          Qv[2, 3] - j2[3], Qv[2, 4] - j2[4], Qv[2, 5] - j2[5]))
+            a2 = _FTv(
+                F,
+                (
+                    Qv[2, 0] - j2[0],
+                    Qv[2, 1] - j2[1],
+                    Qv[2, 2] - j2[2],
+                    Qv[2, 3] - j2[3],
+                    Qv[2, 4] - j2[4],
+                    Qv[2, 5] - j2[5],
+                ),
+            )
             for c in range(6):
                 WT[s, 0, c] += a0[c]
                 WT[s, 1, c] += a1[c]

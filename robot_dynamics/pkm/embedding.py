@@ -6,7 +6,7 @@ platform; its intra-limb loops are resolved locally (Newton, or a closed-form li
 declared in the sidecar), so each hybrid limb is a serial chain in a few independent
 coordinates ``q_(l)``. No global constraint system is ever formed.
 
-Sidecar (format robot_dynamics/loops/1), one entry per limb in ``submechanisms``::
+Sidecar (format robot_dynamics/parsers/sidecar/1), one entry per limb in ``submechanisms``::
 
     - name: limb2
       joints: [l2_j1, ...]            # URDF tree joints of the limb (parents inside or world)
@@ -47,7 +47,7 @@ components over the twist (v, w) (for rotations a first-order consistent error: 
 with the Jacobian rows of w converge, the solution is exact).
 
 Conventions: SI units, angles in rad. Twists/Jacobians are in the ``local_world_aligned``
-reference of :mod:`robot_dynamics.kinematics` (linear rows first, ``(v, w)``), so for
+reference of :mod:`robot_dynamics.algorithms.kinematics` (linear rows first, ``(v, w)``), so for
 translational tasks ``V_t = x_dot`` (world axes); for a purely translating platform (IRSBot-2)
 this equals the paper's body-fixed ``P_p V_t``. Generalized forces are joint torques [N m] /
 forces [N]; task forces are forces [N] on the platform origin and moments [N m] (for the
@@ -70,6 +70,7 @@ Algorithms (see docs/constraint_embedding.md for the equations and the correctio
   inverse dynamics ``u = J_IK^-T (M_t V_t_dot + b_t - W_t^EE)``, forward dynamics, FK from the
   actuated joints (Newton on the same equations).
 """
+
 from __future__ import annotations
 
 import math
@@ -78,17 +79,35 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constraints import constraint_terms
-from ..errors import InputError, RobotDynamicsError
-from ..kinematics import forward_kinematics
-from ..lie import exp_so3, log_so3, quat_xyzw_to_matrix
-from ..model import REVOLUTE, Model
-from . import _embedding_kernels as _K
+from robot_dynamics.algorithms.constraints import constraint_terms
+from robot_dynamics.errors import InputError, RobotDynamicsError
+from robot_dynamics.algorithms.kinematics import forward_kinematics
+from robot_dynamics.spatial.lie import exp_so3, log_so3, quat_xyzw_to_matrix
+from robot_dynamics.model import REVOLUTE, Model
+from robot_dynamics.pkm import _embedding_kernels as _K
 
-__all__ = ['inverse_dynamics_d2_task', 'PKMError', 'PKMSpecError', 'IKError', 'BranchSwitchError', 'SingularityError',
-           'PKM', 'Limb', 'get_pkm', 'IKSolution', 'TaskMotion', 'TaskDynamics', 'solve_ik',
-           'task_motion', 'task_dynamics', 'inverse_dynamics', 'forward_dynamics',
-           'forward_kinematics_pkm', 'IKTracker', 'task_reference']
+__all__ = [
+    'inverse_dynamics_d2_task',
+    'PKMError',
+    'PKMSpecError',
+    'IKError',
+    'BranchSwitchError',
+    'SingularityError',
+    'PKM',
+    'Limb',
+    'get_pkm',
+    'IKSolution',
+    'TaskMotion',
+    'TaskDynamics',
+    'solve_ik',
+    'task_motion',
+    'task_dynamics',
+    'inverse_dynamics',
+    'forward_dynamics',
+    'forward_kinematics_pkm',
+    'IKTracker',
+    'task_reference',
+]
 
 
 # --------------------------------------------------------------------------- errors
@@ -142,11 +161,13 @@ def _comp_row(c, key):
             u = np.full(3, np.nan)
         nu = float(np.linalg.norm(u)) if np.all(np.isfinite(u)) else 0.0
         if nu > 1e-12:
-            s[(0 if kind == 'lin' else 3):(3 if kind == 'lin' else 6)] = u / nu
+            s[(0 if kind == 'lin' else 3) : (3 if kind == 'lin' else 6)] = u / nu
             return s
-    raise PKMSpecError(f"{key}: task component {c!r} not supported (x, y, z, rx, ry, rz, or "
-                       f"{{lin: [ux, uy, uz]}} / {{rot: [ux, uy, uz]}} with a non-zero world "
-                       f"direction)")
+    raise PKMSpecError(
+        f'{key}: task component {c!r} not supported (x, y, z, rx, ry, rz, or '
+        f'{{lin: [ux, uy, uz]}} / {{rot: [ux, uy, uz]}} with a non-zero world '
+        f'direction)'
+    )
 
 
 def _rot(axis, t):
@@ -163,13 +184,14 @@ _CT = namedtuple('_CT', 'phi A bias')
 class LoopCE:
     """One intra-limb loop: constraint rows of the limb model, dependent/independent joints
     (limb-local indices), the rows kept for G_y (rank-revealing selection) and the resolver."""
+
     name: str
-    rows: np.ndarray          # all rows of this loop in the limb constraint vector
-    sel: np.ndarray           # selected independent rows (len = len(y))
-    y: np.ndarray             # dependent joints (limb-local)
-    q: np.ndarray             # independent joints of the loop (limb-local)
-    kind: str = 'newton'      # 'newton' | 'linear'
-    K: np.ndarray | None = None   # linear resolver: y = y0 + K (q - q0)
+    rows: np.ndarray  # all rows of this loop in the limb constraint vector
+    sel: np.ndarray  # selected independent rows (len = len(y))
+    y: np.ndarray  # dependent joints (limb-local)
+    q: np.ndarray  # independent joints of the loop (limb-local)
+    kind: str = 'newton'  # 'newton' | 'linear'
+    K: np.ndarray | None = None  # linear resolver: y = y0 + K (q - q0)
     y0: np.ndarray | None = None
     q0: np.ndarray | None = None
     tol: float | None = None
@@ -187,6 +209,7 @@ class Limb:
     ``act`` limb-local indices of the actuated joints; ``virtual``: (loop, limb-side frame,
     platform-side frame, axes in the limb-side frame) or None.
     """
+
     name: str
     model: Model
     gidx: np.ndarray
@@ -208,8 +231,7 @@ class Limb:
         return self.model.nq
 
 
-IKSolution = namedtuple('IKSolution', 'x theta q outer inner task_residual loop_residual '
-                                      'cond_F signs')
+IKSolution = namedtuple('IKSolution', 'x theta q outer inner task_residual loop_residual cond_F signs')
 IKSolution.__doc__ = """Result of :func:`solve_ik`.
 
 x (delta_p,) task coordinates [m | rad] (order ``PKM.task``); theta: list of limb configurations (n_l,) [rad];
@@ -219,16 +241,14 @@ task_residual: max |S (p* - p, log(R* R^T))| over limbs [m | rad]; loop_residual
 (position rows m, orientation rows -); cond_F: condition number of F_(l) per limb;
 signs: branch signature per limb (signs of det L_t and det G_y)."""
 
-TaskMotion = namedtuple('TaskMotion', 'theta thetad thetadd H F Lt J_IK q qd qdd cond_F '
-                                      'cond_J_IK')
+TaskMotion = namedtuple('TaskMotion', 'theta thetad thetadd H F Lt J_IK q qd qdd cond_F cond_J_IK')
 TaskMotion.__doc__ = """Velocity/acceleration IK (per limb lists, global arrays).
 
 theta, thetad, thetadd: lists (n_l,) per limb; H: list (n_l, delta_l); F: list
 (delta_l, delta_p); Lt: list (delta_p(l), delta_l); J_IK (n_act, delta_p) [rad/m];
 q, qd, qdd (n,) global; cond_F (per limb), cond_J_IK."""
 
-TaskDynamics = namedtuple('TaskDynamics', 'u M_t b_t g_t C_t_V_t W_t_ee J_IK motion '
-                                          'reflected_mass cond_M_t cond_J_IK')
+TaskDynamics = namedtuple('TaskDynamics', 'u M_t b_t g_t C_t_V_t W_t_ee J_IK motion reflected_mass cond_M_t cond_J_IK')
 TaskDynamics.__doc__ = """Task-space dynamics at a task state.
 
 u (n_act,) actuator forces [N m | N] (order model.actuated); M_t (delta_p, delta_p) [kg];
@@ -252,27 +272,31 @@ class PKM:
         src = model.loops_source or model.source
         subs = [s for s in (model.submechanisms or []) if 'platform_frame' in s]
         if not subs:
-            raise PKMSpecError(f"{src}: submechanisms: no limb (an entry with 'platform_frame') "
-                               f"is declared; the constraint embedding needs the limbs")
+            raise PKMSpecError(
+                f"{src}: submechanisms: no limb (an entry with 'platform_frame') "
+                f'is declared; the constraint embedding needs the limbs'
+            )
         task = None
         self.limbs = []
         used = set()
         for i, sm in enumerate(subs):
-            key = f"{src}: submechanisms[{sm['name']}]"
+            key = f'{src}: submechanisms[{sm["name"]}]'
             par = sm.get('parameters') or {}
             t = list(par.get('task', []))
             lt = list(par.get('limb_task', t))
             for c in t:
                 if not isinstance(c, str) or c not in _COMP:
-                    raise PKMSpecError(f"{key}.parameters.task: task component {c!r} not "
-                                       f"supported (x, y, z, rx, ry, rz)")
+                    raise PKMSpecError(
+                        f'{key}.parameters.task: task component {c!r} not supported (x, y, z, rx, ry, rz)'
+                    )
             for c in lt:
-                _comp_row(c, f"{key}.parameters.limb_task")
+                _comp_row(c, f'{key}.parameters.limb_task')
             if len(set(t)) != len(t):
-                raise PKMSpecError(f"{key}.parameters.task: repeated component in {t}")
+                raise PKMSpecError(f'{key}.parameters.task: repeated component in {t}')
             if not t or any(c not in lt for c in t):
-                raise PKMSpecError(f"{key}.parameters: 'task' must be a non-empty subset of "
-                                   f"'limb_task', got task={t}, limb_task={lt}")
+                raise PKMSpecError(
+                    f"{key}.parameters: 'task' must be a non-empty subset of 'limb_task', got task={t}, limb_task={lt}"
+                )
             if task is None:
                 task = t
             elif t != task:
@@ -280,15 +304,16 @@ class PKM:
             limb = self._build_limb(sm, key, lt, t)
             overlap = used & set(int(g) for g in limb.gidx if g >= 0)
             if overlap:
-                raise PKMSpecError(f"{key}.joints: joints shared with another limb: "
-                                   f"{[model.joint_names[g] for g in sorted(overlap)]}")
+                raise PKMSpecError(
+                    f'{key}.joints: joints shared with another limb: {[model.joint_names[g] for g in sorted(overlap)]}'
+                )
             used |= set(int(g) for g in limb.gidx if g >= 0)
             self.limbs.append(limb)
         self.task = task
         self.ntask = len(task)
         self.platform_frame = self.limbs[0].frame
         act = list(model.actuated)
-        self.act_map = []                    # (limb index, limb-local joint) per actuated joint
+        self.act_map = []  # (limb index, limb-local joint) per actuated joint
         for a in act:
             for li, lb in enumerate(self.limbs):
                 if a in lb.act_names:
@@ -301,8 +326,7 @@ class PKM:
         self.pose_ref = self._platform_pos(self.limbs[0], self.limbs[0].ref)
         self.x_ref_full = self.pose_ref[:3].copy()
         self.R_ref = self.pose_ref[3:].reshape(3, 3).copy()
-        self.x_ref = np.array([self.x_ref_full[_COMP[c]] if c not in _ROT else 0.0
-                               for c in task])
+        self.x_ref = np.array([self.x_ref_full[_COMP[c]] if c not in _ROT else 0.0 for c in task])
         for lb in self.limbs:
             # positions always; orientations when the limb controls rotations (its rotational
             # rows compare its platform frame's orientation with R* built from limb 1's)
@@ -310,10 +334,12 @@ class PKM:
             if not np.any(lb.task_rows[:, 3:]):
                 d = d[:3]
             if np.linalg.norm(d) > 1e-8:
-                raise PKMSpecError(f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' "
-                                   f"differs from the first limb's in the reference configuration "
-                                   f"by {np.linalg.norm(d):.3g} (position [m] / rotation matrix "
-                                   f"entries; not assembled)")
+                raise PKMSpecError(
+                    f"{src}: limb '{lb.name}': its platform frame '{lb.frame}' "
+                    f"differs from the first limb's in the reference configuration "
+                    f'by {np.linalg.norm(d):.3g} (position [m] / rotation matrix '
+                    f'entries; not assembled)'
+                )
             lb.signs = self._signature(lb, lb.ref)
 
     # ----------------------------------------------------------------- limb model
@@ -327,15 +353,30 @@ class PKM:
         for j in g:
             p = int(M.parents[j])
             if p >= 0 and p not in gset:
-                raise PKMSpecError(f"{key}.joints: the parent joint '{M.joint_names[p]}' of "
-                                   f"'{M.joint_names[j]}' is not in the limb (a limb must be a "
-                                   f"subtree hanging from the world)")
+                raise PKMSpecError(
+                    f"{key}.joints: the parent joint '{M.joint_names[p]}' of "
+                    f"'{M.joint_names[j]}' is not in the limb (a limb must be a "
+                    f'subtree hanging from the world)'
+                )
         loc = {j: k for k, j in enumerate(g)}
         names = [M.joint_names[j] for j in g]
         parents = [loc[int(M.parents[j])] if M.parents[j] >= 0 else -1 for j in g]
-        arr = {k: [getattr(M, k)[j] for j in g] for k in
-               ('joint_types', 'axes', 'R_fixed', 'p_fixed', 'mass', 'com', 'inertia_com',
-                'lower', 'upper', 'velocity_limit', 'effort_limit')}
+        arr = {
+            k: [getattr(M, k)[j] for j in g]
+            for k in (
+                'joint_types',
+                'axes',
+                'R_fixed',
+                'p_fixed',
+                'mass',
+                'com',
+                'inertia_com',
+                'lower',
+                'upper',
+                'velocity_limit',
+                'effort_limit',
+            )
+        }
         utypes = [M.joint_urdf_types[j] for j in g]
         fnames, fpar, fR, fp = [], [], [], []
         for f, nm in enumerate(M.frame_names):
@@ -350,8 +391,9 @@ class PKM:
         if isinstance(pjs, str):
             lps = {lp.name: lp for lp in M.loops}
             if pjs not in lps:
-                raise PKMSpecError(f"{key}.platform_joint: '{pjs}' is neither a loop of the "
-                                   f"sidecar nor a list of joints")
+                raise PKMSpecError(
+                    f"{key}.platform_joint: '{pjs}' is neither a loop of the sidecar nor a list of joints"
+                )
             lp = lps[pjs]
             pa = int(M.frame_parent[M.frame_index(lp.frame_a)])
             pb = int(M.frame_parent[M.frame_index(lp.frame_b)])
@@ -368,14 +410,17 @@ class PKM:
             elif lp.type in ('spherical', 'point', 'point3d'):
                 axes = list(np.eye(3))
             else:
-                raise PKMSpecError(f"{key}.platform_joint: loop type '{lp.type}' cannot be a "
-                                   f"platform joint (revolute, universal, spherical)")
+                raise PKMSpecError(
+                    f"{key}.platform_joint: loop type '{lp.type}' cannot be a "
+                    f'platform joint (revolute, universal, spherical)'
+                )
             s = M.frame_index(side)
             ps = int(M.frame_parent[s])
             P = int(M.frame_parent[M.frame_index(other)])
             if P < 0 or P in gset:
-                raise PKMSpecError(f"{key}.platform_joint: the platform side of '{pjs}' must be a "
-                                   f"moving body outside the limb")
+                raise PKMSpecError(
+                    f"{key}.platform_joint: the platform side of '{pjs}' must be a moving body outside the limb"
+                )
             vnames = [f'{pjs}_{k + 1}' for k in range(len(axes))]
             for k, ax in enumerate(axes):
                 names.append(vnames[k])
@@ -404,23 +449,34 @@ class PKM:
             virtual = (pjs, side, other, [np.asarray(a, float) for a in axes], lp.type)
         elif pjs is not None:
             if not isinstance(pjs, list) or any(j not in names for j in pjs):
-                raise PKMSpecError(f'{key}.platform_joint: must be a loop name or a list of '
-                                   f'joints of the limb, got {pjs!r}')
+                raise PKMSpecError(
+                    f'{key}.platform_joint: must be a loop name or a list of joints of the limb, got {pjs!r}'
+                )
         nl = len(names)
-        lm = Model(name=f"{M.name}:{sm['name']}", source=M.source, joint_names=names,
-                   parents=np.array(parents, dtype=np.int64),
-                   joint_types=np.array(arr['joint_types'], dtype=np.int64),
-                   joint_urdf_types=utypes, axes=np.array(arr['axes']).reshape(nl, 3),
-                   R_fixed=np.array(arr['R_fixed']).reshape(nl, 3, 3),
-                   p_fixed=np.array(arr['p_fixed']).reshape(nl, 3),
-                   mass=np.array(arr['mass'], float), com=np.array(arr['com']).reshape(nl, 3),
-                   inertia_com=np.array(arr['inertia_com']).reshape(nl, 3, 3),
-                   lower=np.array(arr['lower'], float), upper=np.array(arr['upper'], float),
-                   velocity_limit=np.array(arr['velocity_limit'], float),
-                   effort_limit=np.array(arr['effort_limit'], float),
-                   frame_names=fnames, frame_parent=np.array(fpar, dtype=np.int64),
-                   frame_R=np.array(fR).reshape(-1, 3, 3), frame_p=np.array(fp).reshape(-1, 3),
-                   root_link=M.root_link, gravity=M.gravity.copy())
+        lm = Model(
+            name=f'{M.name}:{sm["name"]}',
+            source=M.source,
+            joint_names=names,
+            parents=np.array(parents, dtype=np.int64),
+            joint_types=np.array(arr['joint_types'], dtype=np.int64),
+            joint_urdf_types=utypes,
+            axes=np.array(arr['axes']).reshape(nl, 3),
+            R_fixed=np.array(arr['R_fixed']).reshape(nl, 3, 3),
+            p_fixed=np.array(arr['p_fixed']).reshape(nl, 3),
+            mass=np.array(arr['mass'], float),
+            com=np.array(arr['com']).reshape(nl, 3),
+            inertia_com=np.array(arr['inertia_com']).reshape(nl, 3, 3),
+            lower=np.array(arr['lower'], float),
+            upper=np.array(arr['upper'], float),
+            velocity_limit=np.array(arr['velocity_limit'], float),
+            effort_limit=np.array(arr['effort_limit'], float),
+            frame_names=fnames,
+            frame_parent=np.array(fpar, dtype=np.int64),
+            frame_R=np.array(fR).reshape(-1, 3, 3),
+            frame_p=np.array(fp).reshape(-1, 3),
+            root_link=M.root_link,
+            gravity=M.gravity.copy(),
+        )
         frame = sm.get('platform_frame')
         if frame not in set(fnames):
             raise PKMSpecError(f"{key}.platform_frame: '{frame}' is not a frame of the limb tree")
@@ -430,37 +486,52 @@ class PKM:
             lp = lps[ln]
             for fr in (lp.frame_a, lp.frame_b):
                 if fr not in set(fnames):
-                    raise PKMSpecError(f"{key}.loops: cut frame '{fr}' of loop '{ln}' is not on "
-                                       f"the limb tree (an inter-limb loop must be the "
-                                       f"platform_joint)")
+                    raise PKMSpecError(
+                        f"{key}.loops: cut frame '{fr}' of loop '{ln}' is not on "
+                        f'the limb tree (an inter-limb loop must be the '
+                        f'platform_joint)'
+                    )
             lm.loops.append(lp)
         gidx = np.array(g + [-1] * (nl - len(g)), dtype=np.int64)
         act_names = [j for j in M.actuated if j in set(names)]
         ref = self._limb_config(lm, gidx, virtual, M.reference_q())
-        if virtual is not None:        # virtual angles of the (possibly rotated) cut frames
-            ref[-len(virtual[3]):] = self._virtual_angles(virtual, M.reference_q())
+        if virtual is not None:  # virtual angles of the (possibly rotated) cut frames
+            ref[-len(virtual[3]) :] = self._virtual_angles(virtual, M.reference_q())
         loops, dep = self._partition(sm, key, lm, ref, act_names)
         qi = np.array([k for k in range(nl) if k not in set(dep)], dtype=np.int64)
         yi = np.array(sorted(dep), dtype=np.int64)
         D = np.zeros((len(limb_task), len(task)))
         for c, comp in enumerate(task):
             D[[isinstance(v, str) and v == comp for v in limb_task].index(True), c] = 1.0
-        limb = Limb(name=sm['name'], model=lm, gidx=gidx, frame=frame,
-                    fidx=lm.frame_index(frame),
-                    task_rows=np.array([_comp_row(c, f'{key}.parameters.limb_task')
-                                        for c in limb_task]).reshape(-1, 6), D=D,
-                    loops=loops, qi=qi, yi=yi,
-                    act=np.array([lm.joint_index(a) for a in act_names], dtype=np.int64),
-                    act_names=act_names, virtual=virtual, ref=ref)
+        limb = Limb(
+            name=sm['name'],
+            model=lm,
+            gidx=gidx,
+            frame=frame,
+            fidx=lm.frame_index(frame),
+            task_rows=np.array([_comp_row(c, f'{key}.parameters.limb_task') for c in limb_task]).reshape(-1, 6),
+            D=D,
+            loops=loops,
+            qi=qi,
+            yi=yi,
+            act=np.array([lm.joint_index(a) for a in act_names], dtype=np.int64),
+            act_names=act_names,
+            virtual=virtual,
+            ref=ref,
+        )
         if len(qi) != len(limb_task):
-            raise PKMSpecError(f"{key}: the limb has delta_l = {len(qi)} independent coordinates "
-                               f"but controls {len(limb_task)} task components (limb_task); the "
-                               f"embedding needs non-redundant limbs (delta_p(l) = delta_l)")
+            raise PKMSpecError(
+                f'{key}: the limb has delta_l = {len(qi)} independent coordinates '
+                f'but controls {len(limb_task)} task components (limb_task); the '
+                f'embedding needs non-redundant limbs (delta_p(l) = delta_l)'
+            )
         res = self._loop_max(limb, ref)
         if res > 1e-8:
-            raise PKMSpecError(f"{key}: the reference configuration violates the closure of the "
-                               f"limb loops (max residual {res:.3g}); give a closed "
-                               f"reference_configuration")
+            raise PKMSpecError(
+                f'{key}: the reference configuration violates the closure of the '
+                f'limb loops (max residual {res:.3g}); give a closed '
+                f'reference_configuration'
+            )
         return limb
 
     @staticmethod
@@ -476,7 +547,7 @@ class PKM:
         platform-joint angles are recovered from the relative orientation of the cut frames."""
         th = self._limb_config(limb.model, limb.gidx, limb.virtual, qg)
         if limb.virtual is not None:
-            th[-len(limb.virtual[3]):] = self._virtual_angles(limb.virtual, qg)
+            th[-len(limb.virtual[3]) :] = self._virtual_angles(limb.virtual, qg)
         return th
 
     def _virtual_angles(self, virtual, qg):
@@ -499,9 +570,8 @@ class PKM:
             w = R.T @ a1
             t2 = -math.atan2(a2 @ np.cross(a1, w), a1 @ w)
             ang = [t1, t2]
-        else:                          # R = Rx(a) Ry(b) Rz(c)
-            ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))),
-                   math.atan2(-R[0, 1], R[0, 0])]
+        else:  # R = Rx(a) Ry(b) Rz(c)
+            ang = [math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1, min(1, R[0, 2]))), math.atan2(-R[0, 1], R[0, 0])]
         return np.array(ang[:nv])
 
     def _partition(self, sm, key, lm, ref, act_names):
@@ -516,67 +586,85 @@ class PKM:
         for lp in lm.loops:
             rows = np.arange(r0, r0 + lp.nrows)
             r0 += lp.nrows
-            sa = set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_a)]]) \
-                if lm.frame_parent[lm.frame_index(lp.frame_a)] >= 0 else set()
-            sb = set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_b)]]) \
-                if lm.frame_parent[lm.frame_index(lp.frame_b)] >= 0 else set()
+            sa = (
+                set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_a)]])
+                if lm.frame_parent[lm.frame_index(lp.frame_a)] >= 0
+                else set()
+            )
+            sb = (
+                set(lm.support[lm.frame_parent[lm.frame_index(lp.frame_b)]])
+                if lm.frame_parent[lm.frame_index(lp.frame_b)] >= 0
+                else set()
+            )
             lj = sorted(sa ^ sb)
             if seen & set(lj):
-                raise PKMSpecError(f"{key}.loops: loop '{lp.name}' shares joints with another "
-                                   f"loop of the limb (not a hybrid limb: loops must be "
-                                   f"edge-disjoint)")
+                raise PKMSpecError(
+                    f"{key}.loops: loop '{lp.name}' shares joints with another "
+                    f'loop of the limb (not a hybrid limb: loops must be '
+                    f'edge-disjoint)'
+                )
             seen |= set(lj)
             G = ct.A[rows][:, lj]
             sv = np.linalg.svd(G, compute_uv=False)
             rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0]))) if len(sv) else 0
             red = (sm.get('redundant') or {}).get(lp.name)
             if red is not None and lp.nrows - rank != red:
-                raise PKMSpecError(f"{key}.redundant.{lp.name}: declared {red} redundant rows, "
-                                   f"but the {lp.nrows} rows of the loop have rank {rank} over "
-                                   f"its joints {[lm.joint_names[k] for k in lj]} at the reference "
-                                   f"configuration ({lp.nrows - rank} redundant): check the "
-                                   f"geometry (e.g. a parallelogram with unequal sides)")
+                raise PKMSpecError(
+                    f'{key}.redundant.{lp.name}: declared {red} redundant rows, '
+                    f'but the {lp.nrows} rows of the loop have rank {rank} over '
+                    f'its joints {[lm.joint_names[k] for k in lj]} at the reference '
+                    f'configuration ({lp.nrows - rank} redundant): check the '
+                    f'geometry (e.g. a parallelogram with unequal sides)'
+                )
             if dep_names is not None:
                 y = [k for k in lj if lm.joint_names[k] in set(dep_names)]
                 if len(y) != rank:
-                    raise PKMSpecError(f"{key}.dependent: loop '{lp.name}' has {rank} independent "
-                                       f"constraints but {len(y)} dependent joints were declared "
-                                       f"({[lm.joint_names[k] for k in y]})")
-            else:                   # pivoted QR on G, actuated joints last (they stay independent)
+                    raise PKMSpecError(
+                        f"{key}.dependent: loop '{lp.name}' has {rank} independent "
+                        f'constraints but {len(y)} dependent joints were declared '
+                        f'({[lm.joint_names[k] for k in y]})'
+                    )
+            else:  # pivoted QR on G, actuated joints last (they stay independent)
                 import scipy.linalg as sla
+
                 cand = [k for k in lj if k not in act] + [k for k in lj if k in act]
                 _, _, piv = sla.qr(ct.A[rows][:, cand], pivoting=True)
                 y = sorted(cand[p] for p in piv[:rank])
             q = [k for k in lj if k not in set(y)]
             Gy = ct.A[rows][:, y]
             import scipy.linalg as sla
+
             _, _, piv = sla.qr(Gy.T, pivoting=True)
-            sel = rows[np.sort(piv[:len(y)])]
+            sel = rows[np.sort(piv[: len(y)])]
             if len(y) and np.linalg.cond(ct.A[sel][:, y]) > 1e8:
-                raise PKMSpecError(f"{key}: loop '{lp.name}': G_y is singular at the reference "
-                                   f"configuration for the dependent joints "
-                                   f"{[lm.joint_names[k] for k in y]}; choose another partition")
-            L = LoopCE(name=lp.name, rows=rows, sel=sel, y=np.array(y, dtype=np.int64),
-                       q=np.array(q, dtype=np.int64))
+                raise PKMSpecError(
+                    f"{key}: loop '{lp.name}': G_y is singular at the reference "
+                    f'configuration for the dependent joints '
+                    f'{[lm.joint_names[k] for k in y]}; choose another partition'
+                )
+            L = LoopCE(name=lp.name, rows=rows, sel=sel, y=np.array(y, dtype=np.int64), q=np.array(q, dtype=np.int64))
             spec = res_spec.get(lp.name, {'type': 'newton'})
             kind = spec.get('type', 'newton') if isinstance(spec, dict) else None
             if kind == 'linear':
                 K = np.asarray(spec.get('matrix'), float)
                 if K.shape != (len(y), len(q)):
-                    raise PKMSpecError(f"{key}.resolver.{lp.name}.matrix: shape {K.shape}, "
-                                       f"expected ({len(y)}, {len(q)}) (dependent x independent "
-                                       f"joints of the loop: {[lm.joint_names[k] for k in y]} x "
-                                       f"{[lm.joint_names[k] for k in q]})")
+                    raise PKMSpecError(
+                        f'{key}.resolver.{lp.name}.matrix: shape {K.shape}, '
+                        f'expected ({len(y)}, {len(q)}) (dependent x independent '
+                        f'joints of the loop: {[lm.joint_names[k] for k in y]} x '
+                        f'{[lm.joint_names[k] for k in q]})'
+                    )
                 L.kind, L.K, L.y0, L.q0 = 'linear', K, ref[y].copy(), ref[q].copy()
                 rng = np.random.default_rng(0)
-                for _ in range(3):          # the resolver must close the loop exactly
+                for _ in range(3):  # the resolver must close the loop exactly
                     th = ref.copy()
                     th[q] += rng.uniform(-0.3, 0.3, len(q))
                     th[y] = L.y0 + K @ (th[q] - L.q0)
                     e = np.abs(constraint_terms(lm, th, jacobian=False).phi[rows]).max()
                     if e > 1e-9:
-                        raise PKMSpecError(f"{key}.resolver.{lp.name}: the linear resolver does "
-                                           f"not close the loop (residual {e:.3g})")
+                        raise PKMSpecError(
+                            f'{key}.resolver.{lp.name}: the linear resolver does not close the loop (residual {e:.3g})'
+                        )
             elif kind == 'newton':
                 L.tol = float(spec.get('tol', 0)) or None
                 L.max_iter = int(spec.get('max_iter', 0)) or None
@@ -616,17 +704,36 @@ class PKM:
             r0 += npos + nrot
             LD[l, :npos] = lp.pos_dirs
             LR[l, :nrot] = lp.rot_pairs
-            LY[l, :len(L.y)], LQ[l, :len(L.q)], LS[l, :len(L.sel)] = L.y, L.q, L.sel
+            LY[l, : len(L.y)], LQ[l, : len(L.q)], LS[l, : len(L.sel)] = L.y, L.q, L.sel
             if L.kind == 'linear':
-                LK[l, :len(L.y), :len(L.q)], Ly0[l, :len(L.y)], Lq0[l, :len(L.q)] = L.K, L.y0, L.q0
+                LK[l, : len(L.y), : len(L.q)], Ly0[l, : len(L.y)], Lq0[l, : len(L.q)] = L.K, L.y0, L.q0
             Ltol[l] = L.tol or 0.0
         qcol = -np.ones(n, dtype=np.int64)
         qcol[limb.qi] = np.arange(len(limb.qi))
-        return (lm._par, lm._geo, lm._ine, np.ascontiguousarray(lm.gravity, dtype=float),
-                fpar, fR, fp, LI, LD, LR, LY, LQ, LS, LK, Ly0, Lq0, Ltol, Lmax,
-                np.ascontiguousarray(limb.qi, dtype=np.int64), qcol,
-                np.ascontiguousarray(limb.task_rows, dtype=float),
-                np.ascontiguousarray(limb.D, dtype=float))
+        return (
+            lm._par,
+            lm._geo,
+            lm._ine,
+            np.ascontiguousarray(lm.gravity, dtype=float),
+            fpar,
+            fR,
+            fp,
+            LI,
+            LD,
+            LR,
+            LY,
+            LQ,
+            LS,
+            LK,
+            Ly0,
+            Lq0,
+            Ltol,
+            Lmax,
+            np.ascontiguousarray(limb.qi, dtype=np.int64),
+            qcol,
+            np.ascontiguousarray(limb.task_rows, dtype=float),
+            np.ascontiguousarray(limb.D, dtype=float),
+        )
 
     def _platform_pos(self, limb, th):
         return self._terms(limb, th)[0]
@@ -643,7 +750,7 @@ class PKM:
         thd) and the closure terms (phi, A, bias) of the limb (None without loops).
 
         Compiled (numba) re-implementation of
-        :func:`robot_dynamics.constraints.constraint_terms` for the few frames of a limb;
+        :func:`robot_dynamics.algorithms.constraints.constraint_terms` for the few frames of a limb;
         test_embedding checks it against the generic code."""
         n = limb.model.nq
         m = limb.kp[7][:, :2].sum() if len(limb.model.loops) else 0
@@ -678,11 +785,11 @@ class PKM:
         t3 = self.pose_ref if t3 is None else t3
         sig = np.empty(1 + len(limb.loops))
         F = np.empty((len(limb.qi), limb.D.shape[1]))
-        ok, c, tres, lres = _K.limb_post(limb.kp, np.ascontiguousarray(th, dtype=float),
-                                         np.ascontiguousarray(t3, dtype=float), sig, F)
+        ok, c, tres, lres = _K.limb_post(
+            limb.kp, np.ascontiguousarray(th, dtype=float), np.ascontiguousarray(t3, dtype=float), sig, F
+        )
         if not ok:
-            raise SingularityError(f"limb '{limb.name}': L_t or G_y is singular (input "
-                                   f"singularity)")
+            raise SingularityError(f"limb '{limb.name}': L_t or G_y is singular (input singularity)")
         return self._sigdict(limb, sig), F, c, tres, lres
 
     @staticmethod
@@ -707,18 +814,27 @@ class PKM:
 
     def _raise(self, limb, st, k, dx, gmax, res):
         if st == 3:
-            raise IKError(f"limb '{limb.name}': loop closure did not converge in "
-                          f"{self.max_inner} Newton iterations (residual {res:.3g}); singular "
-                          f"G_y or lost assembly", limb=limb.name, iterations=k,
-                          loop_residual=float(res))
+            raise IKError(
+                f"limb '{limb.name}': loop closure did not converge in "
+                f'{self.max_inner} Newton iterations (residual {res:.3g}); singular '
+                f'G_y or lost assembly',
+                limb=limb.name,
+                iterations=k,
+                loop_residual=float(res),
+            )
         if st == 2 or st == 5:
             raise SingularityError(f"limb '{limb.name}': L_t is singular (input singularity)")
         if st == 4:
             raise SingularityError(f"limb '{limb.name}': G_y is singular (lost assembly)")
-        raise IKError(f"limb '{limb.name}': IK did not converge in {self.max_outer} outer "
-                      f"iterations (task error {dx:.3g} m, closure {gmax:.3g}); "
-                      f"target unreachable or step too large", limb=limb.name,
-                      iterations=self.max_outer, residual=float(dx), loop_residual=float(gmax))
+        raise IKError(
+            f"limb '{limb.name}': IK did not converge in {self.max_outer} outer "
+            f'iterations (task error {dx:.3g} m, closure {gmax:.3g}); '
+            f'target unreachable or step too large',
+            limb=limb.name,
+            iterations=self.max_outer,
+            residual=float(dx),
+            loop_residual=float(gmax),
+        )
 
     def _scheme(self, scheme):
         scheme = scheme or self.scheme
@@ -734,9 +850,22 @@ class PKM:
         F = np.empty((d, limb.D.shape[1]))
         out = np.zeros(5)
         H, Lt = (np.empty((n, d)), np.empty((d, d))) if HL is None else HL
-        st = _K.limb_solve_hl(limb.kp, target3, np.ascontiguousarray(seed, dtype=float),
-                              self._scheme(scheme), float(self.tol), int(self.max_outer),
-                              int(self.max_inner), th, inner, sig, F, out, H, Lt)
+        st = _K.limb_solve_hl(
+            limb.kp,
+            target3,
+            np.ascontiguousarray(seed, dtype=float),
+            self._scheme(scheme),
+            float(self.tol),
+            int(self.max_outer),
+            int(self.max_inner),
+            th,
+            inner,
+            sig,
+            F,
+            out,
+            H,
+            Lt,
+        )
         if st:
             self._raise(limb, st, int(out[0]), out[1], out[2], out[3])
         k = int(out[0])
@@ -747,8 +876,7 @@ class PKM:
         matrix (row-major) of the platform frame, as built by :meth:`target3` (components
         not controlled by the limb are ignored), from the admissible ``seed`` (n_l,). Returns
         (theta, outer iterations, inner counts)."""
-        th, k, inner, _, _, _ = self._limb_solve(limb, np.ascontiguousarray(target3, dtype=float),
-                                                 seed, scheme)
+        th, k, inner, _, _, _ = self._limb_solve(limb, np.ascontiguousarray(target3, dtype=float), seed, scheme)
         return th, k, inner
 
     # ----------------------------------------------------------------- PKM IK
@@ -760,17 +888,16 @@ class PKM:
         reference orientation) and 0 for the others."""
         x = np.asarray(x, float)
         if x.shape != (self.ntask,) or not np.isfinite(x).all():
-            raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), '
-                             f'got {x!r}')
+            raise InputError(f'task target must be {self.ntask} finite numbers ({self.task}), got {x!r}')
         t = self.pose_ref.copy()
         ti = self.__dict__.get('_tidx')
         if ti is None:
-            ti = self._tidx = (np.array([_COMP[c] for c in self.task if c not in _ROT], np.int64),
-                               np.array([i for i, c in enumerate(self.task) if c not in _ROT],
-                                        np.int64),
-                               np.array([_COMP[c] - 3 for c in self.task if c in _ROT], np.int64),
-                               np.array([i for i, c in enumerate(self.task) if c in _ROT],
-                                        np.int64))
+            ti = self._tidx = (
+                np.array([_COMP[c] for c in self.task if c not in _ROT], np.int64),
+                np.array([i for i, c in enumerate(self.task) if c not in _ROT], np.int64),
+                np.array([_COMP[c] - 3 for c in self.task if c in _ROT], np.int64),
+                np.array([i for i, c in enumerate(self.task) if c in _ROT], np.int64),
+            )
         t[ti[0]] = x[ti[1]]
         if len(ti[2]):
             r = np.zeros(3)
@@ -799,8 +926,10 @@ class PKM:
             elif isinstance(seed, list) and len(seed) == len(self.limbs):
                 seeds = [np.asarray(s, float) for s in seed]
             else:
-                raise InputError('seed must be an IKSolution, a list of limb configurations or '
-                                 f'a global configuration ({self.model.nq},)')
+                raise InputError(
+                    'seed must be an IKSolution, a list of limb configurations or '
+                    f'a global configuration ({self.model.nq},)'
+                )
             sig0 = [self._signature(lb, s) for lb, s in zip(self.limbs, seeds)]
         thetas, outer, inner, conds, sigs = [], [], [], [], []
         tres = lres = 0.0
@@ -819,8 +948,10 @@ class PKM:
                 if flips:
                     raise BranchSwitchError(
                         f"limb '{lb.name}': the IK converged on another assembly mode (sign of "
-                        f"det {', det '.join(flips)} flipped w.r.t. the seed); refusing the jump",
-                        limb=lb.name, iterations=k)
+                        f'det {", det ".join(flips)} flipped w.r.t. the seed); refusing the jump',
+                        limb=lb.name,
+                        iterations=k,
+                    )
             thetas.append(th)
             outer.append(k)
             inner.append(inn)
@@ -829,15 +960,15 @@ class PKM:
             tres = max(tres, float(out[1]))
             lres = max(lres, float(out[2]))
         q = self.global_q(thetas)
-        return IKSolution(np.asarray(x, float).copy(), thetas, q, outer, inner, tres, lres,
-                          conds, sigs)
+        return IKSolution(np.asarray(x, float).copy(), thetas, q, outer, inner, tres, lres, conds, sigs)
 
     def global_q(self, thetas, which=None):
         """Global URDF vector (n,) from limb vectors (joint values or their derivatives)."""
         q = np.zeros(self.model.nq)
         for lb, th in zip(self.limbs, thetas):
             src, dst = lb.__dict__.get('_gmap') or lb.__dict__.setdefault(
-                '_gmap', (np.flatnonzero(lb.gidx >= 0), lb.gidx[lb.gidx >= 0]))
+                '_gmap', (np.flatnonzero(lb.gidx >= 0), lb.gidx[lb.gidx >= 0])
+            )
             q[dst] = th[src]
         return q
 
@@ -856,16 +987,14 @@ class PKM:
             thd, thdd = np.empty(n), np.empty(n)
             hit = cache.get(li)
             if hit is not None and hit[0] is th and hit[1] == th.tobytes():
-                del cache[li]                   # used once: the arrays go to the TaskMotion
+                del cache[li]  # used once: the arrays go to the TaskMotion
                 H, Lt, F, c = hit[2], hit[3], hit[4], hit[5]
                 ok = _K.limb_motion_hl(lb.kp, th, xd, xdd, thd, thdd, H, F, Lt)
             else:
                 H, F, Lt = np.empty((n, d)), np.empty((d, nt)), np.empty((d, d))
-                ok, c = _K.limb_motion(lb.kp, np.ascontiguousarray(th, dtype=float), xd, xdd,
-                                       thd, thdd, H, F, Lt)
+                ok, c = _K.limb_motion(lb.kp, np.ascontiguousarray(th, dtype=float), xd, xdd, thd, thdd, H, F, Lt)
             if not ok:
-                raise SingularityError(f"limb '{lb.name}': L_t or G_y is singular (input "
-                                       f"singularity)")
+                raise SingularityError(f"limb '{lb.name}': L_t or G_y is singular (input singularity)")
             th_l.append(th)
             thd_l.append(thd)
             thdd_l.append(thdd)
@@ -877,11 +1006,23 @@ class PKM:
         for r, (li, j) in enumerate(self.act_map):
             J_IK[r] = H_l[li][j] @ F_l[li]
         if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(J_IK).all():
-            cj = float(_K._cond(J_IK))          # s_max / s_min of the LAPACK SVD (np.linalg.cond)
+            cj = float(_K._cond(J_IK))  # s_max / s_min of the LAPACK SVD (np.linalg.cond)
         else:
             cj = float(np.linalg.cond(J_IK))
-        return TaskMotion(th_l, thd_l, thdd_l, H_l, F_l, Lt_l, J_IK, self.global_q(th_l),
-                          self.global_q(thd_l), self.global_q(thdd_l), conds, cj)
+        return TaskMotion(
+            th_l,
+            thd_l,
+            thdd_l,
+            H_l,
+            F_l,
+            Lt_l,
+            J_IK,
+            self.global_q(th_l),
+            self.global_q(thd_l),
+            self.global_q(thdd_l),
+            conds,
+            cj,
+        )
 
     # ----------------------------------------------------------------- dynamics
     def task_dynamics(self, sol, xd, xdd=None, wrench=None, motion=None):
@@ -901,8 +1042,9 @@ class PKM:
         g = np.zeros(nt)
         xdd_ = np.zeros(nt) if xdd is None else np.ascontiguousarray(xdd, dtype=float)
         for li, lb in enumerate(self.limbs):
-            _K.limb_dynamics_hf(lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], mo.H[li],
-                                mo.F[li], xdd_, Q, b, g, M_t)
+            _K.limb_dynamics_hf(
+                lb.kp, mo.theta[li], mo.thetad[li], mo.thetadd[li], mo.H[li], mo.F[li], xdd_, Q, b, g, M_t
+            )
         W_ee = np.zeros(nt)
         if wrench is not None:
             w = np.asarray(wrench, float)
@@ -914,8 +1056,9 @@ class PKM:
         J_IK = mo.J_IK
         cj = mo.cond_J_IK
         if not np.isfinite(cj) or cj > 1e12:
-            raise SingularityError(f'J_IK is singular (cond {cj:.3g}): output singularity, the '
-                                   f'actuator forces are undefined')
+            raise SingularityError(
+                f'J_IK is singular (cond {cj:.3g}): output singularity, the actuator forces are undefined'
+            )
         if J_IK.shape[0] == J_IK.shape[1] and np.isfinite(M_t).all():
             u = np.empty(J_IK.shape[0])
             ev = np.empty(nt)
@@ -924,11 +1067,10 @@ class PKM:
             M_t = 0.5 * (M_t + M_t.T)
             if J_IK.shape[0] == J_IK.shape[1]:
                 u = np.linalg.solve(J_IK.T, Q - W_ee)
-            else:                                   # redundant actuation: minimum norm
+            else:  # redundant actuation: minimum norm
                 u = np.linalg.pinv(J_IK.T) @ (Q - W_ee)
             ev = np.linalg.eigvalsh(M_t)
-        return TaskDynamics(u, M_t, b, g, b - g, W_ee, J_IK, mo, ev,
-                            float(ev[-1] / ev[0]) if ev[0] > 0 else np.inf, cj)
+        return TaskDynamics(u, M_t, b, g, b - g, W_ee, J_IK, mo, ev, float(ev[-1] / ev[0]) if ev[0] > 0 else np.inf, cj)
 
     def forward_kinematics(self, q_act, seed=None, tol=1e-10, max_iter=30):
         """Task coordinates from the actuated joints: Newton on the IK equations,
@@ -945,9 +1087,11 @@ class PKM:
             J = self.task_motion(sol, np.zeros(self.ntask)).J_IK
             x = x + np.linalg.solve(J, r)
             sol = self.solve_ik(x, seed=sol)
-        raise IKError(f'forward kinematics did not converge in {max_iter} iterations '
-                      f'(actuator error {np.abs(r).max():.3g})', iterations=max_iter,
-                      residual=float(np.abs(r).max()))
+        raise IKError(
+            f'forward kinematics did not converge in {max_iter} iterations (actuator error {np.abs(r).max():.3g})',
+            iterations=max_iter,
+            residual=float(np.abs(r).max()),
+        )
 
     def forward_dynamics(self, q_act, qd_act, u, wrench=None, seed=None):
         """Task acceleration from actuator forces: ``V_t_dot = M_t^-1 (W_t^EE + J_IK^T u - b_t)``.
@@ -1010,12 +1154,15 @@ def inverse_dynamics_d2_task(model, x, xd, xdd, xddd, xdddd, theta_guess=None):
     embedding's eq. 45) at the same (x, xd, xdd). Raises
     :class:`~robot_dynamics.pkm.recursive.PKMStructureError` naming why a robot does not
     qualify (e.g. hybrid limbs: loops inside a limb, as the IRSBot-2)."""
-    from .general import general_pkm, inverse_dynamics_d2_general
-    from .recursive import PKMStructureError
+    from robot_dynamics.pkm.general import general_pkm, inverse_dynamics_d2_general
+    from robot_dynamics.pkm.recursive import PKMStructureError
+
     pk = get_pkm(model)
     if len(pk.task) >= 6:
-        raise PKMStructureError(f"model '{model.name}': a 6-DOF rotation-vector task is not the "
-                                "general route's pose task; use robot_dynamics.pkm.inverse_dynamics_d2")
+        raise PKMStructureError(
+            f"model '{model.name}': a 6-DOF rotation-vector task is not the "
+            "general route's pose task; use robot_dynamics.pkm.inverse_dynamics_d2"
+        )
     gp = general_pkm(model, platform=pk.platform_frame, task=list(pk.task))
     if list(gp.actuated) != list(model.actuated):
         raise PKMStructureError(f"model '{model.name}': actuated joints differ between the routes")
@@ -1058,6 +1205,7 @@ def task_reference(pkm, position, quat_xyzw=None, twist=None, accel=None):
         if a.shape != (n,) or not np.all(np.isfinite(a)):
             raise InputError(f'task reference: {what} must be {n} finite numbers, got {v!r}')
         return a
+
     p = vec(position, 3, 'position')
     tw, ac = vec(twist, 6, 'twist (v, w)'), vec(accel, 6, 'accel (dv/dt, dw/dt)')
     r = np.zeros(3)
@@ -1103,14 +1251,21 @@ class IKTracker:
         """Labels of :meth:`diagnostics`: outer iterations per limb, max inner iterations, task
         residual [m], loop residual, cond(F_(l)) per limb, cond(J_IK), near_singular."""
         lbs = self.pkm.limbs
-        return ([f'outer_{lb.name}' for lb in lbs] + ['inner_max', 'task_residual', 'loop_residual']
-                + [f'cond_F_{lb.name}' for lb in lbs] + ['cond_J_IK', 'near_singular'])
+        return (
+            [f'outer_{lb.name}' for lb in lbs]
+            + ['inner_max', 'task_residual', 'loop_residual']
+            + [f'cond_F_{lb.name}' for lb in lbs]
+            + ['cond_J_IK', 'near_singular']
+        )
 
     def diagnostics(self, sol, mo):
         """Values (list of float) of :attr:`diagnostic_labels` for one :meth:`step` result."""
-        return ([float(k) for k in sol.outer] + [float(max((max(s) if s else 0) for s in sol.inner)),
-                sol.task_residual, sol.loop_residual] + list(sol.cond_F)
-                + [mo.cond_J_IK, float(self.near_singular)])
+        return (
+            [float(k) for k in sol.outer]
+            + [float(max((max(s) if s else 0) for s in sol.inner)), sol.task_residual, sol.loop_residual]
+            + list(sol.cond_F)
+            + [mo.cond_J_IK, float(self.near_singular)]
+        )
 
 
 def warmup(model=None):
@@ -1119,14 +1274,16 @@ def warmup(model=None):
     dynamics with and without an end-effector wrench, a seeded IK, one limb IK).
     ``model``: a PKM :class:`~robot_dynamics.model.Model` (default ``urdf/irsbot2.urdf``)."""
     if model is None:
-        from .. import data_path, load_model
+        from robot_dynamics.parsers.data import data_path
+        from robot_dynamics.parsers.urdf import load_model
+
         model = load_model(data_path('urdf/irsbot2.urdf'))
     pk = get_pkm(model)
     tr = IKTracker(model)
     z = np.zeros(pk.ntask)
-    sol, mo = tr.step(pk.x_ref, z, z)           # limb_solve_hl, limb_motion_hl, _cond
-    pk.task_motion(sol, z, z)                    # the generic limb_motion (no cached H, F)
-    pk.task_dynamics(sol, z, z, motion=mo)       # limb_dynamics_hf, task_finish
+    sol, mo = tr.step(pk.x_ref, z, z)  # limb_solve_hl, limb_motion_hl, _cond
+    pk.task_motion(sol, z, z)  # the generic limb_motion (no cached H, F)
+    pk.task_dynamics(sol, z, z, motion=mo)  # limb_dynamics_hf, task_finish
     pk.task_dynamics(sol, z, z, wrench=np.zeros(6), motion=mo)
     pk.solve_ik(pk.x_ref, seed=sol.q)
     lb = pk.limbs[0]

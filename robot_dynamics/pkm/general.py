@@ -57,6 +57,7 @@ Units SI; twists linear first ``(v, w)``; ``u`` in N / N m in the order of
 :attr:`GeneralPKM.actuated`. Cost: one SVD of ``K`` ((6L + delta) x (sum N_l + 6)) per sample
 and Newton iteration; speed is secondary here (the compiled 6x6 route is the fast path).
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -64,23 +65,37 @@ from math import comb
 
 import numpy as np
 
-from ..errors import InputError
-from ..lie import _Ad, _ad, _hat, _inv_se3, exp_se3  # (unchecked, batched; linear-first twists)
-from .recursive import PKMSingularityError, PKMStructureError
+from robot_dynamics.errors import InputError
+from robot_dynamics.spatial.lie import _Ad, _ad, _hat, _inv_se3, exp_se3  # (unchecked, batched; linear-first twists)
+from robot_dynamics.errors import PKMSingularityError, PKMStructureError
 
-__all__ = ['GeneralPKM', 'general_pkm', 'inverse_dynamics_d2_general', 'GeneralID2Result',
-           'GeneralID2Data', 'TASK_COMPONENTS']
+__all__ = [
+    'GeneralPKM',
+    'general_pkm',
+    'inverse_dynamics_d2_general',
+    'GeneralID2Result',
+    'GeneralID2Data',
+    'TASK_COMPONENTS',
+]
 
 TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
 #: virtual joints of each supported cut-joint type, in frame_a axes through its origin:
 #: R/P = revolute/prismatic about/along x, y, z ('Rx'...), k = the loop axis, t1/t2 its normals,
 #: a1/a2 the universal axes
 _CUT_JOINTS = {
-    'spherical': ('Rx', 'Ry', 'Rz'), 'point': ('Rx', 'Ry', 'Rz'), 'point3d': ('Rx', 'Ry', 'Rz'),
-    'universal': ('Ra1', 'Ra2'), 'revolute': ('Rk',), 'prismatic': ('Pk',),
-    'cylindrical': ('Pk', 'Rk'), 'planar': ('Pt1', 'Pt2', 'Rk'),
-    'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'), 'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
-    'weld': (), 'weld6d': ()}
+    'spherical': ('Rx', 'Ry', 'Rz'),
+    'point': ('Rx', 'Ry', 'Rz'),
+    'point3d': ('Rx', 'Ry', 'Rz'),
+    'universal': ('Ra1', 'Ra2'),
+    'revolute': ('Rk',),
+    'prismatic': ('Pk',),
+    'cylindrical': ('Pk', 'Rk'),
+    'planar': ('Pt1', 'Pt2', 'Rk'),
+    'point_on_line': ('Pk', 'Rx', 'Ry', 'Rz'),
+    'point_on_plane': ('Pt1', 'Pt2', 'Rx', 'Ry', 'Rz'),
+    'weld': (),
+    'weld6d': (),
+}
 
 
 def _T(R, p):
@@ -152,15 +167,19 @@ class GeneralPKM:
     limits (+-inf for virtual joints), ``rotor_joints`` excluded SEA motor joints, ``model_name``."""
 
     def __repr__(self):
-        return (f'GeneralPKM({self.model_name!r}: {len(self.limbs)} limbs '
-                f'{[lb.N for lb in self.limbs]} joints, platform {self.platform!r}, '
-                f'delta {self.delta}, task {self.task}, actuated {self.actuated})')
+        return (
+            f'GeneralPKM({self.model_name!r}: {len(self.limbs)} limbs '
+            f'{[lb.N for lb in self.limbs]} joints, platform {self.platform!r}, '
+            f'delta {self.delta}, task {self.task}, actuated {self.actuated})'
+        )
 
     def describe(self):
-        return (f"{len(self.limbs)} serial limb(s) of {[lb.N for lb in self.limbs]} joints "
-                f"(cut joints as virtual joints) to the platform '{self.platform}', "
-                f"{self.delta} DOF, task {self.task}, {len(self.actuated)} actuated"
-                + (' (redundant: least-norm u)' if len(self.actuated) > self.delta else ''))
+        return (
+            f'{len(self.limbs)} serial limb(s) of {[lb.N for lb in self.limbs]} joints '
+            f"(cut joints as virtual joints) to the platform '{self.platform}', "
+            f'{self.delta} DOF, task {self.task}, {len(self.actuated)} actuated'
+            + (' (redundant: least-norm u)' if len(self.actuated) > self.delta else '')
+        )
 
     def tree_q(self, theta, q_fill):
         """Model coordinates (..., nq) from stacked limb coordinates ``theta`` (..., Ntot): the
@@ -168,7 +187,7 @@ class GeneralPKM:
         theta = np.asarray(theta, float)
         q = np.array(np.broadcast_to(np.asarray(q_fill, float), theta.shape[:-1] + (len(q_fill),)))
         for lb, o in zip(self.limbs, self.offsets):
-            q[..., lb.tree] = theta[..., o:o + lb.n]
+            q[..., lb.tree] = theta[..., o : o + lb.n]
         return q
 
     # ------------------------------------------------------------------ kinematics
@@ -220,9 +239,9 @@ class GeneralPKM:
         K = np.zeros((S, 6 * L + self.delta, self.offsets[-1] + 6))
         for l, J in enumerate(Js):
             o = self.offsets[l]
-            K[:, 6 * l:6 * l + 6, o:o + J.shape[2]] = J
-            K[:, 6 * l:6 * l + 6, -6:] = -np.eye(6)
-        K[:, 6 * L:, -6:] = T
+            K[:, 6 * l : 6 * l + 6, o : o + J.shape[2]] = J
+            K[:, 6 * l : 6 * l + 6, -6:] = -np.eye(6)
+        K[:, 6 * L :, -6:] = T
         return K
 
 
@@ -237,8 +256,9 @@ def _limb_chains(model, name):
                 if len(kids) > 1:
                     raise PKMStructureError(
                         f"model '{name}': joint '{model.joint_names[c[-1]]}' has {len(kids)} child "
-                        f"joints {[model.joint_names[k] for k in kids]}; the general route needs "
-                        "serial limbs (no branching inside a limb)")
+                        f'joints {[model.joint_names[k] for k in kids]}; the general route needs '
+                        'serial limbs (no branching inside a limb)'
+                    )
                 c.append(kids[0])
             chains.append(c)
     return chains
@@ -256,11 +276,14 @@ def _inertia6(m, c, I_o):
 def _virtual(lp, Ta, Tb):
     """Virtual joint screws (6,) (linear first, frame_a axes, through its origin) of a cut joint;
     Ta, Tb: world poses of frame_a, frame_b at the reference (for the universal's 2nd axis)."""
-    from ..loops import _basis
+    from robot_dynamics.parsers.sidecar import _basis
+
     code = _CUT_JOINTS.get(lp.type)
     if code is None:
-        raise PKMStructureError(f"loop '{lp.name}' of type '{lp.type}' is not supported as a "
-                                f"limb-to-platform cut joint (supported: {sorted(_CUT_JOINTS)})")
+        raise PKMStructureError(
+            f"loop '{lp.name}' of type '{lp.type}' is not supported as a "
+            f'limb-to-platform cut joint (supported: {sorted(_CUT_JOINTS)})'
+        )
     dirs = {'x': np.eye(3)[0], 'y': np.eye(3)[1], 'z': np.eye(3)[2]}
     if lp.axis is not None:
         k = np.asarray(lp.axis, float) / np.linalg.norm(lp.axis)
@@ -269,7 +292,7 @@ def _virtual(lp, Ta, Tb):
     if lp.axes is not None:
         a1, a2 = (np.asarray(a, float) for a in lp.axes)
         dirs['a1'] = a1 / np.linalg.norm(a1)
-        a2 = Ta[:3, :3].T @ Tb[:3, :3] @ a2            # 2nd axis: given in frame_b
+        a2 = Ta[:3, :3].T @ Tb[:3, :3] @ a2  # 2nd axis: given in frame_b
         dirs['a2'] = a2 / np.linalg.norm(a2)
     out = []
     for c in code:
@@ -282,6 +305,7 @@ def _swapped(lp, Ta, Tb):
     """The same cut joint with frame_a and frame_b exchanged (axis re-expressed in the new
     frame_a at the reference; universal axes swapped: the first is given in frame_a)."""
     import dataclasses
+
     axis = None if lp.axis is None else Tb[:3, :3].T @ Ta[:3, :3] @ np.asarray(lp.axis, float)
     axes = None if lp.axes is None else np.array([lp.axes[1], lp.axes[0]], float)
     return dataclasses.replace(lp, frame_a=lp.frame_b, frame_b=lp.frame_a, axis=axis, axes=axes)
@@ -302,22 +326,25 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     cache = model.__dict__.setdefault('_pkm_cache', {})
     if key in cache:
         return cache[key]
-    from ..constraints import loop_errors
-    from ..kinematics import forward_kinematics
+    from robot_dynamics.algorithms.constraints import loop_errors
+    from robot_dynamics.algorithms.kinematics import forward_kinematics
+
     name = model.name
     if not model.loops:
         raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
-    body = lambda f: int(model.frame_parent[model.frame_index(f)])     # noqa: E731
+    body = lambda f: int(model.frame_parent[model.frame_index(f)])  # noqa: E731
     if platform is None:
         common = set.intersection(*({body(lp.frame_a), body(lp.frame_b)} for lp in model.loops))
         common.discard(-1)
         fbb = {body(lp.frame_b) for lp in model.loops}
         if len(common) > 1 and len(fbb) == 1 and fbb <= common:
-            common = fbb                    # ambiguous (one loop): the frame_b side
+            common = fbb  # ambiguous (one loop): the frame_b side
         if len(common) != 1:
-            raise PKMStructureError(f"model '{name}': no single body is cut by every loop (the "
-                                    "platform): loops inside limbs (hybrid limbs) are outside the "
-                                    "general route; otherwise pass platform=<frame name>")
+            raise PKMStructureError(
+                f"model '{name}': no single body is cut by every loop (the "
+                'platform): loops inside limbs (hybrid limbs) are outside the '
+                'general route; otherwise pass platform=<frame name>'
+            )
         jp = common.pop()
         fr = {lp.frame_b if body(lp.frame_b) == jp else lp.frame_a for lp in model.loops}
         if len(fr) == 1:
@@ -340,22 +367,26 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     else:
         actuated = list(model.actuated)
     act_set = {model.joint_index(j) for j in actuated}
-    cut_of = {}                      # body joint index -> loop (limb side)
+    cut_of = {}  # body joint index -> loop (limb side)
     for lp in model.loops:
         fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
         ja, jb = int(model.frame_parent[fa]), int(model.frame_parent[fb])
-        if jb != jP and ja == jP:           # platform side written as frame_a: swap the sides
+        if jb != jP and ja == jP:  # platform side written as frame_a: swap the sides
             lp = _swapped(lp, Tw[fa], Tw[fb])
             fa, fb, ja, jb = fb, fa, jb, ja
         if jb != jP:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}' does not end on the platform "
-                                    f"'{platform}' (a loop inside a limb: hybrid limbs are outside "
-                                    "the general route)")
+            raise PKMStructureError(
+                f"model '{name}': loop '{lp.name}' does not end on the platform "
+                f"'{platform}' (a loop inside a limb: hybrid limbs are outside "
+                'the general route)'
+            )
         if ja < 0:
             raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
         if ja in cut_of:
-            raise PKMStructureError(f"model '{name}': loops '{cut_of[ja].name}' and '{lp.name}' cut "
-                                    "the same body; each limb needs exactly one cut joint")
+            raise PKMStructureError(
+                f"model '{name}': loops '{cut_of[ja].name}' and '{lp.name}' cut "
+                'the same body; each limb needs exactly one cut joint'
+            )
         cut_of[ja] = lp
     limbs, plat_limb = [], None
     for c in _limb_chains(model, name):
@@ -365,18 +396,24 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         cuts = [j for j in c if j in cut_of]
         if jP in c:
             if c[-1] != jP:
-                raise PKMStructureError(f"model '{name}': the platform body (joint '{model.joint_names[jP]}') "
-                                        f"is not the last body of its limb {jn}")
+                raise PKMStructureError(
+                    f"model '{name}': the platform body (joint '{model.joint_names[jP]}') "
+                    f'is not the last body of its limb {jn}'
+                )
             if cuts:
-                raise PKMStructureError(f"model '{name}': loop '{cut_of[cuts[0]].name}' cuts the "
-                                        "platform's own limb")
+                raise PKMStructureError(f"model '{name}': loop '{cut_of[cuts[0]].name}' cuts the platform's own limb")
             plat_limb = ('platform_limb', c, None)
             continue
         if len(cuts) != 1 or cuts[0] != c[-1]:
             raise PKMStructureError(
-                f"model '{name}': limb {jn} " + ('is not connected to the platform by a loop' if not cuts
-                                                  else 'is cut at a body that is not its last one')
-                + ' (every limb must end at exactly one cut joint to the platform)')
+                f"model '{name}': limb {jn} "
+                + (
+                    'is not connected to the platform by a loop'
+                    if not cuts
+                    else 'is cut at a body that is not its last one'
+                )
+                + ' (every limb must end at exactly one cut joint to the platform)'
+            )
         lp = cut_of[c[-1]]
         limbs.append((lp.name, c, lp))
     if plat_limb is None:
@@ -393,8 +430,10 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             Ta, Tb = Tw[fa], Tw[fb]
             gap = max(loop_err[lp.name])
             if gap > 1e-8:
-                raise PKMStructureError(f"model '{name}': loop '{lp.name}' is open by {gap:.3g} at "
-                                        "the sidecar's reference configuration (must be closed)")
+                raise PKMStructureError(
+                    f"model '{name}': loop '{lp.name}' is open by {gap:.3g} at "
+                    "the sidecar's reference configuration (must be closed)"
+                )
             try:
                 vs = _virtual(lp, Ta, Tb)
             except PKMStructureError as exc:
@@ -409,7 +448,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         Ti = np.linalg.inv(Tr)
         B[-1] = B[-1] @ Tr
         X[-1] = _Ad(Ti) @ X[-1]
-        if len(M) == len(X):                # last body is a tree body: re-base its inertia
+        if len(M) == len(X):  # last body is a tree body: re-base its inertia
             AdT = _Ad(Tr)
             M[-1] = AdT.T @ M[-1] @ AdT
         out.append(_Limb(lname, np.array(B), np.array(X), np.array(M), c, act))
@@ -420,19 +459,18 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     p.rotor_joints = sorted(rotor)
     th_ref = np.zeros(p.offsets[-1])
     for lb, o in zip(out, p.offsets):
-        th_ref[o:o + lb.n] = q_ref[lb.tree]
+        th_ref[o : o + lb.n] = q_ref[lb.tree]
     p.theta_ref = th_ref
     p.lower = np.full(p.offsets[-1], -np.inf)
     p.upper = np.full(p.offsets[-1], np.inf)
     p.joint_label = []
     for lb, o in zip(out, p.offsets):
-        p.lower[o:o + lb.n] = model.lower[lb.tree]
-        p.upper[o:o + lb.n] = model.upper[lb.tree]
+        p.lower[o : o + lb.n] = model.lower[lb.tree]
+        p.upper[o : o + lb.n] = model.upper[lb.tree]
         p.joint_label += [model.joint_names[j] for j in lb.tree]
         p.joint_label += [f'{lb.name}/virtual{k}' for k in range(lb.N - lb.n)]
     all_tree = {int(j) for lb in out for j in lb.tree}
-    stray = [model.joint_names[j] for j in range(model.nq)
-             if j not in all_tree and model.joint_names[j] not in rotor]
+    stray = [model.joint_names[j] for j in range(model.nq) if j not in all_tree and model.joint_names[j] not in rotor]
     if stray:
         raise PKMStructureError(f"model '{name}': joints {stray} belong to no limb")
     stacked = {int(lb.tree[i]) + 0: o + i for lb, o in zip(out, p.offsets) for i in range(lb.n)}
@@ -449,18 +487,20 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     Js = p.jacobians(Cs, Cp)
     p.delta = 6
     p.task, p.task_idx = 'pose', np.arange(6)
-    K0 = p.assemble_K(Js, np.zeros((1, 6, 6)))[0, :6 * len(out)]
+    K0 = p.assemble_K(Js, np.zeros((1, 6, 6)))[0, : 6 * len(out)]
     sv, Vt = np.linalg.svd(K0)[1:]
     rank = int(np.sum(sv > tol * max(1.0, sv[0])))
     delta = K0.shape[1] - rank
     if delta == 0:
         raise PKMStructureError(f"model '{name}': the platform cannot move (0 DOF at the reference)")
-    Nsp = Vt[rank:].T                       # (Ntot + 6, delta) null space
+    Nsp = Vt[rank:].T  # (Ntot + 6, delta) null space
     Rp = Cp[0, :3, :3]
-    Vw = np.vstack([Rp @ Nsp[-6:-3], Rp @ Nsp[-3:]])     # world-aligned platform twists
+    Vw = np.vstack([Rp @ Nsp[-6:-3], Rp @ Nsp[-3:]])  # world-aligned platform twists
     if delta > 6:
-        raise PKMStructureError(f"model '{name}': {delta} DOF > 6: the limbs have internal "
-                                "mobility (kinematically redundant limbs are outside the route)")
+        raise PKMStructureError(
+            f"model '{name}': {delta} DOF > 6: the limbs have internal "
+            'mobility (kinematically redundant limbs are outside the route)'
+        )
     p.R_ref = Rp.copy()
     if delta < 6:
         if task is None:
@@ -473,12 +513,13 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         else:
             bad = [c for c in task if c not in TASK_COMPONENTS]
             if bad or len(task) != delta:
-                raise PKMStructureError(f"model '{name}': task {task}: need {delta} components of "
-                                        f"{TASK_COMPONENTS}")
+                raise PKMStructureError(f"model '{name}': task {task}: need {delta} components of {TASK_COMPONENTS}")
             sel = [TASK_COMPONENTS.index(c) for c in task]
         if len(sel) != delta or np.linalg.matrix_rank(Vw[sel], 1e-8) != delta:
-            raise PKMStructureError(f"model '{name}': the world components {[TASK_COMPONENTS[k] for k in sel]} "
-                                    f"do not parametrise the platform's {delta}-DOF motion")
+            raise PKMStructureError(
+                f"model '{name}': the world components {[TASK_COMPONENTS[k] for k in sel]} "
+                f"do not parametrise the platform's {delta}-DOF motion"
+            )
         wrank = np.linalg.matrix_rank(Vw[3:], 1e-8)
         if any(k >= 3 for k in sel):
             axes = [k - 3 for k in sel if k >= 3]
@@ -486,16 +527,16 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             if wrank > 1 or np.max(np.abs(Vw[3 + np.array(other)]), initial=0) > 1e-8:
                 raise PKMStructureError(
                     f"model '{name}': the {delta}-DOF platform rotates about more than one world "
-                    "axis; angular task coordinates are only supported for a fixed rotation axis "
-                    "(planar motion). Lower-mobility platforms with 3D rotation (e.g. 3-RPS) are "
-                    "outside the general route")
+                    'axis; angular task coordinates are only supported for a fixed rotation axis '
+                    '(planar motion). Lower-mobility platforms with 3D rotation (e.g. 3-RPS) are '
+                    'outside the general route'
+                )
         p.delta = delta
         p.task_idx = np.array(sel, np.int64)
         p.task = [TASK_COMPONENTS[k] for k in sel]
     p.x_ref = Cp[0].copy() if p.task == 'pose' else p.task_value(Cp)[0]
     if len(actuated) < p.delta:
-        raise PKMStructureError(f"model '{name}': {len(actuated)} actuated joints for {p.delta} DOF "
-                                "(under-actuated)")
+        raise PKMStructureError(f"model '{name}': {len(actuated)} actuated joints for {p.delta} DOF (under-actuated)")
     cache[key] = p
     return p
 
@@ -517,7 +558,7 @@ def _jac_derivs(J, thd, order):
     corrected eq. 25). thd: list [theta', theta'', theta'''] (S, N) (>= order entries)."""
     S, _, N = J.shape
     out = [np.zeros_like(J) for _ in range(order)]
-    dV = [np.zeros((S, 6)) for _ in range(order)]       # DV, DVd, DVdd of body i
+    dV = [np.zeros((S, 6)) for _ in range(order)]  # DV, DVd, DVdd of body i
     for i in range(N - 1, -1, -1):
         if i < N - 1:
             j = i + 1
@@ -553,9 +594,9 @@ def _Kk(p, Jks, R, Gk):
     K = np.zeros((S, 6 * L + p.delta, p.offsets[-1] + 6))
     for l, J in enumerate(Jks):
         o = p.offsets[l]
-        K[:, 6 * l:6 * l + 6, o:o + J.shape[2]] = J
+        K[:, 6 * l : 6 * l + 6, o : o + J.shape[2]] = J
     if p.task != 'pose':
-        K[:, 6 * L:, -6:] = p.task_rows(R @ Gk)
+        K[:, 6 * L :, -6:] = p.task_rows(R @ Gk)
     return K
 
 
@@ -573,16 +614,20 @@ class _KSolver:
         for lb, J in zip(p.limbs, Js):
             n = J.shape[2]
             if n > 6:
-                raise PKMStructureError(f"model '{p.model_name}': limb '{lb.name}' has {n} > 6 joints "
-                                        "(kinematically redundant limb)")
+                raise PKMStructureError(
+                    f"model '{p.model_name}': limb '{lb.name}' has {n} > 6 joints (kinematically redundant limb)"
+                )
             Q, R = np.linalg.qr(J, mode='complete')
             d = np.abs(np.diagonal(R[:, :n, :n], axis1=1, axis2=2))
             bad = d.min(axis=1, initial=np.inf) <= rcond * np.maximum(1.0, d.max(axis=1, initial=1.0))
             if np.any(bad):
                 idx = np.nonzero(bad)[0]
-                raise PKMSingularityError(f"{p.model_name}: limb '{lb.name}': singular limb Jacobian "
-                                          f"at {len(idx)} of {S} samples (first {idx[0]})", idx,
-                                          np.where(bad, 2, 0))
+                raise PKMSingularityError(
+                    f"{p.model_name}: limb '{lb.name}': singular limb Jacobian "
+                    f'at {len(idx)} of {S} samples (first {idx[0]})',
+                    idx,
+                    np.where(bad, 2, 0),
+                )
             self.Q1.append(Q[:, :, :n])
             self.Q2.append(Q[:, :, n:])
             self.R1.append(R[:, :n, :n])
@@ -592,9 +637,11 @@ class _KSolver:
         bad = d.min(axis=1) <= rcond * np.maximum(1.0, d.max(axis=1))
         if np.any(bad):
             idx = np.nonzero(bad)[0]
-            raise PKMSingularityError(f"{p.model_name}: parallel (constraint/task) singularity at "
-                                      f"{len(idx)} of {S} samples (first {idx[0]})", idx,
-                                      np.where(bad, 7, 0))
+            raise PKMSingularityError(
+                f'{p.model_name}: parallel (constraint/task) singularity at {len(idx)} of {S} samples (first {idx[0]})',
+                idx,
+                np.where(bad, 7, 0),
+            )
         self.Qh, self.Rh = Qh, Rh
 
     def solve(self, b):
@@ -603,12 +650,13 @@ class _KSolver:
         if vec:
             b = b[..., None]
         L = len(self.p.limbs)
-        bl = [b[:, 6 * l:6 * l + 6] for l in range(L)]
-        rhs = np.concatenate([-np.swapaxes(q, 1, 2) @ x for q, x in zip(self.Q2, bl)]
-                             + [b[:, 6 * L:]], 1)
+        bl = [b[:, 6 * l : 6 * l + 6] for l in range(L)]
+        rhs = np.concatenate([-np.swapaxes(q, 1, 2) @ x for q, x in zip(self.Q2, bl)] + [b[:, 6 * L :]], 1)
         V = np.linalg.solve(self.Rh, np.swapaxes(self.Qh, 1, 2) @ rhs)
-        parts = [np.linalg.solve(R, np.swapaxes(q, 1, 2) @ (V + x)) if R.shape[1] else
-                 np.zeros((b.shape[0], 0, b.shape[2])) for R, q, x in zip(self.R1, self.Q1, bl)]
+        parts = [
+            np.linalg.solve(R, np.swapaxes(q, 1, 2) @ (V + x)) if R.shape[1] else np.zeros((b.shape[0], 0, b.shape[2]))
+            for R, q, x in zip(self.R1, self.Q1, bl)
+        ]
         z = np.concatenate(parts + [V], 1)
         return z[..., 0] if vec else z
 
@@ -633,10 +681,14 @@ def _ne_limb(lb, th, Cs, g):
         t1, t2, t3, t4 = (th[k][:, i, None] for k in range(1, 5))
         V0 = _mv(Ai, V[0]) + X * t1
         V1 = _mv(Ai, V[1]) - t1 * (V0 @ aX.T) + X * t2
-        V2 = (_mv(Ai, V[2]) + X * t3 - (t2 * V0 + 2 * t1 * V1) @ aX.T
-              - t1 ** 2 * (V0 @ (aX @ aX).T))
-        V3 = (_mv(Ai, V[3]) + X * t4 - (t3 * V0 + 3 * t2 * V1 + 3 * t1 * V2) @ aX.T
-              - 3 * t1 * ((t2 * V0 + t1 * V1) @ (aX @ aX).T) - t1 ** 3 * (V0 @ (aX @ aX @ aX).T))
+        V2 = _mv(Ai, V[2]) + X * t3 - (t2 * V0 + 2 * t1 * V1) @ aX.T - t1**2 * (V0 @ (aX @ aX).T)
+        V3 = (
+            _mv(Ai, V[3])
+            + X * t4
+            - (t3 * V0 + 3 * t2 * V1 + 3 * t1 * V2) @ aX.T
+            - 3 * t1 * ((t2 * V0 + t1 * V1) @ (aX @ aX).T)
+            - t1**3 * (V0 @ (aX @ aX @ aX).T)
+        )
         V = [V0, V1, V2, V3]
         Vs.append(V)
     Q = np.empty((3, S, n))
@@ -650,7 +702,7 @@ def _ne_limb(lb, th, Cs, g):
         a1 = -_mv(_ad(V0), a0)
         a2 = -_mv(_ad(V1), a0) + _mv(_ad(V0), _mv(_ad(V0), a0))
         MV0, MV1, MV2 = V0 @ M.T, V1 @ M.T, V2 @ M.T
-        adT = lambda V_, x: np.einsum('sji,sj->si', _ad(V_), x)     # noqa: E731  ad(V)^T x
+        adT = lambda V_, x: np.einsum('sji,sj->si', _ad(V_), x)  # noqa: E731  ad(V)^T x
         Wb0 = (V1 + a0) @ M.T - adT(V0, MV0)
         Wb1 = (V2 + a1) @ M.T - adT(V0, MV1) - adT(V1, MV0)
         Wb2 = (V3 + a2) @ M.T - adT(V0, MV2) - 2 * adT(V1, MV1) - adT(V2, MV0)
@@ -659,11 +711,10 @@ def _ne_limb(lb, th, Cs, g):
             aXT = lb.adX[i + 1].T
             d1 = th[1][:, i + 1, None]
             d2 = th[2][:, i + 1, None]
-            AT = lambda x: np.einsum('sji,sj->si', Aj, x)             # noqa: E731
+            AT = lambda x: np.einsum('sji,sj->si', Aj, x)  # noqa: E731
             t0 = AT(W[0])
             t1_ = AT(W[1] - d1 * (W[0] @ aXT.T))
-            t2_ = AT(W[2] - 2 * d1 * (W[1] @ aXT.T) + d1 ** 2 * (W[0] @ (aXT @ aXT).T)
-                     - d2 * (W[0] @ aXT.T))
+            t2_ = AT(W[2] - 2 * d1 * (W[1] @ aXT.T) + d1**2 * (W[0] @ (aXT @ aXT).T) - d2 * (W[0] @ aXT.T))
             W = [Wb0 + t0, Wb1 + t1_, Wb2 + t2_]
         else:
             W = [Wb0, Wb1, Wb2]
@@ -685,10 +736,25 @@ def _batch(a, shape, name, S=None, finite=True):
     return a
 
 
-def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None, task=None,
-                                gravity=None, theta_guess=None, tol=1e-12, max_iter=50,
-                                route='compiled', warm_start=False, threads=1,
-                                jik_derivatives=True):
+def inverse_dynamics_d2_general(
+    model,
+    x,
+    xd,
+    xdd,
+    xddd,
+    xdddd,
+    *,
+    platform=None,
+    task=None,
+    gravity=None,
+    theta_guess=None,
+    tol=1e-12,
+    max_iter=50,
+    route='compiled',
+    warm_start=False,
+    threads=1,
+    jik_derivatives=True,
+):
     """2nd-order inverse dynamics of a general PKM (module docstring): ``u, ud, udd``.
 
     ``model``: Model (or a :class:`GeneralPKM`). ``delta = 6``: ``x`` (4, 4) or (S, 4, 4) platform
@@ -720,13 +786,12 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     p = model if isinstance(model, GeneralPKM) else general_pkm(model, platform, task)
     d = p.delta
     pose = p.task == 'pose'
-    comp = route == 'compiled'            # (the kernel checks finiteness and orthonormality)
+    comp = route == 'compiled'  # (the kernel checks finiteness and orthonormality)
     X = _batch(x, (4, 4) if pose else (d,), 'x', finite=not comp)
     single = np.ndim(x) == (2 if pose else 1)
     S = X.shape[0]
     nd = 6 if pose else d
-    D = [_batch(v, (nd,), nm, S, not comp)
-         for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
+    D = [_batch(v, (nd,), nm, S, not comp) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
     g = p.gravity if gravity is None else np.asarray(gravity, float).reshape(3)
     L, Nt = len(p.limbs), p.offsets[-1]
     if comp:
@@ -735,10 +800,8 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         else:
             th = np.asarray(theta_guess, float)
             th = th.reshape(1, Nt) if th.ndim == 1 else np.broadcast_to(th, (S, Nt))
-        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single, threads,
-                             jik_derivatives)
-    th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else
-                                  np.asarray(theta_guess, float), (S, Nt)))
+        return _id2_compiled(p, X, D, g, th, bool(warm_start), tol, max_iter, single, threads, jik_derivatives)
+    th = np.array(np.broadcast_to(p.theta_ref if theta_guess is None else np.asarray(theta_guess, float), (S, Nt)))
     # ---------------------------------------------------------------- position IK (Newton)
     if pose:
         if np.max(np.abs(np.einsum('sji,sjk->sik', X[:, :3, :3], X[:, :3, :3]) - np.eye(3))) > 1e-9:
@@ -763,21 +826,29 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         ks = _KSolver(p, Js, np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(Cp[:, :3, :3]))
         dz = ks.solve(np.concatenate([e, r], -1))
         th = th + dz[:, :Nt]
-        if not pose:                        # the pose task fixes the platform
+        if not pose:  # the pose task fixes the platform
             Cp = Cp @ exp_se3(dz[:, Nt:])
     if np.any(res >= max(tol, 1e-9)):
         idx = np.nonzero(res >= max(tol, 1e-9))[0]
-        raise PKMSingularityError(f"{p.model_name}: position IK did not converge at {len(idx)} of {S} "
-                                  f"samples (first {idx[0]}, residual {res[idx[0]]:.3g}): pose outside "
-                                  "the workspace or singular", idx, np.where(res >= max(tol, 1e-9), 1, 0))
+        raise PKMSingularityError(
+            f'{p.model_name}: position IK did not converge at {len(idx)} of {S} '
+            f'samples (first {idx[0]}, residual {res[idx[0]]:.3g}): pose outside '
+            'the workspace or singular',
+            idx,
+            np.where(res >= max(tol, 1e-9), 1, 0),
+        )
     out_lim = np.any((th < p.lower - 1e-12) | (th > p.upper + 1e-12), axis=1)
     if np.any(out_lim):
         idx = np.nonzero(out_lim)[0]
         s0 = idx[0]
         j = int(np.nonzero((th[s0] < p.lower - 1e-12) | (th[s0] > p.upper + 1e-12))[0][0])
-        raise PKMSingularityError(f"{p.model_name}: IK solution outside the URDF joint limits at "
-                                  f"{len(idx)} of {S} samples (first {s0}: joint '{p.joint_label[j]}' "
-                                  f"= {th[s0, j]:.6g})", idx, np.where(out_lim, 5, 0))
+        raise PKMSingularityError(
+            f'{p.model_name}: IK solution outside the URDF joint limits at '
+            f"{len(idx)} of {S} samples (first {s0}: joint '{p.joint_label[j]}' "
+            f'= {th[s0, j]:.6g})',
+            idx,
+            np.where(out_lim, 5, 0),
+        )
     # ---------------------------------------------------------------- velocity level
     Cs = p.fk(th)
     Js = p.jacobians(Cs, Cp)
@@ -785,20 +856,18 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     T0 = np.broadcast_to(np.eye(6), (S, 6, 6)) if pose else p.task_rows(R)
     ks = _KSolver(p, Js, T0)
     B = np.zeros((6 * L + d, d))
-    B[6 * L:] = np.eye(d)
-    G = ks.solve(np.broadcast_to(B, (S,) + B.shape))        # (S, Nt + 6, d)
-    z = [None, _mv(G, D[0])]                     # z^(1) = (theta', V_p)
+    B[6 * L :] = np.eye(d)
+    G = ks.solve(np.broadcast_to(B, (S,) + B.shape))  # (S, Nt + 6, d)
+    z = [None, _mv(G, D[0])]  # z^(1) = (theta', V_p)
     TH = [th] + [None] * 4
     TH[1] = z[1][:, :Nt]
     VP = [z[1][:, Nt:]]
     for nu in range(2, 5):
-        thd = TH[1:nu]                           # known theta^(1..nu-1)
-        Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in thd], nu - 1)
-              for J, o in zip(Js, p.offsets)]
-        Gk = None if pose else _G_mats(*(VP[k][:, 3:] if k < len(VP) else np.zeros((S, 3))
-                                        for k in range(3)))
+        thd = TH[1:nu]  # known theta^(1..nu-1)
+        Jd = [_jac_derivs(J, [t[:, o : o + J.shape[2]] for t in thd], nu - 1) for J, o in zip(Js, p.offsets)]
+        Gk = None if pose else _G_mats(*(VP[k][:, 3:] if k < len(VP) else np.zeros((S, 3)) for k in range(3)))
         rhs = np.zeros((S, 6 * L + d))
-        rhs[:, 6 * L:] = D[nu - 1]
+        rhs[:, 6 * L :] = D[nu - 1]
         for k in range(1, nu):
             Kk = _Kk(p, [jd[k - 1] for jd in Jd], R, None if pose else Gk[k - 1])
             rhs -= comb(nu - 1, k) * _mv(Kk, z[nu - k])
@@ -807,7 +876,7 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         TH[nu] = znu[:, :Nt]
         VP.append(znu[:, Nt:])
     # ---------------------------------------------------------------- G derivatives
-    Jd = [_jac_derivs(J, [t[:, o:o + J.shape[2]] for t in TH[1:3]], 2) for J, o in zip(Js, p.offsets)]
+    Jd = [_jac_derivs(J, [t[:, o : o + J.shape[2]] for t in TH[1:3]], 2) for J, o in zip(Js, p.offsets)]
     Gk = None if pose else _G_mats(VP[0][:, 3:], VP[1][:, 3:], np.zeros((S, 3)))
     K1 = _Kk(p, [j[0] for j in Jd], R, None if pose else Gk[0])
     K2 = _Kk(p, [j[1] for j in Jd], R, None if pose else Gk[1])
@@ -816,30 +885,33 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
     # ---------------------------------------------------------------- dynamics
     Q = np.zeros((3, S, Nt))
     for lb, o, C in zip(p.limbs, p.offsets, Cs):
-        ths = [t[:, o:o + lb.N] for t in TH]
+        ths = [t[:, o : o + lb.N] for t in TH]
         q0, q1, q2 = _ne_limb(lb, ths, C, g)
-        Q[0, :, o:o + lb.n], Q[1, :, o:o + lb.n], Q[2, :, o:o + lb.n] = q0, q1, q2
+        Q[0, :, o : o + lb.n], Q[1, :, o : o + lb.n], Q[2, :, o : o + lb.n] = q0, q1, q2
     Gt, G1t, G2t = G[:, :Nt], G1[:, :Nt], G2[:, :Nt]
-    tT = lambda A, v: np.einsum('sji,sj->si', A, v)        # noqa: E731
+    tT = lambda A, v: np.einsum('sji,sj->si', A, v)  # noqa: E731
     w0 = tT(Gt, Q[0])
     w1 = tT(Gt, Q[1]) + tT(G1t, Q[0])
     w2 = tT(Gt, Q[2]) + 2 * tT(G1t, Q[1]) + tT(G2t, Q[0])
     ai = p.act_index
-    J0, J1, J2 = Gt[:, ai], G1t[:, ai], G2t[:, ai]            # (S, n_a, d)
+    J0, J1, J2 = Gt[:, ai], G1t[:, ai], G2t[:, ai]  # (S, n_a, d)
     A0, A1, A2 = (np.swapaxes(J, 1, 2) for J in (J0, J1, J2))  # A = J_IK^T (S, d, n_a)
     sv = np.linalg.svd(A0, compute_uv=False)
     bad = sv[:, -1] <= 1e-10 * sv[:, 0]
     if np.any(bad):
         idx = np.nonzero(bad)[0]
-        raise PKMSingularityError(f"{p.model_name}: singular IK Jacobian J_IK (actuation singularity) "
-                                  f"at {len(idx)} samples, first {idx[0]}", idx, np.where(bad, 3, 0))
-    sol = lambda A, b: np.linalg.solve(A, b[..., None])[..., 0]   # noqa: E731
+        raise PKMSingularityError(
+            f'{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} samples, first {idx[0]}',
+            idx,
+            np.where(bad, 3, 0),
+        )
+    sol = lambda A, b: np.linalg.solve(A, b[..., None])[..., 0]  # noqa: E731
     if len(ai) == d:
         u = sol(A0, w0)
         ud = sol(A0, w1 - _mv(A1, u))
         udd = sol(A0, w2 - _mv(A2, u) - 2 * _mv(A1, ud))
-    else:                                   # least norm: u = A^T y, (A A^T) y = w
-        AT = lambda A, v: np.einsum('sji,sj->si', A, v)        # noqa: E731
+    else:  # least norm: u = A^T y, (A A^T) y = w
+        AT = lambda A, v: np.einsum('sji,sj->si', A, v)  # noqa: E731
         N0 = A0 @ J0
         N1 = A1 @ J0 + A0 @ J1
         N2 = A2 @ J0 + 2 * A1 @ J1 + A0 @ J2
@@ -850,15 +922,16 @@ def inverse_dynamics_d2_general(model, x, xd, xdd, xddd, xdddd, *, platform=None
         ud = AT(A1, y0) + AT(A0, y1)
         udd = AT(A2, y0) + 2 * AT(A1, y1) + AT(A0, y2)
     THs = np.stack(TH, 1)
-    res = GeneralID2Result(u, ud, udd, THs, THs[:, :, ai], np.stack([J0, J1, J2], 1),
-                           np.stack([w0, w1, w2], 1), Cp, np.stack(VP, 1))
+    res = GeneralID2Result(
+        u, ud, udd, THs, THs[:, :, ai], np.stack([J0, J1, J2], 1), np.stack([w0, w1, w2], 1), Cp, np.stack(VP, 1)
+    )
     if single:
         res = GeneralID2Result(*(r[0] for r in res))
     return res
 
 
 # ---------------------------------------------------------------------------- compiled route
-_MIN_CHUNK = 32       # samples per parallel chunk at least (threads > 1)
+_MIN_CHUNK = 32  # samples per parallel chunk at least (threads > 1)
 _POOL = [None]
 
 
@@ -866,6 +939,7 @@ def _pool(n):
     """The worker threads of parallel batches (created on first use, grown to ``n``)."""
     if _POOL[0] is None or _POOL[0]._max_workers < n:
         from concurrent.futures import ThreadPoolExecutor
+
         _POOL[0] = ThreadPoolExecutor(max_workers=n, thread_name_prefix='rd-id2')
     return _POOL[0]
 
@@ -876,7 +950,8 @@ class _Packed:
     (layout: ``general_id_d2_batch``)."""
 
     def __init__(self, p):
-        from ._general_kernels import FP_HEAD, IP_HEAD
+        from robot_dynamics.pkm._general_kernels import FP_HEAD, IP_HEAD
+
         L = len(p.limbs)
         Nm = max(lb.N for lb in p.limbs)
         self.BR = np.zeros((L, Nm, 3, 3))
@@ -884,10 +959,10 @@ class _Packed:
         self.X = np.zeros((L, Nm, 6))
         self.M = np.zeros((L, Nm, 6, 6))
         for l, lb in enumerate(p.limbs):
-            self.BR[l, :lb.N] = lb.B[:, :3, :3]
-            self.Bp[l, :lb.N] = lb.B[:, :3, 3]
-            self.X[l, :lb.N] = lb.X
-            self.M[l, :lb.n] = lb.M[:lb.n]
+            self.BR[l, : lb.N] = lb.B[:, :3, :3]
+            self.Bp[l, : lb.N] = lb.B[:, :3, 3]
+            self.X[l, : lb.N] = lb.X
+            self.M[l, : lb.n] = lb.M[: lb.n]
         heavy = np.any(self.M != 0.0, axis=(2, 3))
         self.pose = p.task == 'pose'
         self.d, self.na, self.Nt = p.delta, len(p.act_index), int(p.offsets[-1])
@@ -896,26 +971,36 @@ class _Packed:
         self.act = np.asarray(p.act_index, np.int64)
         head = np.array([L, Nm, self.Nt, self.d, self.na, self.pose, 0, 0, 1], np.int64)
         assert len(head) == IP_HEAD
-        self.IP = np.concatenate([head, [lb.N for lb in p.limbs], [lb.n for lb in p.limbs],
-                                  p.offsets, p.task_idx, p.act_index,
-                                  heavy.ravel()]).astype(np.int64)
+        self.IP = np.concatenate(
+            [
+                head,
+                [lb.N for lb in p.limbs],
+                [lb.n for lb in p.limbs],
+                p.offsets,
+                p.task_idx,
+                p.act_index,
+                heavy.ravel(),
+            ]
+        ).astype(np.int64)
         self.FP = np.concatenate([[0.0], p.gravity, p.R_ref.ravel(), p.lower, p.upper]).astype(float)
         assert len(self.FP) == FP_HEAD + 2 * self.Nt
         Nt, na, d = self.Nt, self.na, self.d
         o = np.cumsum([0, 5 * Nt, 3 * na, 3 * na * d, 3 * d, 16, 24, 1])
-        self._slices = [(slice(o[k], o[k + 1]), sh) for k, sh in enumerate(
-            [(5, Nt), (3, na), (3, na, d), (3, d), (4, 4), (4, 6), ()])]
+        self._slices = [
+            (slice(o[k], o[k + 1]), sh)
+            for k, sh in enumerate([(5, Nt), (3, na), (3, na, d), (3, d), (4, 4), (4, 6), ()])
+        ]
         self.nout = int(o[-1])
         self._key = None
-        from ._general_kernels import general_id_d2_batch
+        from robot_dynamics.pkm._general_kernels import general_id_d2_batch
+
         self._kernel = general_id_d2_batch
 
     def params(self, g, tol, max_iter, warm, jikd=True):
         """(IP, FP) with the call's gravity, tolerance, iteration limit, warm-start flag and
         whether the rows of J_IK', J_IK'' are computed (the last ones are reused: do not modify
         them)."""
-        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm),
-               bool(jikd))
+        key = (float(g[0]), float(g[1]), float(g[2]), float(tol), int(max_iter), bool(warm), bool(jikd))
         if key != self._key:
             IP, FP = self.IP.copy(), self.FP.copy()
             IP[6], IP[7], IP[8] = key[4], key[5], key[6]
@@ -941,8 +1026,10 @@ class _Packed:
 
         def chunk(c):
             a, b = bounds[c], bounds[c + 1]
-            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b],
-                         th0[a:b] if len(th0) > 1 else th0, OUT[a:b], IST[a:b])
+            self._kernel(
+                self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], th0[a:b] if len(th0) > 1 else th0, OUT[a:b], IST[a:b]
+            )
+
         futures = [_pool(nc - 1).submit(chunk, c) for c in range(1, nc)]
         chunk(0)
         for f in futures:
@@ -962,18 +1049,17 @@ class _Packed:
         i1 = np.empty((1, 2), np.int64)
         for c in range(1, len(bounds) - 1):
             a, b = int(bounds[c]), int(bounds[c + 1])
-            ok = np.nonzero(IST[bounds[0]:a, 0] == 0)[0]
+            ok = np.nonzero(IST[bounds[0] : a, 0] == 0)[0]
             if len(ok) == 0:
-                continue                  # as sequentially: no solution yet, start from th0
+                continue  # as sequentially: no solution yet, start from th0
             tp = OUT[ok[-1], :Nt][None].copy()
-            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:a + 1], tp, o1, i1)
+            self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a : a + 1], tp, o1, i1)
             same = i1[0, 0] == IST[a, 0]
             if same and i1[0, 0] == 0:
                 th = OUT[a, :Nt]
                 same = np.max(np.abs(o1[0, :Nt] - th)) <= 1e-8 * (1.0 + np.max(np.abs(th)))
             if not same:
-                self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], tp, OUT[a:b],
-                             IST[a:b])
+                self._kernel(self.BR, self.Bp, self.X, self.M, IP, FP, IN[a:b], tp, OUT[a:b], IST[a:b])
 
 
 def _packed(p):
@@ -1000,24 +1086,26 @@ def _raise_status(p, status, info, resid, theta):
         st = np.where(bad, code, 0)
         if code == 2:
             lb = p.limbs[int(info[s0])]
-            msg = (f"{p.model_name}: limb '{lb.name}': singular limb Jacobian at {len(idx)} of {S} "
-                   f"samples (first {s0})")
+            msg = f"{p.model_name}: limb '{lb.name}': singular limb Jacobian at {len(idx)} of {S} samples (first {s0})"
         elif code == 7:
-            msg = (f"{p.model_name}: parallel (constraint/task) singularity at {len(idx)} of {S} "
-                   f"samples (first {s0})")
+            msg = f'{p.model_name}: parallel (constraint/task) singularity at {len(idx)} of {S} samples (first {s0})'
         elif code == 1:
-            msg = (f"{p.model_name}: position IK did not converge at {len(idx)} of {S} samples "
-                   f"(first {s0}, residual {resid[s0]:.3g}): pose outside the workspace or singular")
+            msg = (
+                f'{p.model_name}: position IK did not converge at {len(idx)} of {S} samples '
+                f'(first {s0}, residual {resid[s0]:.3g}): pose outside the workspace or singular'
+            )
         elif code == 5:
             j = int(info[s0])
-            msg = (f"{p.model_name}: IK solution outside the URDF joint limits at {len(idx)} of {S} "
-                   f"samples (first {s0}: joint '{p.joint_label[j]}' = {theta[s0, j]:.6g})")
+            msg = (
+                f'{p.model_name}: IK solution outside the URDF joint limits at {len(idx)} of {S} '
+                f"samples (first {s0}: joint '{p.joint_label[j]}' = {theta[s0, j]:.6g})"
+            )
         else:
-            msg = (f"{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} "
-                   f"samples, first {s0}")
+            msg = f'{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} samples, first {s0}'
         raise PKMSingularityError(msg, idx, st)
-    raise PKMSingularityError(f'{p.model_name}: the kernel failed (status {sorted(set(status.tolist()))})',
-                              np.nonzero(status)[0], status)
+    raise PKMSingularityError(
+        f'{p.model_name}: the kernel failed (status {sorted(set(status.tolist()))})', np.nonzero(status)[0], status
+    )
 
 
 def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single, threads=1, jikd=True):
@@ -1031,7 +1119,7 @@ def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single, threads=1, jikd=T
     if (IST[0, 0] != 0) if S == 1 else IST[:, 0].any():
         TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
         _raise_status(p, IST[:, 0], IST[:, 1], resid, TH[:, 0])
-    if single:                 # (the views of the one row: fewer array operations per call)
+    if single:  # (the views of the one row: fewer array operations per call)
         TH, U, JIK, WT, CP, VP = (OUT[0, sl].reshape(sh) for sl, sh in pk._slices[:6])
         return GeneralID2Result(U[0], U[1], U[2], TH, TH[:, pk.act], JIK, WT, CP, VP)
     TH, U, JIK, WT, CP, VP, resid = pk.views(OUT)
@@ -1061,8 +1149,8 @@ class GeneralID2Data:
         self.tol, self.max_iter = float(tol), int(max_iter)
         self._IP, self._FP = pk.params(self.g, self.tol, self.max_iter, False, False)
         self._IN = np.zeros((1, pk.nx + 4 * pk.nd))
-        self._x = self._IN[0, :pk.nx].reshape((4, 4) if pk.pose else (pk.d,))
-        self._D = self._IN[0, pk.nx:].reshape(4, pk.nd)
+        self._x = self._IN[0, : pk.nx].reshape((4, 4) if pk.pose else (pk.d,))
+        self._D = self._IN[0, pk.nx :].reshape(4, pk.nd)
         self._OUT = np.empty((1, pk.nout))
         self._IST = np.zeros((1, 2), np.int64)
         self._views = [v[0] for v in pk.views(self._OUT)]
@@ -1071,8 +1159,9 @@ class GeneralID2Data:
     def reset(self, theta=None):
         """IK warm start: ``theta`` (Ntot,) or the reference configuration."""
         p = self.pkm
-        self.theta = np.array(p.theta_ref if theta is None else
-                              np.asarray(theta, float).reshape(p.offsets[-1]), float)[None]
+        self.theta = np.array(p.theta_ref if theta is None else np.asarray(theta, float).reshape(p.offsets[-1]), float)[
+            None
+        ]
 
     @property
     def theta_all(self):
@@ -1089,8 +1178,11 @@ class GeneralID2Data:
             D[0], D[1], D[2], D[3] = xd, xdd, xddd, xdddd
         except ValueError:
             pk = self._pk
-            raise InputError('GeneralID2Data: x must be ' + ('(4, 4)' if pk.pose else f'({pk.d},)')
-                             + f' and the task derivatives ({pk.nd},) each') from None
+            raise InputError(
+                'GeneralID2Data: x must be '
+                + ('(4, 4)' if pk.pose else f'({pk.d},)')
+                + f' and the task derivatives ({pk.nd},) each'
+            ) from None
         self._pk.run(self._IP, self._FP, self._IN, self.theta, self._OUT, self._IST)
         if self._IST[0, 0]:
             v = self._views
@@ -1107,10 +1199,8 @@ class GeneralID2Data:
         p, pk = self.pkm, self._pk
         X = _batch(x, (4, 4) if pk.pose else (pk.d,), 'x')
         S = X.shape[0]
-        D = [_batch(v, (pk.nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'),
-                                                      (xdddd, 'xdddd'))]
-        r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False, threads,
-                          jik_derivatives)
+        D = [_batch(v, (pk.nd,), nm, S) for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
+        r = _id2_compiled(p, X, D, self.g, self.theta, True, self.tol, self.max_iter, False, threads, jik_derivatives)
         self.theta[0] = r.theta[-1, 0]
         return r
 
@@ -1120,7 +1210,9 @@ def warmup(model=None):
     used at run time (batch entry cold and warm-started, :class:`GeneralID2Data`). ``model``: a
     PKM Model of the general route (default, or if it is outside the route, ``urdf/five_bar``);
     the kernel has one signature for every robot. Returns the GeneralPKM used."""
-    from .. import data_path, load_model
+    from robot_dynamics.parsers.data import data_path
+    from robot_dynamics.parsers.urdf import load_model
+
     p = None
     if model is not None:
         try:
@@ -1137,6 +1229,6 @@ def warmup(model=None):
         data = GeneralID2Data(p)
         data(x, z, z, z, z)
         data.batch(np.stack([x, x]), *([np.stack([z, z])] * 4))
-    except PKMSingularityError:     # e.g. an actuation singularity at the reference: compiled anyway
+    except PKMSingularityError:  # e.g. an actuation singularity at the reference: compiled anyway
         pass
     return p

@@ -15,6 +15,7 @@ L1 = 1/2, L2 = 3/4: the set of the printed r6,0 and of the single-target test). 
 ``'printed'`` (21.1875 kg, inertia scaled from the primitive; default) or ``'geometric'``
 (the stated primitive, 0.421875 kg for eq47). Units SI, angles rad, rho = 2700 kg/m^3.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,10 +23,19 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..errors import RobotDynamicsError
+from robot_dynamics.errors import RobotDynamicsError
 
-__all__ = ['PARAMETER_SETS', 'parameters', 'urdf_text', 'loops_text', 'write_files',
-           'closed_form_ik', 'trajectory', 'WorkspaceLimitError', 'JOINTS_LIMB']
+__all__ = [
+    'PARAMETER_SETS',
+    'parameters',
+    'urdf_text',
+    'loops_text',
+    'write_files',
+    'closed_form_ik',
+    'trajectory',
+    'WorkspaceLimitError',
+    'JOINTS_LIMB',
+]
 
 RHO = 2700.0
 M3_PRINTED = 21.1875
@@ -50,8 +60,7 @@ def parameters(param_set='eq47', m3='printed'):
     (body axes) of the bodies bar1, elbow, bar3, rod4, rod5, platform.
     """
     if param_set not in PARAMETER_SETS:
-        raise RobotDynamicsError(f"unknown IRSBot-2 parameter set {param_set!r} "
-                                 f"(known: {sorted(PARAMETER_SETS)})")
+        raise RobotDynamicsError(f'unknown IRSBot-2 parameter set {param_set!r} (known: {sorted(PARAMETER_SETS)})')
     if m3 not in ('printed', 'geometric'):
         raise RobotDynamicsError(f"m3 must be 'printed' or 'geometric', got {m3!r}")
     p = dict(PARAMETER_SETS[param_set])
@@ -70,23 +79,39 @@ def parameters(param_set='eq47', m3='printed'):
     xe = a + c1 + d1 + L1 * math.sin(ph0)
     ze = -c3 - d3 - L1 * math.cos(ph0)
     z6 = ze - L2 * cp - P3
-    y = {'j1': (a, 0, 0), 'j2': (a + L1 * math.sin(ph0), 0, -L1 * math.cos(ph0)),
-         'j3': (a + b1, 0, b3), 'j4': (xe, -d2, ze), 'j5': (xe, d2, ze),
-         'j6': (P1, -P2, ze - L2 * cp), 'u8': (P1, P2, z6 + P3),
-         'j7': (a + b1 + L1 * math.sin(ph0), 0, b3 - L1 * math.cos(ph0)), 'r6': (0, 0, z6)}
+    y = {
+        'j1': (a, 0, 0),
+        'j2': (a + L1 * math.sin(ph0), 0, -L1 * math.cos(ph0)),
+        'j3': (a + b1, 0, b3),
+        'j4': (xe, -d2, ze),
+        'j5': (xe, d2, ze),
+        'j6': (P1, -P2, ze - L2 * cp),
+        'u8': (P1, P2, z6 + P3),
+        'j7': (a + b1 + L1 * math.sin(ph0), 0, b3 - L1 * math.cos(ph0)),
+        'r6': (0, 0, z6),
+    }
     e41 = (sb, cb, 0.0)
     e42 = (cb * cp, -sb * cp, -sp)
-    e = {'j1': (0, 1, 0), 'j2': (0, 1, 0), 'j3': (0, 1, 0), 'j4_1': e41, 'j4_2': e42,
-         'j5_1': (-sb, cb, 0.0), 'j5_2': (cb * cp, sb * cp, -sp), 'j6_1': e42, 'j6_2': e41}
+    e = {
+        'j1': (0, 1, 0),
+        'j2': (0, 1, 0),
+        'j3': (0, 1, 0),
+        'j4_1': e41,
+        'j4_2': e42,
+        'j5_1': (-sb, cb, 0.0),
+        'j5_2': (cb * cp, sb * cp, -sp),
+        'j6_1': e42,
+        'j6_2': e41,
+    }
     y = {k: np.array(v, float) for k, v in y.items()}
     e = {k: np.array(v, float) for k, v in e.items()}
     # bodies: COM (world, reference), rotation rpy, mass, COM inertia in body axes
     s1, s3, rr = L1 / 6, L1 / 10, L2 / 30
-    m1 = RHO * L1 * s1 ** 2
-    m3g = RHO * L1 * s3 ** 2
+    m1 = RHO * L1 * s1**2
+    m3g = RHO * L1 * s3**2
     lx, ly, lz = 2 * (c1 + d1), 2 * d2, c3 + d3
     m2 = RHO * lx * ly * lz
-    m4 = RHO * math.pi * rr ** 2 * L2
+    m4 = RHO * math.pi * rr**2 * L2
     px, py, pz = 4 * P1, 3 * P2, P2 / 4
     m6 = RHO * px * py * pz
 
@@ -102,23 +127,56 @@ def parameters(param_set='eq47', m3='printed'):
         I3 = I3 * (M3_PRINTED / m3g)
         m3v = M3_PRINTED
     body = {
-        'bar1': dict(m=m1, I=beam(m1, L1, s1), rpy=(0, -ph0, 0),
-                     r=(a + L1 / 2 * math.sin(ph0), 0, -L1 / 2 * math.cos(ph0))),
-        'elbow': dict(m=m2, I=box(m2, lx, ly, lz), rpy=(0, 0, 0),
-                      r=(a + c1 + L1 * math.sin(ph0), 0, -c3 - L1 * math.cos(ph0))),
-        'bar3': dict(m=m3v, I=I3, rpy=(0, -ph0, 0),
-                     r=(a + b1 + L1 / 2 * math.sin(ph0), 0, b3 - L1 / 2 * math.cos(ph0))),
-        'rod4': dict(m=m4, I=np.array([m4 * (3 * rr ** 2 + L2 ** 2) / 12] * 2 + [m4 * rr ** 2 / 2]),
-                     rpy=(0, psi0, -beta), r=((xe + P1) / 2, -(P2 + d2) / 2, ze - L2 / 2 * cp)),
-        'rod5': dict(m=m4, I=np.array([m4 * (3 * rr ** 2 + L2 ** 2) / 12] * 2 + [m4 * rr ** 2 / 2]),
-                     rpy=(0, psi0, beta), r=((xe + P1) / 2, (P2 + d2) / 2, ze - L2 / 2 * cp)),
+        'bar1': dict(
+            m=m1, I=beam(m1, L1, s1), rpy=(0, -ph0, 0), r=(a + L1 / 2 * math.sin(ph0), 0, -L1 / 2 * math.cos(ph0))
+        ),
+        'elbow': dict(
+            m=m2, I=box(m2, lx, ly, lz), rpy=(0, 0, 0), r=(a + c1 + L1 * math.sin(ph0), 0, -c3 - L1 * math.cos(ph0))
+        ),
+        'bar3': dict(
+            m=m3v, I=I3, rpy=(0, -ph0, 0), r=(a + b1 + L1 / 2 * math.sin(ph0), 0, b3 - L1 / 2 * math.cos(ph0))
+        ),
+        'rod4': dict(
+            m=m4,
+            I=np.array([m4 * (3 * rr**2 + L2**2) / 12] * 2 + [m4 * rr**2 / 2]),
+            rpy=(0, psi0, -beta),
+            r=((xe + P1) / 2, -(P2 + d2) / 2, ze - L2 / 2 * cp),
+        ),
+        'rod5': dict(
+            m=m4,
+            I=np.array([m4 * (3 * rr**2 + L2**2) / 12] * 2 + [m4 * rr**2 / 2]),
+            rpy=(0, psi0, beta),
+            r=((xe + P1) / 2, (P2 + d2) / 2, ze - L2 / 2 * cp),
+        ),
         'platform': dict(m=m6, I=box(m6, px, py, pz), rpy=(0, 0, 0), r=(0, 0, z6)),
     }
     for v in body.values():
         v['r'] = np.array(v['r'], float)
-    p.update(param_set=param_set, m3=m3, alpha=al, phi0=ph0, b1=b1, b3=b3, c1=c1, c3=c3, d1=d1,
-             d2=d2, d3=d3, P1=P1, P2=P2, P3=P3, u=u, beta=beta, psi0=psi0, xe=xe, ze=ze, z6=z6,
-             y=y, e=e, body=body)
+    p.update(
+        param_set=param_set,
+        m3=m3,
+        alpha=al,
+        phi0=ph0,
+        b1=b1,
+        b3=b3,
+        c1=c1,
+        c3=c3,
+        d1=d1,
+        d2=d2,
+        d3=d3,
+        P1=P1,
+        P2=P2,
+        P3=P3,
+        u=u,
+        beta=beta,
+        psi0=psi0,
+        xe=xe,
+        ze=ze,
+        z6=z6,
+        y=y,
+        e=e,
+        body=body,
+    )
     return p
 
 
@@ -137,13 +195,16 @@ def urdf_text(param_set='eq47', m3='printed'):
     F_p at r6,0 (the task point)."""
     P = parameters(param_set, m3)
     y, e, body = P['y'], P['e'], P['body']
-    out = ['<?xml version="1.0"?>',
-           f'<!-- IRSBot-2 (seed 003), parameter set {param_set}, m3 {m3}. GENERATED by',
-           '     robot_dynamics.pkm.irsbot2.write_files(); do not edit by hand.',
-           '     Spanning tree: base -> limb 1 (bar1 -> elbow -> [cross4 -> rod4 -> cross6 -> platform],',
-           '     [cross5 -> rod5]; base -> bar3), base -> limb 2 (same, without its U6 to the platform).',
-           '     Cut joints (irsbot2.loops.yaml): l1_R7, l1_U8, l2_R7, l2_U8, l2_U6 (22 rows, rank 14). -->',
-           f'<robot name="irsbot2">', '  <link name="base"/>']
+    out = [
+        '<?xml version="1.0"?>',
+        f'<!-- IRSBot-2 (seed 003), parameter set {param_set}, m3 {m3}. GENERATED by',
+        '     robot_dynamics.pkm.irsbot2.write_files(); do not edit by hand.',
+        '     Spanning tree: base -> limb 1 (bar1 -> elbow -> [cross4 -> rod4 -> cross6 -> platform],',
+        '     [cross5 -> rod5]; base -> bar3), base -> limb 2 (same, without its U6 to the platform).',
+        '     Cut joints (irsbot2.loops.yaml): l1_R7, l1_U8, l2_R7, l2_U8, l2_U6 (22 rows, rank 14). -->',
+        '<robot name="irsbot2">',
+        '  <link name="base"/>',
+    ]
 
     def link(name, bname=None, T=np.eye(3), org=np.zeros(3)):
         if bname is None:
@@ -155,18 +216,24 @@ def urdf_text(param_set='eq47', m3='printed'):
         if T[0, 0] < 0:
             rpy[2] += math.pi
         Ixx, Iyy, Izz = bd['I']
-        out.append(f'  <link name="{name}"><inertial><origin xyz="{_f(r)}" rpy="{_f(rpy)}"/>'
-                   f'<mass value="{bd["m"]:.17g}"/><inertia ixx="{Ixx:.17g}" ixy="0" ixz="0" '
-                   f'iyy="{Iyy:.17g}" iyz="0" izz="{Izz:.17g}"/></inertial></link>')
+        out.append(
+            f'  <link name="{name}"><inertial><origin xyz="{_f(r)}" rpy="{_f(rpy)}"/>'
+            f'<mass value="{bd["m"]:.17g}"/><inertia ixx="{Ixx:.17g}" ixy="0" ixz="0" '
+            f'iyy="{Iyy:.17g}" iyz="0" izz="{Izz:.17g}"/></inertial></link>'
+        )
 
     def joint(name, parent, child, xyz, axis=None):
         if axis is None:
-            out.append(f'  <joint name="{name}" type="fixed"><parent link="{parent}"/>'
-                       f'<child link="{child}"/><origin xyz="{_f(xyz)}" rpy="0 0 0"/></joint>')
+            out.append(
+                f'  <joint name="{name}" type="fixed"><parent link="{parent}"/>'
+                f'<child link="{child}"/><origin xyz="{_f(xyz)}" rpy="0 0 0"/></joint>'
+            )
         else:
-            out.append(f'  <joint name="{name}" type="continuous"><parent link="{parent}"/>'
-                       f'<child link="{child}"/><origin xyz="{_f(xyz)}" rpy="0 0 0"/>'
-                       f'<axis xyz="{_f(axis)}"/><limit effort="10000" velocity="100"/></joint>')
+            out.append(
+                f'  <joint name="{name}" type="continuous"><parent link="{parent}"/>'
+                f'<child link="{child}"/><origin xyz="{_f(xyz)}" rpy="0 0 0"/>'
+                f'<axis xyz="{_f(axis)}"/><limit effort="10000" velocity="100"/></joint>'
+            )
 
     for L, T in (('l1', np.eye(3)), ('l2', _RZPI)):
         Y = {k: T @ v for k, v in y.items()}
@@ -208,7 +275,7 @@ def urdf_text(param_set='eq47', m3='printed'):
 
 
 def loops_text(param_set='eq47'):
-    """The loops sidecar (format robot_dynamics/loops/1) with the limb decomposition."""
+    """The loops sidecar (format robot_dynamics/parsers/sidecar/1) with the limb decomposition."""
     P = parameters(param_set)
     e = P['e']
     ax = {}
@@ -219,47 +286,53 @@ def loops_text(param_set='eq47'):
         return '[' + ', '.join(f'{float(x):.17g}' for x in a) + ']'
 
     lines = [
-        '# IRSBot-2 loop closures and limb decomposition (format robot_dynamics/loops/1).',
+        '# IRSBot-2 loop closures and limb decomposition (format robot_dynamics/parsers/sidecar/1).',
         f'# GENERATED by robot_dynamics.pkm.irsbot2.write_files() (parameter set {param_set}).',
-        'format: robot_dynamics/loops/1',
+        'format: robot_dynamics/parsers/sidecar/1',
         'description: >',
         '  IRSBot-2 (seed 003). Global spanning tree with 16 joints and 22 cut-joint rows (rank 14):',
         '  per limb the planar parallelogram joint R7 (revolute, 5 rows, 2 independent) and the',
         '  distal universal joint U8 (4 rows), plus the universal joint U6 of limb 2 to the platform.',
         '  Limbs (submechanisms) for the constraint embedding (robot_dynamics.pkm.embedding).',
-        'loops:']
+        'loops:',
+    ]
     for L in ('l1', 'l2'):
-        lines += [f'  - {{name: {L}_R7, type: revolute, frame_a: {L}_r7_a, frame_b: {L}_r7_b, '
-                  f'axis: {v(ax[L]["j1"])}}}',
-                  f'  - {{name: {L}_U8, type: universal, frame_a: {L}_u8_a, frame_b: {L}_u8_b,',
-                  f'     axes: [{v(ax[L]["j5_1"])}, {v(ax[L]["j5_2"])}]}}']
-    lines += [f'  - {{name: l2_U6, type: universal, frame_a: l2_u6_a, frame_b: l2_u6_b,',
-              f'     axes: [{v(ax["l2"]["j6_1"])}, {v(ax["l2"]["j6_2"])}]}}',
-              'actuated: [l1_j1, l2_j1]',
-              'independent: [l1_j1, l2_j1]',
-              '# the reference configuration (all joints 0) is closed by construction',
-              'reference_configuration: {}',
-              'submechanisms:']
+        lines += [
+            f'  - {{name: {L}_R7, type: revolute, frame_a: {L}_r7_a, frame_b: {L}_r7_b, axis: {v(ax[L]["j1"])}}}',
+            f'  - {{name: {L}_U8, type: universal, frame_a: {L}_u8_a, frame_b: {L}_u8_b,',
+            f'     axes: [{v(ax[L]["j5_1"])}, {v(ax[L]["j5_2"])}]}}',
+        ]
+    lines += [
+        '  - {name: l2_U6, type: universal, frame_a: l2_u6_a, frame_b: l2_u6_b,',
+        f'     axes: [{v(ax["l2"]["j6_1"])}, {v(ax["l2"]["j6_2"])}]}}',
+        'actuated: [l1_j1, l2_j1]',
+        'independent: [l1_j1, l2_j1]',
+        '# the reference configuration (all joints 0) is closed by construction',
+        'reference_configuration: {}',
+        'submechanisms:',
+    ]
     for L in ('l1', 'l2'):
         joints = [f'{L}_{j}' for j in JOINTS_LIMB if L == 'l1' or not j.startswith('j6')]
         pj = '[l1_j6_1, l1_j6_2]' if L == 'l1' else 'l2_U6'
-        lines += [f'  - name: limb{L[1]}',
-                  f'    description: limb {L[1]} = parallelogram (R1 R2 R3 + cut R7) in series with '
-                  f'the 4U loop (U4 U5 U6 + cut U8)',
-                  f'    joints: [{", ".join(joints)}]',
-                  f'    loops: [{L}_R7, {L}_U8]',
-                  f'    dependent: [{L}_j2, {L}_j3, {L}_j4_1, {L}_j4_2, {L}_j5_1, {L}_j5_2]',
-                  f'    platform_joint: {pj}',
-                  '    platform_frame: tool',
-                  f'    resolver: {{{L}_R7: {{type: linear, matrix: [[-1.0], [1.0]]}}, '
-                  f'{L}_U8: {{type: newton}}}}',
-                  '    parameters: {task: [x, z], limb_task: [x, y, z]}']
+        lines += [
+            f'  - name: limb{L[1]}',
+            f'    description: limb {L[1]} = parallelogram (R1 R2 R3 + cut R7) in series with '
+            f'the 4U loop (U4 U5 U6 + cut U8)',
+            f'    joints: [{", ".join(joints)}]',
+            f'    loops: [{L}_R7, {L}_U8]',
+            f'    dependent: [{L}_j2, {L}_j3, {L}_j4_1, {L}_j4_2, {L}_j5_1, {L}_j5_2]',
+            f'    platform_joint: {pj}',
+            '    platform_frame: tool',
+            f'    resolver: {{{L}_R7: {{type: linear, matrix: [[-1.0], [1.0]]}}, {L}_U8: {{type: newton}}}}',
+            '    parameters: {task: [x, z], limb_task: [x, y, z]}',
+        ]
     return '\n'.join(lines) + '\n'
 
 
 def write_files(directory, param_set='eq47', m3='printed', stem='irsbot2'):
     """Write ``<stem>.urdf`` and ``<stem>.loops.yaml`` into ``directory``; returns the URDF path."""
     import os
+
     up = os.path.join(directory, f'{stem}.urdf')
     with open(up, 'w', encoding='utf-8') as fh:
         fh.write(urdf_text(param_set, m3))
@@ -283,13 +356,14 @@ def _limb_closed_form(P, xp, zp, mode):
     P1, P2, P3 = P['P1'], P['P2'], P['P3']
     X = xp + P1 - a - (c1 + d1)
     Z = zp + P3 + (c3 + d3)
-    rho2 = L2 ** 2 - (d2 - P2) ** 2
-    K = (rho2 - X * X - Z * Z - L1 ** 2) / (2 * L1)
+    rho2 = L2**2 - (d2 - P2) ** 2
+    K = (rho2 - X * X - Z * Z - L1**2) / (2 * L1)
     gam = math.atan2(X, Z)
     R = math.hypot(X, Z)
     if abs(K / R) > 1:
-        raise WorkspaceLimitError(f'IRSBot-2 closed-form IK: target (x={xp:.6g}, z={zp:.6g}) is '
-                                  f'outside the workspace (K/R = {K / R:.6g})')
+        raise WorkspaceLimitError(
+            f'IRSBot-2 closed-form IK: target (x={xp:.6g}, z={zp:.6g}) is outside the workspace (K/R = {K / R:.6g})'
+        )
     th = -gam - mode * math.acos(K / R)
     ph1 = _wrap(P['phi0'] - th)
     E4 = np.array([a + c1 + d1 + L1 * math.sin(th), -d2, -(c3 + d3) - L1 * math.cos(th)])
@@ -330,9 +404,8 @@ def trajectory(t, kind='T1', param_set='eq47', T=1.0, nu=3.0, factor=None):
     f = (1.0 if param_set == 'eq47' else 4.0) if factor is None else factor
     w = nu * math.pi / T
     s = math.sin(w * t) ** 2
-    sd = 2 * math.sin(w * t) * math.cos(w * t) * w          # = w sin(2wt)
+    sd = 2 * math.sin(w * t) * math.cos(w * t) * w  # = w sin(2wt)
     sdd = 2 * w * w * math.cos(2 * w * t)
     h, hd, hdd = s * (1 - s), sd * (1 - 2 * s), sdd * (1 - 2 * s) - 2 * sd * sd
     x0 = np.array([0.0, P['z6']])
-    return (x0 + np.array([dx * s, dz * f * h]), np.array([dx * sd, dz * f * hd]),
-            np.array([dx * sdd, dz * f * hdd]))
+    return (x0 + np.array([dx * s, dz * f * h]), np.array([dx * sd, dz * f * hd]), np.array([dx * sdd, dz * f * hdd]))

@@ -20,6 +20,7 @@ it is fixed by the output ``lambda = n^T u`` with ``n = c1 x c2`` (columns of J_
 ``n^T J_IK = 0``), brief par. 2.7:
 ``[J_IK^T; n^T] u = [w; lambda]`` and the time derivatives of this system give ud, udd.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -28,12 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..errors import InputError
-from . import _recursive_kernels as RK
-from .recursive import PKMSingularityError
+from robot_dynamics.errors import InputError
+from robot_dynamics.pkm import _recursive_kernels as RK
+from robot_dynamics.pkm.recursive import PKMSingularityError
 
-__all__ = ['Planar3RRRParams', 'Planar3RRR', 'PlanarID2', 'planar_3rrr_urdf',
-           'planar_3rrr_sidecar']
+__all__ = ['Planar3RRRParams', 'Planar3RRR', 'PlanarID2', 'planar_3rrr_urdf', 'planar_3rrr_sidecar']
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ class Planar3RRRParams:
     m_proximal: float = 0.25
     m_distal: float = 0.15
     m_ee: float = 0.10
-    stiffness: float = 30.0           # N m / rad
-    motor_inertia: float = 0.02       # kg m^2 (reflected)
-    damping: float = 0.0              # spring-parallel damper N m s / rad (0 = none)
-    motor_damping: float = 0.0        # motor-side viscous N m s / rad
+    stiffness: float = 30.0  # N m / rad
+    motor_inertia: float = 0.02  # kg m^2 (reflected)
+    damping: float = 0.0  # spring-parallel damper N m s / rad (0 = none)
+    motor_damping: float = 0.0  # motor-side viscous N m s / rad
     gravity: tuple = (0.0, 0.0, -9.81)
 
     @property
@@ -73,16 +73,16 @@ def _e(f, out, perp):
     derivative term of order k excluded when perp < 0 is not used; returns in out (5, 2)."""
     c, s = np.cos(f[0]), np.sin(f[0])
     e0, e1 = c, s
-    q0, q1 = -s, c              # e_perp
+    q0, q1 = -s, c  # e_perp
     f1, f2, f3, f4 = f[1], f[2], f[3], f[4]
     out[0, 0], out[0, 1] = e0, e1
     out[1, 0], out[1, 1] = f1 * q0, f1 * q1
     out[2, 0] = f2 * q0 - f1 * f1 * e0
     out[2, 1] = f2 * q1 - f1 * f1 * e1
-    out[3, 0] = f3 * q0 - 3 * f1 * f2 * e0 - f1 ** 3 * q0
-    out[3, 1] = f3 * q1 - 3 * f1 * f2 * e1 - f1 ** 3 * q1
-    out[4, 0] = f4 * q0 - (4 * f1 * f3 + 3 * f2 * f2) * e0 - 6 * f1 * f1 * f2 * q0 + f1 ** 4 * e0
-    out[4, 1] = f4 * q1 - (4 * f1 * f3 + 3 * f2 * f2) * e1 - 6 * f1 * f1 * f2 * q1 + f1 ** 4 * e1
+    out[3, 0] = f3 * q0 - 3 * f1 * f2 * e0 - f1**3 * q0
+    out[3, 1] = f3 * q1 - 3 * f1 * f2 * e1 - f1**3 * q1
+    out[4, 0] = f4 * q0 - (4 * f1 * f3 + 3 * f2 * f2) * e0 - 6 * f1 * f1 * f2 * q0 + f1**4 * e0
+    out[4, 1] = f4 * q1 - (4 * f1 * f3 + 3 * f2 * f2) * e1 - 6 * f1 * f1 * f2 * q1 + f1**4 * e1
 
 
 @njit(cache=True)
@@ -131,7 +131,7 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
             for nu in range(1, 5):
                 f1[:] = 0.0
                 f12[:] = 0.0
-                for k in range(nu):      # orders < nu known, order nu zero
+                for k in range(nu):  # orders < nu known, order nu zero
                     f1[k] = th[k, 0]
                     f12[k] = th[k, 0] + th[k, 1]
                 _e(f1, E1, 0)
@@ -185,8 +185,9 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
                     Fd[r, c] = -(F[r, 0] * T1[0, c] + F[r, 1] * T1[1, c])
             for r in range(2):
                 for c in range(2):
-                    T1[r, c] = (Jdd[r, 0] * F[0, c] + Jdd[r, 1] * F[1, c]
-                                + 2 * (Jd[r, 0] * Fd[0, c] + Jd[r, 1] * Fd[1, c]))
+                    T1[r, c] = (
+                        Jdd[r, 0] * F[0, c] + Jdd[r, 1] * F[1, c] + 2 * (Jd[r, 0] * Fd[0, c] + Jd[r, 1] * Fd[1, c])
+                    )
             for r in range(2):
                 for c in range(2):
                     Fdd[r, c] = -(F[r, 0] * T1[0, c] + F[r, 1] * T1[1, c])
@@ -195,11 +196,14 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
             RK.limb_fk_ne_d2(BR[l], Bp[l], X[l], M[l], g, th, CR, Cp, Vb, Q, wk, tR, tp)
             for c in range(2):
                 W[s, 0, c] += F[0, c] * Q[0, 0] + F[1, c] * Q[0, 1]
-                W[s, 1, c] += (F[0, c] * Q[1, 0] + F[1, c] * Q[1, 1]
-                               + Fd[0, c] * Q[0, 0] + Fd[1, c] * Q[0, 1])
-                W[s, 2, c] += (F[0, c] * Q[2, 0] + F[1, c] * Q[2, 1]
-                               + 2 * (Fd[0, c] * Q[1, 0] + Fd[1, c] * Q[1, 1])
-                               + Fdd[0, c] * Q[0, 0] + Fdd[1, c] * Q[0, 1])
+                W[s, 1, c] += F[0, c] * Q[1, 0] + F[1, c] * Q[1, 1] + Fd[0, c] * Q[0, 0] + Fd[1, c] * Q[0, 1]
+                W[s, 2, c] += (
+                    F[0, c] * Q[2, 0]
+                    + F[1, c] * Q[2, 1]
+                    + 2 * (Fd[0, c] * Q[1, 0] + Fd[1, c] * Q[1, 1])
+                    + Fdd[0, c] * Q[0, 0]
+                    + Fdd[1, c] * Q[0, 1]
+                )
                 JIK[s, 0, l, c] = F[0, c]
                 JIK[s, 1, l, c] = Fd[0, c]
                 JIK[s, 2, l, c] = Fdd[0, c]
@@ -346,17 +350,20 @@ def _preload_batch(JIK, W, lam, n, u, ud, udd):
         if not _solve3(A, r, u[s]):
             return s + 1
         for i in range(2):
-            r[i] = W[s, 1, i] - (JIK[s, 1, 0, i] * u[s, 0] + JIK[s, 1, 1, i] * u[s, 1]
-                                 + JIK[s, 1, 2, i] * u[s, 2])
+            r[i] = W[s, 1, i] - (JIK[s, 1, 0, i] * u[s, 0] + JIK[s, 1, 1, i] * u[s, 1] + JIK[s, 1, 2, i] * u[s, 2])
         r[2] = lam[s, 1] - (n[s, 1, 0] * u[s, 0] + n[s, 1, 1] * u[s, 1] + n[s, 1, 2] * u[s, 2])
         _solve3(A, r, ud[s])
         for i in range(2):
-            r[i] = (W[s, 2, i] - (JIK[s, 2, 0, i] * u[s, 0] + JIK[s, 2, 1, i] * u[s, 1]
-                                  + JIK[s, 2, 2, i] * u[s, 2])
-                    - 2 * (JIK[s, 1, 0, i] * ud[s, 0] + JIK[s, 1, 1, i] * ud[s, 1]
-                           + JIK[s, 1, 2, i] * ud[s, 2]))
-        r[2] = (lam[s, 2] - (n[s, 2, 0] * u[s, 0] + n[s, 2, 1] * u[s, 1] + n[s, 2, 2] * u[s, 2])
-                - 2 * (n[s, 1, 0] * ud[s, 0] + n[s, 1, 1] * ud[s, 1] + n[s, 1, 2] * ud[s, 2]))
+            r[i] = (
+                W[s, 2, i]
+                - (JIK[s, 2, 0, i] * u[s, 0] + JIK[s, 2, 1, i] * u[s, 1] + JIK[s, 2, 2, i] * u[s, 2])
+                - 2 * (JIK[s, 1, 0, i] * ud[s, 0] + JIK[s, 1, 1, i] * ud[s, 1] + JIK[s, 1, 2, i] * ud[s, 2])
+            )
+        r[2] = (
+            lam[s, 2]
+            - (n[s, 2, 0] * u[s, 0] + n[s, 2, 1] * u[s, 1] + n[s, 2, 2] * u[s, 2])
+            - 2 * (n[s, 1, 0] * ud[s, 0] + n[s, 1, 1] * ud[s, 1] + n[s, 1, 2] * ud[s, 2])
+        )
         _solve3(A, r, udd[s])
     return 0
 
@@ -388,15 +395,13 @@ class Planar3RRR:
         """Closed-form IK: p (..., 2) -> theta (..., 3, 2)."""
         P = np.zeros(np.shape(p)[:-1] + (5, 2))
         P[..., 0, :] = p
-        return self.inverse_dynamics_d2(P.reshape(-1, 5, 2)).theta[:, 0].reshape(
-            np.shape(p)[:-1] + (3, 2))
+        return self.inverse_dynamics_d2(P.reshape(-1, 5, 2)).theta[:, 0].reshape(np.shape(p)[:-1] + (3, 2))
 
     def tip(self, theta):
         """Forward kinematics of each limb: theta (..., 3, 2) -> distal tips (..., 3, 2)."""
         P = self.params
         t1, t12 = theta[..., 0], theta[..., 0] + theta[..., 1]
-        return (self.A + P.a * np.stack([np.cos(t1), np.sin(t1)], -1)
-                + P.b * np.stack([np.cos(t12), np.sin(t12)], -1))
+        return self.A + P.a * np.stack([np.cos(t1), np.sin(t1)], -1) + P.b * np.stack([np.cos(t12), np.sin(t12)], -1)
 
     def inverse_dynamics_d2(self, P, lam=None):
         """Recursive ID with 1st/2nd time derivatives for EE motions ``P`` (S, 5, 2) or (5, 2):
@@ -414,19 +419,21 @@ class Planar3RRR:
         JIK = np.empty((S, 3, 3, 2))
         st = np.empty(S, np.int64)
         pr = self.params
-        _planar_batch(self.A, pr.a, pr.b, self.BR, self.Bp, self.X, self.M, self.g, P, TH, W,
-                      JIK, st)
+        _planar_batch(self.A, pr.a, pr.b, self.BR, self.Bp, self.X, self.M, self.g, P, TH, W, JIK, st)
         bad = np.nonzero(st)[0]
         if len(bad):
-            raise PKMSingularityError(f'planar 3RRR: {len(bad)} of {S} samples outside the '
-                                      f'workspace or singular (first: {bad[0]}, p = '
-                                      f'{P[bad[0], 0].tolist()})', bad, st)
-        lam = (np.zeros((S, 3)) if lam is None else
-               np.ascontiguousarray(np.broadcast_to(np.asarray(lam, float), (S, 3))))
+            raise PKMSingularityError(
+                f'planar 3RRR: {len(bad)} of {S} samples outside the '
+                f'workspace or singular (first: {bad[0]}, p = '
+                f'{P[bad[0], 0].tolist()})',
+                bad,
+                st,
+            )
+        lam = np.zeros((S, 3)) if lam is None else np.ascontiguousarray(np.broadcast_to(np.asarray(lam, float), (S, 3)))
         n = np.empty((S, 3, 3))
         u, ud, udd = np.empty((S, 3)), np.empty((S, 3)), np.empty((S, 3))
         if _NUMPY_PRELOAD or _preload_batch(JIK, W, lam, n, u, ud, udd) != 0:
-            n, u, ud, udd = _preload_reference(JIK, W, lam)   # raises LinAlgError
+            n, u, ud, udd = _preload_reference(JIK, W, lam)  # raises LinAlgError
         res = PlanarID2(u, ud, udd, TH, W, JIK, n)
         if single:
             res = PlanarID2(*(r[0] for r in res))
@@ -456,34 +463,48 @@ def _preload_reference(JIK, W, lam):
     """The numpy route of the n / (u, ud, udd) part of :meth:`Planar3RRR.inverse_dynamics_d2`
     (before :func:`_preload_batch`; reference of the tests)."""
     c1, c2 = JIK[:, :, :, 0], JIK[:, :, :, 1]
-    n = np.stack([_cross(c1[:, 0], c2[:, 0]),
-                  _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
-                  _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1])
-                  + _cross(c1[:, 0], c2[:, 2])], 1)
+    n = np.stack(
+        [
+            _cross(c1[:, 0], c2[:, 0]),
+            _cross(c1[:, 1], c2[:, 0]) + _cross(c1[:, 0], c2[:, 1]),
+            _cross(c1[:, 2], c2[:, 0]) + 2 * _cross(c1[:, 1], c2[:, 1]) + _cross(c1[:, 0], c2[:, 2]),
+        ],
+        1,
+    )
     u, ud, udd = solve_preload(JIK, n, W, lam)
     return n, u, ud, udd
 
 
 def _cross(a, b):
     """Row-wise cross product of (S, 3) arrays (np.cross costs ~70 us per call here)."""
-    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
-                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], -1)
+    return np.stack(
+        [
+            a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+            a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+            a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0],
+        ],
+        -1,
+    )
 
 
 def solve_preload(JIK, n, W, lam):
     """u, ud, udd from ``[J_IK^T; n^T] u = [w; lambda]`` and its 1st/2nd time derivatives.
     JIK (S, 3, 3, 2), n (S, 3, 3), W (S, 3, 2), lam (S, 3)."""
-    A = np.concatenate([np.swapaxes(JIK[:, 0], 1, 2), n[:, 0, None, :]], 1)   # (S, 3, 3)
+    A = np.concatenate([np.swapaxes(JIK[:, 0], 1, 2), n[:, 0, None, :]], 1)  # (S, 3, 3)
     JdT = np.swapaxes(JIK[:, 1], 1, 2)
     JddT = np.swapaxes(JIK[:, 2], 1, 2)
     u = np.linalg.solve(A, np.concatenate([W[:, 0], lam[:, :1]], 1)[..., None])[..., 0]
-    r1 = np.concatenate([W[:, 1] - np.einsum('sij,sj->si', JdT, u),
-                         (lam[:, 1] - np.einsum('si,si->s', n[:, 1], u))[:, None]], 1)
+    r1 = np.concatenate(
+        [W[:, 1] - np.einsum('sij,sj->si', JdT, u), (lam[:, 1] - np.einsum('si,si->s', n[:, 1], u))[:, None]], 1
+    )
     ud = np.linalg.solve(A, r1[..., None])[..., 0]
-    r2 = np.concatenate([W[:, 2] - np.einsum('sij,sj->si', JddT, u)
-                         - 2 * np.einsum('sij,sj->si', JdT, ud),
-                         (lam[:, 2] - np.einsum('si,si->s', n[:, 2], u)
-                          - 2 * np.einsum('si,si->s', n[:, 1], ud))[:, None]], 1)
+    r2 = np.concatenate(
+        [
+            W[:, 2] - np.einsum('sij,sj->si', JddT, u) - 2 * np.einsum('sij,sj->si', JdT, ud),
+            (lam[:, 2] - np.einsum('si,si->s', n[:, 2], u) - 2 * np.einsum('si,si->s', n[:, 1], ud))[:, None],
+        ],
+        1,
+    )
     udd = np.linalg.solve(A, r2[..., None])[..., 0]
     return u, ud, udd
 
@@ -491,10 +512,11 @@ def solve_preload(JIK, n, W, lam):
 def _rod_inertia(m, length, m_tip, tip):
     """6x6 inertia (linear first, about the body frame origin) of a uniform planar rod along x
     from 0 to ``length`` (COM length/2, Izz_c = m length^2/12) plus a point mass at (tip, 0, 0)."""
-    from ..lie import hat
+    from robot_dynamics.spatial.lie import hat
+
     mt = m + m_tip
     h = np.array([m * length / 2 + m_tip * tip, 0.0, 0.0])
-    Izz = m * length ** 2 / 3 + m_tip * tip ** 2
+    Izz = m * length**2 / 3 + m_tip * tip**2
     Io = np.diag([1e-12, Izz, Izz])
     Mx = np.zeros((6, 6))
     Mx[:3, :3] = mt * np.eye(3)
@@ -512,42 +534,47 @@ def planar_3rrr_urdf(params: Planar3RRRParams = Planar3RRRParams()) -> str:
     EE joint (revolute loops ``armk_tip`` - ``ee``)."""
     P = params
     A = P.base_points
-    o = ['<?xml version="1.0"?>',
-         '<!-- Planar 3RRR PKM with three series elastic actuators: ASSUMED model of the seed-004',
-         '     brief (par. 4.2). Generated by robot_dynamics.pkm.planar_sea.planar_3rrr_urdf(); do',
-         '     not edit. Horizontal x-y plane (gravity along -z has no effect). armk_motor: motor',
-         '     rotor (inertia M_m about z); armk_joint: arm (spring output); armk_elbow: distal.',
-         '     The EE point mass sits on the distal link of limb 3 (frame ee). -->',
-         '<robot name="planar_3rrr_sea">',
-         '  <link name="base"><visual><geometry><cylinder radius="0.26" length="0.005"/></geometry></visual></link>']
+    o = [
+        '<?xml version="1.0"?>',
+        '<!-- Planar 3RRR PKM with three series elastic actuators: ASSUMED model of the seed-004',
+        '     brief (par. 4.2). Generated by robot_dynamics.pkm.planar_sea.planar_3rrr_urdf(); do',
+        '     not edit. Horizontal x-y plane (gravity along -z has no effect). armk_motor: motor',
+        '     rotor (inertia M_m about z); armk_joint: arm (spring output); armk_elbow: distal.',
+        '     The EE point mass sits on the distal link of limb 3 (frame ee). -->',
+        '<robot name="planar_3rrr_sea">',
+        '  <link name="base"><visual><geometry><cylinder radius="0.26" length="0.005"/></geometry></visual></link>',
+    ]
     tiny = 1e-9
     for k in range(3):
         L = f'arm{k + 1}'
         xa = f'{A[k, 0]:.17g} {A[k, 1]:.17g} 0'
-        Ip = P.m_proximal * P.a ** 2 / 12
-        o += [f'  <link name="{L}_rotor"><inertial><origin xyz="0 0 0"/><mass value="{tiny}"/>',
-              f'    <inertia ixx="{P.motor_inertia / 2!r}" ixy="0" ixz="0" iyy="{P.motor_inertia / 2!r}" iyz="0" izz="{P.motor_inertia!r}"/></inertial>',
-              '    <visual><geometry><cylinder radius="0.02" length="0.02"/></geometry></visual></link>',
-              f'  <joint name="{L}_motor" type="continuous"><parent link="base"/><child link="{L}_rotor"/>',
-              f'    <origin xyz="{xa}" rpy="0 0 0"/><axis xyz="0 0 1"/><limit effort="5" velocity="50"/></joint>',
-              f'  <link name="{L}_proximal"><inertial><origin xyz="{P.a / 2!r} 0 0"/><mass value="{P.m_proximal!r}"/>',
-              f'    <inertia ixx="{tiny}" ixy="0" ixz="0" iyy="{Ip!r}" iyz="0" izz="{Ip!r}"/></inertial>',
-              f'    <visual><origin xyz="{P.a / 2!r} 0 0.02" rpy="0 1.5707963267948966 0"/><geometry><cylinder radius="0.008" length="{P.a!r}"/></geometry></visual></link>',
-              f'  <joint name="{L}_joint" type="continuous"><parent link="base"/><child link="{L}_proximal"/>',
-              f'    <origin xyz="{xa}" rpy="0 0 0"/><axis xyz="0 0 1"/><limit effort="5" velocity="50"/></joint>']
+        Ip = P.m_proximal * P.a**2 / 12
+        o += [
+            f'  <link name="{L}_rotor"><inertial><origin xyz="0 0 0"/><mass value="{tiny}"/>',
+            f'    <inertia ixx="{P.motor_inertia / 2!r}" ixy="0" ixz="0" iyy="{P.motor_inertia / 2!r}" iyz="0" izz="{P.motor_inertia!r}"/></inertial>',
+            '    <visual><geometry><cylinder radius="0.02" length="0.02"/></geometry></visual></link>',
+            f'  <joint name="{L}_motor" type="continuous"><parent link="base"/><child link="{L}_rotor"/>',
+            f'    <origin xyz="{xa}" rpy="0 0 0"/><axis xyz="0 0 1"/><limit effort="5" velocity="50"/></joint>',
+            f'  <link name="{L}_proximal"><inertial><origin xyz="{P.a / 2!r} 0 0"/><mass value="{P.m_proximal!r}"/>',
+            f'    <inertia ixx="{tiny}" ixy="0" ixz="0" iyy="{Ip!r}" iyz="0" izz="{Ip!r}"/></inertial>',
+            f'    <visual><origin xyz="{P.a / 2!r} 0 0.02" rpy="0 1.5707963267948966 0"/><geometry><cylinder radius="0.008" length="{P.a!r}"/></geometry></visual></link>',
+            f'  <joint name="{L}_joint" type="continuous"><parent link="base"/><child link="{L}_proximal"/>',
+            f'    <origin xyz="{xa}" rpy="0 0 0"/><axis xyz="0 0 1"/><limit effort="5" velocity="50"/></joint>',
+        ]
         md = P.m_distal + (P.m_ee if k == 2 else 0.0)
         cx = (P.m_distal * P.b / 2 + (P.m_ee * P.b if k == 2 else 0.0)) / md
-        Id = (P.m_distal * P.b ** 2 / 12 + P.m_distal * (P.b / 2 - cx) ** 2
-              + (P.m_ee * (P.b - cx) ** 2 if k == 2 else 0.0))
-        o += [f'  <link name="{L}_distal"><inertial><origin xyz="{cx!r} 0 0"/><mass value="{md!r}"/>',
-              f'    <inertia ixx="{tiny}" ixy="0" ixz="0" iyy="{Id!r}" iyz="0" izz="{Id!r}"/></inertial>',
-              f'    <visual><origin xyz="{P.b / 2!r} 0 0.04" rpy="0 1.5707963267948966 0"/><geometry><cylinder radius="0.006" length="{P.b!r}"/></geometry></visual></link>',
-              f'  <joint name="{L}_elbow" type="continuous"><parent link="{L}_proximal"/><child link="{L}_distal"/>',
-              f'    <origin xyz="{P.a!r} 0 0" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>',
-              f'  <link name="{"ee" if k == 2 else L + "_tip"}"/>',
-              f'  <joint name="{L}_tip_fixed" type="fixed"><parent link="{L}_distal"/>'
-              f'<child link="{"ee" if k == 2 else L + "_tip"}"/>',
-              f'    <origin xyz="{P.b!r} 0 0" rpy="0 0 0"/></joint>']
+        Id = P.m_distal * P.b**2 / 12 + P.m_distal * (P.b / 2 - cx) ** 2 + (P.m_ee * (P.b - cx) ** 2 if k == 2 else 0.0)
+        o += [
+            f'  <link name="{L}_distal"><inertial><origin xyz="{cx!r} 0 0"/><mass value="{md!r}"/>',
+            f'    <inertia ixx="{tiny}" ixy="0" ixz="0" iyy="{Id!r}" iyz="0" izz="{Id!r}"/></inertial>',
+            f'    <visual><origin xyz="{P.b / 2!r} 0 0.04" rpy="0 1.5707963267948966 0"/><geometry><cylinder radius="0.006" length="{P.b!r}"/></geometry></visual></link>',
+            f'  <joint name="{L}_elbow" type="continuous"><parent link="{L}_proximal"/><child link="{L}_distal"/>',
+            f'    <origin xyz="{P.a!r} 0 0" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>',
+            f'  <link name="{"ee" if k == 2 else L + "_tip"}"/>',
+            f'  <joint name="{L}_tip_fixed" type="fixed"><parent link="{L}_distal"/>'
+            f'<child link="{"ee" if k == 2 else L + "_tip"}"/>',
+            f'    <origin xyz="{P.b!r} 0 0" rpy="0 0 0"/></joint>',
+        ]
     o.append('</robot>')
     return '\n'.join(o) + '\n'
 
@@ -557,29 +584,35 @@ def planar_3rrr_sidecar(params: Planar3RRRParams = Planar3RRRParams(), p_ref=(-0
     (P1 of the pick-and-place) with the motors at the spring-relaxed positions."""
     P = params
     th = Planar3RRR(P).ik(np.asarray(p_ref, float))
-    lines = ['# Loop closures and SEAs of urdf/planar_3rrr_sea.urdf (format robot_dynamics/loops/1).',
-             '# Generated by robot_dynamics.pkm.planar_sea.planar_3rrr_sidecar(); do not edit.',
-             'format: robot_dynamics/loops/1',
-             'description: >',
-             '  Planar 3RRR PKM with three SEAs (ASSUMED model of the seed-004 brief). Limbs 1 and 2 are',
-             '  cut at the EE revolute joint (5 rows each, 2 independent per loop in the plane). The',
-             '  motor joints armk_motor are the actuated (commanded) coordinates; each drives its arm',
-             '  joint through a torsion spring (actuators block; plant kind "sea").',
-             'loops:']
+    lines = [
+        '# Loop closures and SEAs of urdf/planar_3rrr_sea.urdf (format robot_dynamics/parsers/sidecar/1).',
+        '# Generated by robot_dynamics.pkm.planar_sea.planar_3rrr_sidecar(); do not edit.',
+        'format: robot_dynamics/parsers/sidecar/1',
+        'description: >',
+        '  Planar 3RRR PKM with three SEAs (ASSUMED model of the seed-004 brief). Limbs 1 and 2 are',
+        '  cut at the EE revolute joint (5 rows each, 2 independent per loop in the plane). The',
+        '  motor joints armk_motor are the actuated (commanded) coordinates; each drives its arm',
+        '  joint through a torsion spring (actuators block; plant kind "sea").',
+        'loops:',
+    ]
     for k in (1, 2):
-        lines.append(f'  - {{name: ee_joint{k}, type: revolute, frame_a: arm{k}_tip, frame_b: ee, '
-                     f'axis: [0, 0, 1]}}')
-    lines += ['actuated: [arm1_motor, arm2_motor, arm3_motor]',
-              'independent: [arm1_motor, arm2_motor, arm3_motor]', 'reference_configuration:']
+        lines.append(f'  - {{name: ee_joint{k}, type: revolute, frame_a: arm{k}_tip, frame_b: ee, axis: [0, 0, 1]}}')
+    lines += [
+        'actuated: [arm1_motor, arm2_motor, arm3_motor]',
+        'independent: [arm1_motor, arm2_motor, arm3_motor]',
+        'reference_configuration:',
+    ]
     for k in range(3):
-        lines += [f'  arm{k + 1}_motor: {float(th[k, 0])!r}', f'  arm{k + 1}_joint: {float(th[k, 0])!r}',
-                  f'  arm{k + 1}_elbow: {float(th[k, 1])!r}']
+        lines += [
+            f'  arm{k + 1}_motor: {float(th[k, 0])!r}',
+            f'  arm{k + 1}_joint: {float(th[k, 0])!r}',
+            f'  arm{k + 1}_elbow: {float(th[k, 1])!r}',
+        ]
     lines += ['submechanisms: []', 'actuators:']
     for k in range(3):
-        lines.append(f'  sea{k + 1}: {{type: sea, joint: arm{k + 1}_joint, motor_joint: arm{k + 1}_motor, '
-                     f'stiffness: {P.stiffness!r}, motor_inertia: {P.motor_inertia!r}, '
-                     f'damping: {P.damping!r}}}')
+        lines.append(
+            f'  sea{k + 1}: {{type: sea, joint: arm{k + 1}_joint, motor_joint: arm{k + 1}_motor, '
+            f'stiffness: {P.stiffness!r}, motor_inertia: {P.motor_inertia!r}, '
+            f'damping: {P.damping!r}}}'
+        )
     return '\n'.join(lines) + '\n'
-
-
-from ..trajectories import SinSquaredJerk  # noqa: E402,F401  (moved: a generic profile; re-exported)

@@ -36,41 +36,29 @@ platform link of the URDF); ``Vd_t = d/dt V_t`` of the body-fixed coordinates (n
 acceleration: they differ by ``w x v``, brief Q8). ``u`` in N (prismatic) or N m (revolute), in
 the order of ``model.actuated``.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
 
 import numpy as np
 
-from ..errors import InputError, RobotDynamicsError
-from . import _recursive_kernels as RK
+from robot_dynamics.errors import InputError, PKMSingularityError, PKMStructureError  # noqa: F401 (public here too)
+from robot_dynamics.pkm import _recursive_kernels as RK
 
-__all__ = ['PKMStructureError', 'PKMSingularityError', 'PKMLimbs', 'limbs_from_model',
-           'decoupled_ik_geometry',
-           'inverse_dynamics_d2', 'inverse_dynamics_d2_full', 'ID2Result', 'ID2Data',
-           'task_space_dynamics', 'limb_to_tree']
-
-
-class PKMStructureError(RobotDynamicsError):
-    """The model is not a PKM this algorithm handles (limbs not disjoint serial chains, limbs of
-    different length, a cut joint that is not spherical, an unclosed reference configuration,
-    no actuated joint in a limb ...). The message names the model and the limb/loop/joint.
-    Raised as well by the general route (:mod:`robot_dynamics.pkm.general`) for what is outside
-    it (hybrid or branching limbs, unsupported cut types, under-actuation ...)."""
-
-
-class PKMSingularityError(RobotDynamicsError):
-    """IK failed or a limb Jacobian J_t / the IK Jacobian J_IK is singular at some samples.
-    ``samples``: indices of the failing samples; ``status``: per-sample codes (1 IK not
-    converged / no IK solution, 2 singular J_t (closed-form IK: U or S at a singular
-    configuration), 3 singular J_IK, 4 non-finite input, 5 IK solution outside the URDF joint
-    limits, 6 closed-form IK branch ambiguous: the warm start does not single out one branch,
-    7 parallel (constraint/task) singularity of the general route)."""
-
-    def __init__(self, message, samples=None, status=None):
-        self.samples = samples
-        self.status = status
-        super().__init__(message)
+__all__ = [
+    'PKMStructureError',
+    'PKMSingularityError',
+    'PKMLimbs',
+    'limbs_from_model',
+    'decoupled_ik_geometry',
+    'inverse_dynamics_d2',
+    'inverse_dynamics_d2_full',
+    'ID2Result',
+    'ID2Data',
+    'task_space_dynamics',
+    'limb_to_tree',
+]
 
 
 class PKMLimbs:
@@ -87,8 +75,7 @@ class PKMLimbs:
     (L, IKG_SIZE) its geometry, ``ik_info`` (L,) why a limb is (not) closed-form.
     """
 
-    def __init__(self, BR, Bp, X, M, act, tree_index, limb_names, order, platform, gravity,
-                 model_name=''):
+    def __init__(self, BR, Bp, X, M, act, tree_index, limb_names, order, platform, gravity, model_name=''):
         self.BR = np.ascontiguousarray(BR, float)
         self.Bp = np.ascontiguousarray(Bp, float)
         self.X = np.ascontiguousarray(X, float)
@@ -106,12 +93,15 @@ class PKMLimbs:
         self.ik_mode, self.ik_geom, self.ik_info = decoupled_ik_geometry(self.BR, self.Bp, self.X)
 
     def __repr__(self):
-        return (f'PKMLimbs({self.model_name!r}: {self.L} limbs x {self.N} joints, platform '
-                f'{self.platform!r}, limbs {self.limb_names})')
+        return (
+            f'PKMLimbs({self.model_name!r}: {self.L} limbs x {self.N} joints, platform '
+            f'{self.platform!r}, limbs {self.limb_names})'
+        )
 
 
 def _Ad(R, p):
-    from ..lie import hat
+    from robot_dynamics.spatial.lie import hat
+
     A = np.zeros((6, 6))
     A[:3, :3] = R
     A[3:, 3:] = R
@@ -120,7 +110,8 @@ def _Ad(R, p):
 
 
 def _inertia6(m, c, I_o):
-    from ..lie import hat
+    from robot_dynamics.spatial.lie import hat
+
     M = np.zeros((6, 6))
     M[:3, :3] = m * np.eye(3)
     M[:3, 3:] = -m * hat(c)
@@ -148,7 +139,7 @@ def _limb_decoupled(BR, Bp, X, tol):
         vs.append(R @ X[i, :3] + np.cross(p, w))
         Ps.append(p)
     MR, Mp = C[:3, :3], C[:3, 3]
-    L = 1.0 + max(np.linalg.norm(q) for q in Ps)          # length scale of the tolerances
+    L = 1.0 + max(np.linalg.norm(q) for q in Ps)  # length scale of the tolerances
     kind = []
     for i in range(N):
         nw = np.linalg.norm(ws[i])
@@ -159,9 +150,9 @@ def _limb_decoupled(BR, Bp, X, tol):
         else:
             kind.append('?')
     if ''.join(kind) != 'RRPRRR':
-        return None, f"joint types {''.join(kind)} (closed form needs RRPRRR)"
+        return None, f'joint types {"".join(kind)} (closed form needs RRPRRR)'
     w = [wi / max(np.linalg.norm(wi), 1e-300) for wi in ws]
-    q = [np.cross(w[i], vs[i]) for i in range(N)]                 # a point on each axis
+    q = [np.cross(w[i], vs[i]) for i in range(N)]  # a point on each axis
 
     def meet(idx):
         A = sum(np.eye(3) - np.outer(w[i], w[i]) for i in idx)
@@ -184,15 +175,23 @@ def _limb_decoupled(BR, Bp, X, tol):
     r5 = w[4] - (w[4] @ w[5]) * w[5]
     r5 /= np.linalg.norm(r5)
     G = np.zeros(RK.IKG_SIZE)
-    G[RK.IKG_A:RK.IKG_A + 3] = a
-    G[RK.IKG_CL:RK.IKG_CL + 3] = MR.T @ (c0 - Mp)
-    G[RK.IKG_PC:RK.IKG_PC + 3] = pc
-    G[RK.IKG_N:RK.IKG_N + 3] = n
-    for o, v in ((RK.IKG_W0, w[0]), (RK.IKG_W1, w[1]), (RK.IKG_W3, w[3]), (RK.IKG_W4, w[4]),
-                 (RK.IKG_W5, w[5]), (RK.IKG_R5, r5), (RK.IKG_M5, MR.T @ w[5]),
-                 (RK.IKG_MR, MR.T @ r5), (RK.IKG_C01, np.cross(w[0], w[1])),
-                 (RK.IKG_C34, np.cross(w[3], w[4]))):
-        G[o:o + 3] = v
+    G[RK.IKG_A : RK.IKG_A + 3] = a
+    G[RK.IKG_CL : RK.IKG_CL + 3] = MR.T @ (c0 - Mp)
+    G[RK.IKG_PC : RK.IKG_PC + 3] = pc
+    G[RK.IKG_N : RK.IKG_N + 3] = n
+    for o, v in (
+        (RK.IKG_W0, w[0]),
+        (RK.IKG_W1, w[1]),
+        (RK.IKG_W3, w[3]),
+        (RK.IKG_W4, w[4]),
+        (RK.IKG_W5, w[5]),
+        (RK.IKG_R5, r5),
+        (RK.IKG_M5, MR.T @ w[5]),
+        (RK.IKG_MR, MR.T @ r5),
+        (RK.IKG_C01, np.cross(w[0], w[1])),
+        (RK.IKG_C34, np.cross(w[3], w[4])),
+    ):
+        G[o : o + 3] = v
     G[RK.IKG_NN] = n @ n
     G[RK.IKG_NB] = n @ pc
     G[RK.IKG_PP] = pc @ pc
@@ -244,15 +243,17 @@ def limbs_from_model(model, platform=None):
     cache = model.__dict__.setdefault('_pkm_cache', {})
     if key in cache:
         return cache[key]
-    from ..kinematics import forward_kinematics
+    from robot_dynamics.algorithms.kinematics import forward_kinematics
+
     name = model.name
     if not model.loops:
         raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
     if platform is None:
         bodies = {int(model.frame_parent[model.frame_index(lp.frame_b)]) for lp in model.loops}
         if len(bodies) != 1:
-            raise PKMStructureError(f"model '{name}': the loops' frame_b are not all on one body; "
-                                    "pass platform=<link name>")
+            raise PKMStructureError(
+                f"model '{name}': the loops' frame_b are not all on one body; pass platform=<link name>"
+            )
         jp = bodies.pop()
         cands = [f for i, f in enumerate(model.frame_names) if model.frame_parent[i] == jp]
         platform = 'platform' if 'platform' in cands else cands[0]
@@ -261,41 +262,51 @@ def limbs_from_model(model, platform=None):
     if jL < 0:
         raise PKMStructureError(f"model '{name}': platform '{platform}' is fixed to the world")
     q_ref = model.reference_q()
-    T = forward_kinematics(model, q_ref, as_array=True)      # (nf, 4, 4)
+    T = forward_kinematics(model, q_ref, as_array=True)  # (nf, 4, 4)
     T_p = T[fp]
-    limbs = []      # (name, tree joints, frame_a index or None)
+    limbs = []  # (name, tree joints, frame_a index or None)
     for lp in model.loops:
         if lp.type not in ('spherical', 'point'):
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}' is '{lp.type}'; the recursive "
-                                    "2nd-order ID supports spherical cut joints (UPS-type limbs)")
+            raise PKMStructureError(
+                f"model '{name}': loop '{lp.name}' is '{lp.type}'; the recursive "
+                '2nd-order ID supports spherical cut joints (UPS-type limbs)'
+            )
         fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
         if model.frame_parent[fb] != jL:
             fa, fb = fb, fa
         if model.frame_parent[fb] != jL:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}': neither cut frame is fixed "
-                                    f"to the platform '{platform}'")
+            raise PKMStructureError(
+                f"model '{name}': loop '{lp.name}': neither cut frame is fixed to the platform '{platform}'"
+            )
         ja = int(model.frame_parent[fa])
         if ja < 0:
             raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
         gap = np.linalg.norm(T[fa][:3, 3] - T[fb][:3, 3])
         if gap > 1e-9:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}' is open by {gap:.3g} m at the "
-                                    "sidecar's reference configuration (must be closed)")
+            raise PKMStructureError(
+                f"model '{name}': loop '{lp.name}' is open by {gap:.3g} m at the "
+                "sidecar's reference configuration (must be closed)"
+            )
         limbs.append((lp.name, list(model.support[ja]), fa))
     limbs.append(('platform_limb', list(model.support[jL]), None))
     used = [j for _, js, _ in limbs for j in js]
     if len(set(used)) != len(used) or len(used) != model.nq:
-        raise PKMStructureError(f"model '{name}': the limbs are not disjoint serial chains covering "
-                                "every joint (branching tree or shared joints)")
+        raise PKMStructureError(
+            f"model '{name}': the limbs are not disjoint serial chains covering "
+            'every joint (branching tree or shared joints)'
+        )
     Ns = {len(js) + (3 if fa is not None else 0) for _, js, fa in limbs}
     if len(Ns) != 1:
-        raise PKMStructureError(f"model '{name}': limbs of different length {sorted(Ns)}; the limbs "
-                                "must be structurally identical")
+        raise PKMStructureError(
+            f"model '{name}': limbs of different length {sorted(Ns)}; the limbs must be structurally identical"
+        )
     N = Ns.pop()
     L = len(limbs)
     if N != 6 or L != 6:
-        raise PKMStructureError(f"model '{name}': {L} limbs x {N} joints; the spatial route needs "
-                                "6 limbs of 6 joints (delta_p = 6, kinematically non-redundant)")
+        raise PKMStructureError(
+            f"model '{name}': {L} limbs x {N} joints; the spatial route needs "
+            '6 limbs of 6 joints (delta_p = 6, kinematically non-redundant)'
+        )
     BR = np.zeros((L, N, 3, 3))
     Bp = np.zeros((L, N, 3))
     X = np.zeros((L, N, 6))
@@ -306,8 +317,7 @@ def limbs_from_model(model, platform=None):
     for l, (lname, js, fa) in enumerate(limbs):
         a = [i for i, j in enumerate(js) if j in actuated]
         if len(a) != 1:
-            raise PKMStructureError(f"model '{name}': limb '{lname}' has {len(a)} actuated joints "
-                                    "(need exactly 1)")
+            raise PKMStructureError(f"model '{name}': limb '{lname}' has {len(a)} actuated joints (need exactly 1)")
         act[l] = a[0]
         for i, j in enumerate(js):
             tree_index[l, i] = j
@@ -340,8 +350,7 @@ def limbs_from_model(model, platform=None):
         M[l, N - 1] = AdT.T @ M[l, N - 1] @ AdT
     act_idx = model.actuated_indices
     order = np.array([[l for l in range(L) if tree_index[l, act[l]] == j][0] for j in act_idx])
-    out = PKMLimbs(BR, Bp, X, M, act, tree_index, [n for n, _, _ in limbs], order, platform,
-                   model.gravity, name)
+    out = PKMLimbs(BR, Bp, X, M, act, tree_index, [n for n, _, _ in limbs], order, platform, model.gravity, name)
     lo = np.full((L, N), -np.inf)
     hi = np.full((L, N), np.inf)
     m = tree_index >= 0
@@ -370,12 +379,12 @@ def _batch(x, shape, name):
         return a[None], True
     if a.ndim == len(shape) + 1 and a.shape[1:] == shape:
         return a, False
-    raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), '
-                     f'got {a.shape}')
+    raise InputError(f'{name} must have shape {shape} or (S, {", ".join(map(str, shape))}), got {a.shape}')
 
 
-def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, gravity=None,
-                             theta_guess=None, tol=1e-13, max_iter=30, ik='auto'):
+def inverse_dynamics_d2_full(
+    model, x, xd, xdd, xddd, xdddd, *, platform=None, gravity=None, theta_guess=None, tol=1e-13, max_iter=30, ik='auto'
+):
     """Recursive inverse dynamics of a PKM with its 1st and 2nd time derivatives (seed 004).
 
     ``model``: a :class:`robot_dynamics.Model` of a 6-limb PKM (spanning tree + spherical cut
@@ -395,8 +404,7 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     """
     limbs = model if isinstance(model, PKMLimbs) else limbs_from_model(model, platform)
     X, single = _batch(x, (4, 4), 'x')
-    Vs = [_batch(v, (6,), nm)[0] for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'),
-                                                (xdddd, 'xdddd'))]
+    Vs = [_batch(v, (6,), nm)[0] for v, nm in ((xd, 'xd'), (xdd, 'xdd'), (xddd, 'xddd'), (xdddd, 'xdddd'))]
     S = X.shape[0]
     for v, nm in zip(Vs, ('xd', 'xdd', 'xddd', 'xdddd')):
         if v.shape[0] != S:
@@ -424,21 +432,46 @@ def inverse_dynamics_d2_full(model, x, xd, xdd, xddd, xdddd, *, platform=None, g
     WT = np.empty((S, 3, 6))
     JIK = np.empty((S, 3, L, 6))
     st = np.empty(S, np.int64)
-    RK.pkm_id_d2_batch(limbs.BR, limbs.Bp, limbs.X, limbs.M, limbs.act, g, R, p, VT,
-                       np.ascontiguousarray(th0), tol, max_iter, TH, U, WT, JIK, st, mode,
-                       limbs.ik_geom)
+    RK.pkm_id_d2_batch(
+        limbs.BR,
+        limbs.Bp,
+        limbs.X,
+        limbs.M,
+        limbs.act,
+        g,
+        R,
+        p,
+        VT,
+        np.ascontiguousarray(th0),
+        tol,
+        max_iter,
+        TH,
+        U,
+        WT,
+        JIK,
+        st,
+        mode,
+        limbs.ik_geom,
+    )
     if limbs.lower is not None:
         out = np.any((TH[:, 0] < limbs.lower - 1e-12) | (TH[:, 0] > limbs.upper + 1e-12), axis=(1, 2))
         st[(st == 0) & out] = 5
     bad = np.nonzero(st)[0]
     if len(bad):
-        what = {1: 'IK did not converge (pose outside the workspace?)', 2: 'singular limb Jacobian',
-                3: 'singular IK Jacobian J_IK (parallel singularity)', 4: 'non-finite input',
-                5: 'IK solution outside the URDF joint limits',
-                6: 'closed-form IK branch ambiguous (warm start between two U or S branches, '
-                   'near a singular configuration?)'}
-        raise PKMSingularityError(f"{limbs.model_name}: {len(bad)} of {S} samples failed, first "
-                                  f"sample {bad[0]}: {what[int(st[bad[0]])]}", bad, st)
+        what = {
+            1: 'IK did not converge (pose outside the workspace?)',
+            2: 'singular limb Jacobian',
+            3: 'singular IK Jacobian J_IK (parallel singularity)',
+            4: 'non-finite input',
+            5: 'IK solution outside the URDF joint limits',
+            6: 'closed-form IK branch ambiguous (warm start between two U or S branches, '
+            'near a singular configuration?)',
+        }
+        raise PKMSingularityError(
+            f'{limbs.model_name}: {len(bad)} of {S} samples failed, first sample {bad[0]}: {what[int(st[bad[0]])]}',
+            bad,
+            st,
+        )
     o = limbs.order
     u = U[:, :, o]
     th_a = TH[:, :, o, limbs.act[o]]
@@ -481,8 +514,9 @@ class ID2Data:
     def reset(self, theta=None):
         """IK warm start: ``theta`` (L, N) or the reference configuration."""
         L = self.limbs
-        self.theta = np.ascontiguousarray(L.th_ref if theta is None else
-                                          np.asarray(theta, float).reshape(L.L, L.N)).copy()
+        self.theta = np.ascontiguousarray(
+            L.th_ref if theta is None else np.asarray(theta, float).reshape(L.L, L.N)
+        ).copy()
 
     def __call__(self, x, xd, xdd, xddd, xdddd):
         L = self.limbs
@@ -498,9 +532,27 @@ class ID2Data:
             if not np.all(np.isfinite(R)):
                 raise InputError('x contains non-finite values')
             raise InputError('x: the rotation part is not orthonormal')
-        RK.pkm_id_d2_batch(L.BR, L.Bp, L.X, L.M, L.act, self.g, self.R, self.p, self.VT, self.theta,
-                           self.tol, self.max_iter, self.TH, self.U, self.WT, self.JIK, self.st,
-                           L.ik_mode, L.ik_geom)
+        RK.pkm_id_d2_batch(
+            L.BR,
+            L.Bp,
+            L.X,
+            L.M,
+            L.act,
+            self.g,
+            self.R,
+            self.p,
+            self.VT,
+            self.theta,
+            self.tol,
+            self.max_iter,
+            self.TH,
+            self.U,
+            self.WT,
+            self.JIK,
+            self.st,
+            L.ik_mode,
+            L.ik_geom,
+        )
         st = int(self.st[0])
         th = self.TH[0, 0]
         if st == 0 and self._lo is not None and ((th < self._lo).any() or (th > self._hi).any()):
@@ -508,8 +560,11 @@ class ID2Data:
         if st:
             if st == 4:
                 raise InputError('x or the task derivatives contain non-finite values')
-            raise PKMSingularityError(f'{L.model_name}: the sample failed (status {st}, see '
-                                      'PKMSingularityError.status)', np.array([0]), np.array([st]))
+            raise PKMSingularityError(
+                f'{L.model_name}: the sample failed (status {st}, see PKMSingularityError.status)',
+                np.array([0]),
+                np.array([st]),
+            )
         self.theta[...] = th
         self.theta_a = self.TH[0][:, self._o, self._act]
         return self.U[0][:, self._o]
@@ -529,12 +584,13 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
     Order of ``u``: ``model.actuated`` (compiled) or ``general_pkm(model).actuated``."""
     if route not in ('auto', 'compiled', 'general'):
         raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
-    from .general import GeneralPKM, inverse_dynamics_d2_general
+    from robot_dynamics.pkm.general import GeneralPKM, inverse_dynamics_d2_general
+
     if route != 'general' and not isinstance(model, GeneralPKM) and 'task' not in kw:
         cache = {} if isinstance(model, PKMLimbs) else model.__dict__.setdefault('_pkm_cache', {})
         key = ('_compiled_refused', kw.get('platform'))
         if route == 'auto' and key in cache:
-            lim = None                      # known not to fit the compiled route
+            lim = None  # known not to fit the compiled route
         else:
             try:
                 lim = model if isinstance(model, PKMLimbs) else limbs_from_model(model, kw.get('platform'))
@@ -546,8 +602,7 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
         if lim is not None:
             r = inverse_dynamics_d2_full(lim, x, xd, xdd, xddd, xdddd, **kw)
             return r.u, r.ud, r.udd
-    gkw = {k: v for k, v in kw.items() if k in ('platform', 'task', 'gravity', 'theta_guess', 'tol',
-                                                 'max_iter')}
+    gkw = {k: v for k, v in kw.items() if k in ('platform', 'task', 'gravity', 'theta_guess', 'tol', 'max_iter')}
     bad = set(kw) - set(gkw)
     if bad:
         raise InputError(f'the general route takes no {sorted(bad)}')

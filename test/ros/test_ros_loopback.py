@@ -2,7 +2,7 @@
 
 A node process (one small rclpy node: publishes ``chatter``, echoes ``ping`` on ``pong``) is
 started by the built-in launcher from an environment like a user's shell (no DDS variables):
-the launcher adds :func:`robot_dynamics.bringup.discovery_env` (the Fast DDS loopback
+the launcher adds :func:`robot_dynamics.ros.bringup.discovery_env` (the Fast DDS loopback
 profile). Once the test process (the same profile, set by conftest) has exchanged messages with
 it both ways (it is discovered), every UDP socket of the node process, read from
 ``/proc/<pid>/fd`` and ``/proc/<pid>/net/udp{,6}`` (and checked against ``ss -uanp`` where
@@ -13,6 +13,8 @@ the LAN) so that its multicast discovery never reaches a real network (skipped w
 reason where such namespaces are not permitted). A node without the profile (LOCALHOST, as a
 ``ros2`` tool in a shell) and one with it talk to each other.
 """
+
+import suite_paths
 import ipaddress
 import json
 import os
@@ -24,15 +26,14 @@ import time
 
 import pytest
 
-from robot_dynamics.bringup import (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, USER_DISCOVERY_VARS,
-                                    Bringup, NodeSpec)
-from robot_dynamics.launcher import Launcher
+from robot_dynamics.ros.bringup import DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, USER_DISCOVERY_VARS, Bringup, NodeSpec
+from robot_dynamics.ros.launcher import Launcher
 
 from ros_helpers import NETNS_LAN
 
 pytestmark = pytest.mark.ros
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = suite_paths.ROOT
 
 NODE = textwrap.dedent('''
     """Test-only rclpy node: publishes chatter every 0.1 s, echoes ping on pong."""
@@ -84,7 +85,7 @@ SOCKETS = textwrap.dedent(r'''
             out += [_addr(r.split()[1]) for r in rows if len(r.split()) > 9 and r.split()[9] in inodes]
         return sorted(out)
 ''')
-exec(SOCKETS)       # noqa: S102 - defines sockets() here too
+exec(SOCKETS)  # noqa: S102 - defines sockets() here too
 
 
 def _is_loopback(addr):
@@ -107,8 +108,11 @@ def _ss_sockets(pid, flag):
 
 def _user_shell(**user):
     """The test environment as a user's shell with no DDS variables, plus ``user``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, *USER_DISCOVERY_VARS)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (DISCOVERY_RANGE_VAR, FASTDDS_PROFILES_VAR, *USER_DISCOVERY_VARS)
+    }
     env.update(user)
     return env
 
@@ -121,10 +125,20 @@ class _ProbeSpec(NodeSpec):
 
 def _launcher(tmp_path, env):
     (tmp_path / 'loopback_probe_node.py').write_text(NODE)
-    env = dict(env, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT] + [
-        p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]))
-    b = Bringup(robot='probe', urdf='', loops='', rviz='', source='<test>',
-                nodes=[_ProbeSpec(name='loopback_probe', executable='sim_node')])
+    env = dict(
+        env,
+        PYTHONPATH=os.pathsep.join(
+            [str(tmp_path), ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]
+        ),
+    )
+    b = Bringup(
+        robot='probe',
+        urdf='',
+        loops='',
+        rviz='',
+        source='<test>',
+        nodes=[_ProbeSpec(name='loopback_probe', executable='sim_node')],
+    )
     return Launcher(b, env=env, out=open(os.devnull, 'w'))
 
 
@@ -135,6 +149,7 @@ class _Peer:
     def __init__(self):
         import rclpy
         from std_msgs.msg import String
+
         self.rclpy, self.String = rclpy, String
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
@@ -144,6 +159,7 @@ class _Peer:
         self.node.create_subscription(String, 'pong', self.pongs.append, 10)
         self.ping = self.node.create_publisher(String, 'ping', 10)
         from rclpy.executors import SingleThreadedExecutor
+
         self.ex = SingleThreadedExecutor(context=self.ctx)
         self.ex.add_node(self.node)
 
@@ -156,8 +172,9 @@ class _Peer:
             assert ended is None, f'the node exited: {ended}'
             self.ping.publish(self.String(data='ping'))
             self.ex.spin_once(timeout_sec=0.1)
-        assert self.chatter and self.pongs, (f'no exchange with the node within {timeout} s '
-                                             f'(chatter {len(self.chatter)}, pongs {len(self.pongs)})')
+        assert self.chatter and self.pongs, (
+            f'no exchange with the node within {timeout} s (chatter {len(self.chatter)}, pongs {len(self.pongs)})'
+        )
         return time.monotonic() - t0
 
     def close(self):
@@ -214,8 +231,13 @@ def test_node_without_the_profile_talks_to_one_with_it(tmp_path, peer):
     profile removes)."""
     (tmp_path / 'loopback_probe_node.py').write_text(NODE)
     env = _user_shell(**{DISCOVERY_RANGE_VAR: 'LOCALHOST'})
-    proc = subprocess.Popen([sys.executable, str(tmp_path / 'loopback_probe_node.py')], env=env,
-                            cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / 'loopback_probe_node.py')],
+        env=env,
+        cwd=str(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         peer.exchange(proc.poll)
         udp = sockets(proc.pid, 'udp')
@@ -230,12 +252,16 @@ def test_node_without_the_profile_talks_to_one_with_it(tmp_path, peer):
             proc.wait()
 
 
-NETNS_DRIVER = SOCKETS + textwrap.dedent(r'''
+NETNS_DRIVER = (
+    SOCKETS
+    + textwrap.dedent(r"""
     import json, os, subprocess, sys, time
     # inside `unshare -rn`: loopback up, a veth pair as the LAN (10.77.0.1 on lan0)
-''') + NETNS_LAN + textwrap.dedent(r'''
-    from robot_dynamics.bringup import Bringup, NodeSpec
-    from robot_dynamics.launcher import Launcher
+""")
+    + NETNS_LAN
+    + textwrap.dedent(r"""
+    from robot_dynamics.ros.bringup import Bringup, NodeSpec
+    from robot_dynamics.ros.launcher import Launcher
 
     class Spec(NodeSpec):
         @property
@@ -259,17 +285,23 @@ NETNS_DRIVER = SOCKETS + textwrap.dedent(r'''
         finally:
             launcher.shutdown(timeout=5.0)
     print(json.dumps(out))
-''')
+""")
+)
 
 
 def _netns_unavailable():
     if not sys.platform.startswith('linux') or not shutil.which('unshare') or not shutil.which('ip'):
         return 'needs Linux with unshare and ip (iproute2)'
-    r = subprocess.run(['unshare', '-rn', 'sh', '-c', 'ip link set lo up && ip link add a0 type veth peer name a1'],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ['unshare', '-rn', 'sh', '-c', 'ip link set lo up && ip link add a0 type veth peer name a1'],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode:
-        return ('unprivileged user + network namespaces with a veth pair are not permitted here: '
-                f'{(r.stderr or r.stdout).strip()[:200]}')
+        return (
+            'unprivileged user + network namespaces with a veth pair are not permitted here: '
+            f'{(r.stderr or r.stdout).strip()[:200]}'
+        )
     return None
 
 
@@ -283,10 +315,19 @@ def test_subnet_widens_the_sockets(tmp_path):
         pytest.skip(why)
     (tmp_path / 'loopback_probe_node.py').write_text(NODE)
     (tmp_path / 'netns_driver.py').write_text(NETNS_DRIVER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT] + [
-        p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
-    r = subprocess.run(['unshare', '-rn', sys.executable, str(tmp_path / 'netns_driver.py'), 'unset', 'SUBNET'],
-                       capture_output=True, text=True, env=env, timeout=180)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(tmp_path), ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
+        ),
+    )
+    r = subprocess.run(
+        ['unshare', '-rn', sys.executable, str(tmp_path / 'netns_driver.py'), 'unset', 'SUBNET'],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     print(json.dumps(res, indent=1))

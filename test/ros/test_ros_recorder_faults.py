@@ -13,6 +13,7 @@
   had subscribed. ``kill -9`` after ~5 s: ``--recover`` restores the messages up to the last
   flush (at most 1 s before the kill, plus a margin for a loaded machine).
 """
+
 import os
 import shutil
 import signal
@@ -26,11 +27,11 @@ import pytest
 from mcap.reader import make_reader
 
 from robot_dynamics import cli
-from robot_dynamics.mcap_bag import BagError, McapBagWriter, recover
+from robot_dynamics.ros.mcap_bag import BagError, McapBagWriter, recover
 
 TOPIC = '/recorder_fault_states'
-RATE = 200.0                    # Hz of the test publisher
-MARGIN = 1.3                    # s: the flush period (1 s) plus scheduling on a loaded machine
+RATE = 200.0  # Hz of the test publisher
+MARGIN = 1.3  # s: the flush period (1 s) plus scheduling on a loaded machine
 
 
 class FakeClock:
@@ -52,8 +53,10 @@ def cdr_string(text):
 def messages(path):
     """[(topic, log_time, publish_time, sequence, data)] by the default mcap reader."""
     with open(path, 'rb') as f:
-        return [(c.topic, m.log_time, m.publish_time, m.sequence, bytes(m.data))
-                for _, c, m in make_reader(f).iter_messages()]
+        return [
+            (c.topic, m.log_time, m.publish_time, m.sequence, bytes(m.data))
+            for _, c, m in make_reader(f).iter_messages()
+        ]
 
 
 def snapshot(src, dst, nbytes=None):
@@ -68,61 +71,62 @@ def snapshot(src, dst, nbytes=None):
 
 # -- ROS-free: the writer and recover ----------------------------------------------------------
 
+
 def test_writer_flushes_a_chunk_once_a_second_of_its_clock(tmp_path):
     clock = FakeClock()
     path = tmp_path / 'run.mcap'
     w = McapBagWriter(path, flush_period=1.0, fsync=False, clock=clock)
     head = path.stat().st_size
-    assert head > 8                                    # magic + header on disk from the start
-    for k in range(50):                                # 0.0 .. 0.98 s: nothing due yet
+    assert head > 8  # magic + header on disk from the start
+    for k in range(50):  # 0.0 .. 0.98 s: nothing due yet
         clock.t = 0.02 * k
-        w.write('/a', 'std_msgs/msg/String', cdr_string(f'm{k}'), 10 ** 9 + k)
+        w.write('/a', 'std_msgs/msg/String', cdr_string(f'm{k}'), 10**9 + k)
     assert path.stat().st_size == head and w.flushes == 0
     clock.t = 1.0
-    w.write('/a', 'std_msgs/msg/String', cdr_string('m50'), 10 ** 9 + 50)   # due: this write flushes
+    w.write('/a', 'std_msgs/msg/String', cdr_string('m50'), 10**9 + 50)  # due: this write flushes
     assert w.flushes == 1
     snapshot(path, tmp_path / 'cut.mcap')
     info = recover(tmp_path / 'cut.mcap')
     assert info['counts'] == {'/a': 51} and not info['complete']
     assert [d for *_, d in messages(info['out'])] == [cdr_string(f'm{k}') for k in range(51)]
     # a pause in the messages: flush_if_due (the recorder's timer) writes what waits
-    w.write('/a', 'std_msgs/msg/String', cdr_string('m51'), 10 ** 9 + 51)
+    w.write('/a', 'std_msgs/msg/String', cdr_string('m51'), 10**9 + 51)
     clock.t = 1.5
     assert not w.flush_if_due() and not w.flush_if_due(ahead=0.2)
-    clock.t = 1.85                                     # a check every 0.2 s: the next one is late
+    clock.t = 1.85  # a check every 0.2 s: the next one is late
     assert not w.flush_if_due()
     assert w.flush_if_due(ahead=0.2) and w.flushes == 2
     snapshot(path, tmp_path / 'cut2.mcap')
     assert recover(tmp_path / 'cut2.mcap')['counts'] == {'/a': 52}
     assert w.close() == {'/a': 52}
     assert len(messages(path)) == 52
-    assert not w.flush_if_due()                        # closed: nothing to do, no error
+    assert not w.flush_if_due()  # closed: nothing to do, no error
 
 
 def test_recover_gives_back_everything_up_to_the_last_finished_chunk(tmp_path):
     clock = FakeClock()
     path = tmp_path / 'run.mcap'
     w = McapBagWriter(path, flush_period=1.0, fsync=False, clock=clock)
-    written, flushed = [], [(path.stat().st_size, 0)]   # (bytes on disk, messages in them)
+    written, flushed = [], [(path.stat().st_size, 0)]  # (bytes on disk, messages in them)
     snaps = []
-    for k in range(400):                               # 4 s at 100 Hz, two topics, two types
+    for k in range(400):  # 4 s at 100 Hz, two topics, two types
         clock.t = k / 100
         if k % 4 == 3:
             rec = ('/cmd', 'std_msgs/msg/Float64', b'\x00\x01\x00\x00' + struct.pack('<d', 0.5 * k))
         else:
             rec = ('/log', 'std_msgs/msg/String', cdr_string(f'line {k} ' + 'x' * (k % 17)))
         n_before = w.flushes
-        w.write(rec[0], rec[1], rec[2], 10 ** 9 * 1000 + 10 ** 7 * k, 10 ** 9 * 1000 + 10 ** 7 * k - 5)
-        written.append((rec[0], 10 ** 9 * 1000 + 10 ** 7 * k, 10 ** 9 * 1000 + 10 ** 7 * k - 5, rec[2]))
+        w.write(rec[0], rec[1], rec[2], 10**9 * 1000 + 10**7 * k, 10**9 * 1000 + 10**7 * k - 5)
+        written.append((rec[0], 10**9 * 1000 + 10**7 * k, 10**9 * 1000 + 10**7 * k - 5, rec[2]))
         if w.flushes != n_before:
             flushed.append((path.stat().st_size, len(written)))
-        if k in (5, 99, 100, 101, 250, 399):           # "kill -9" here: copy what is on disk
+        if k in (5, 99, 100, 101, 250, 399):  # "kill -9" here: copy what is on disk
             snaps.append((k, snapshot(path, tmp_path / f'kill_{k}.mcap')))
-    assert len(flushed) == 4                           # at 1, 2, 3 s (+ the header)
+    assert len(flushed) == 4  # at 1, 2, 3 s (+ the header)
     for k, size in snaps:
         info = recover(tmp_path / f'kill_{k}.mcap')
         n = max(m for s, m in flushed if s <= size)
-        assert size == max(s for s, _ in flushed if s <= size)   # only whole flushes reach the disk
+        assert size == max(s for s, _ in flushed if s <= size)  # only whole flushes reach the disk
         assert info['messages'] == n, (k, info)
         got = messages(info['out'])
         # byte for byte, in order: topic, log time, publish time, data (sequence: per topic)
@@ -142,7 +146,7 @@ def test_recover_gives_back_everything_up_to_the_last_finished_chunk(tmp_path):
         if cut in [s for s, _ in flushed]:
             assert info['messages'] == lo
         got = messages(tmp_path / 'cut_out.mcap')
-        assert [(t, lt, pt, d) for t, lt, pt, _, d in got] == written[:info['messages']]
+        assert [(t, lt, pt, d) for t, lt, pt, _, d in got] == written[: info['messages']]
         assert info['stopped'] and not info['complete']
     w.close()
     # the complete file: a plain copy, same schemas and channels
@@ -155,10 +159,12 @@ def test_recover_gives_back_everything_up_to_the_last_finished_chunk(tmp_path):
         r = make_reader(f)
         s1 = r.get_summary()
         assert r.get_header().profile == 'ros2'
-    assert sorted((s.name, s.encoding, s.data) for s in s0.schemas.values()) == \
-        sorted((s.name, s.encoding, s.data) for s in s1.schemas.values())
-    assert sorted((c.topic, c.message_encoding, tuple(c.metadata.items())) for c in s0.channels.values()) == \
-        sorted((c.topic, c.message_encoding, tuple(c.metadata.items())) for c in s1.channels.values())
+    assert sorted((s.name, s.encoding, s.data) for s in s0.schemas.values()) == sorted(
+        (s.name, s.encoding, s.data) for s in s1.schemas.values()
+    )
+    assert sorted((c.topic, c.message_encoding, tuple(c.metadata.items())) for c in s0.channels.values()) == sorted(
+        (c.topic, c.message_encoding, tuple(c.metadata.items())) for c in s1.channels.values()
+    )
     assert messages(info['out']) == messages(path)
 
 
@@ -181,11 +187,11 @@ def test_recover_errors_in_place_and_command_line(tmp_path, capsys):
     w = McapBagWriter(path, flush_period=1.0, fsync=False, clock=clock)
     for k in range(30):
         clock.t = k / 10
-        w.write('/chatter', 'std_msgs/msg/String', cdr_string(f'{k}'), (5 + k) * 10 ** 8)
+        w.write('/chatter', 'std_msgs/msg/String', cdr_string(f'{k}'), (5 + k) * 10**8)
     cut = tmp_path / 'bag' / 'cut.mcap'
     snapshot(path, cut)
     w.close()
-    with pytest.raises(Exception):                     # the default reader fails on the cut file
+    with pytest.raises(Exception):  # the default reader fails on the cut file
         messages(cut)
     assert cli.main(['record', '--recover', str(cut), '--out', str(cut)]) == 0
     out = capsys.readouterr().out
@@ -193,12 +199,13 @@ def test_recover_errors_in_place_and_command_line(tmp_path, capsys):
     assert '  /chatter: 21' in out and 'no summary/footer' in out, out
     assert '21 messages on 1 topic(s)' in out and '2.000 s' in out and str(cut) in out, out
     assert len(messages(cut)) == 21
-    assert sorted(os.listdir(tmp_path / 'bag')) == ['cut.mcap', 'run.mcap']    # no temporary left
+    assert sorted(os.listdir(tmp_path / 'bag')) == ['cut.mcap', 'run.mcap']  # no temporary left
     with pytest.raises(SystemExit, match='--out goes with --recover'):
         cli.main(['record', '--out', str(cut)])
 
 
 # -- graph: the recorder process next to a publisher -------------------------------------------
+
 
 class StatePublisher:
     """JointState on ``TOPIC`` at ``RATE`` Hz from a thread, header stamp = wall time [ns];
@@ -207,6 +214,7 @@ class StatePublisher:
     def __init__(self):
         import rclpy
         from sensor_msgs.msg import JointState
+
         self._rclpy, self._msg = rclpy, JointState
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx)
@@ -223,7 +231,7 @@ class StatePublisher:
         while self._run:
             m = self._msg()
             now = time.time_ns()
-            m.header.stamp.sec, m.header.stamp.nanosec = divmod(now, 10 ** 9)
+            m.header.stamp.sec, m.header.stamp.nanosec = divmod(now, 10**9)
             m.name = ['j1', 'j2']
             m.position = [float(k), -1.0]
             matched = self.pub.get_subscription_count() > 0
@@ -254,16 +262,24 @@ class StatePublisher:
 def stamps(path):
     """Header stamps [ns] of the JointStates in ``path`` (default reader + mcap_ros2)."""
     from mcap_ros2.decoder import DecoderFactory
+
     with open(path, 'rb') as f:
         r = make_reader(f, decoder_factories=[DecoderFactory()])
-        return [m.header.stamp.sec * 10 ** 9 + m.header.stamp.nanosec
-                for _, c, _, m in r.iter_decoded_messages() if c.topic == TOPIC]
+        return [
+            m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+            for _, c, _, m in r.iter_decoded_messages()
+            if c.topic == TOPIC
+        ]
 
 
 def start_recorder(bag, cwd):
-    return subprocess.Popen([sys.executable, '-m', 'robot_dynamics.cli', 'record', '--bag', str(bag),
-                             '--topics', TOPIC], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=str(cwd))
+    return subprocess.Popen(
+        [sys.executable, '-m', 'robot_dynamics.tools.cli', 'record', '--bag', str(bag), '--topics', TOPIC],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=str(cwd),
+    )
 
 
 def stop_recorder(pub, proc, signum, after):
@@ -296,14 +312,14 @@ def test_signal_closes_the_bag(tmp_path, signame):
     assert rc == 0, log
     assert 'Traceback' not in log, log
     assert f'record: {signame}: bag closed' in log, log
-    got = stamps(bag)                                  # the default reader: summary and footer there
+    got = stamps(bag)  # the default reader: summary and footer there
     sent = pub.published(t_sig)
     assert all(b > a for a, b in zip(got, got[1:]))
     assert set(got) <= {t for t, _ in pub.sent}
     # everything published once the recorder had subscribed, but what was in flight at the
     # signal and the first messages of a match seen by the publisher before the subscriber
     assert len(got) >= 0.9 * len(sent) and len(sent) > 0.7 * 3.0 * RATE, (len(got), len(sent))
-    assert f'{TOPIC}: {len(got)}' in log, log           # the counts printed are those in the file
+    assert f'{TOPIC}: {len(got)}' in log, log  # the counts printed are those in the file
 
 
 @pytest.mark.ros
@@ -317,12 +333,17 @@ def test_kill_9_loses_at_most_the_last_second_and_recover_restores_the_rest(tmp_
     finally:
         pub.close()
     assert rc == -signal.SIGKILL
-    with pytest.raises(Exception):                     # no summary/footer: the default reader fails
+    with pytest.raises(Exception):  # no summary/footer: the default reader fails
         stamps(bag)
     keep = tmp_path / 'killed.mcap'
     shutil.copy(bag, keep)
-    r = subprocess.run([sys.executable, '-m', 'robot_dynamics.cli', 'record', '--recover', str(bag)],
-                       capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    r = subprocess.run(
+        [sys.executable, '-m', 'robot_dynamics.tools.cli', 'record', '--recover', str(bag)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(tmp_path),
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     recovered = tmp_path / 'run.recovered.mcap'
     got = stamps(recovered)
@@ -332,7 +353,7 @@ def test_kill_9_loses_at_most_the_last_second_and_recover_restores_the_rest(tmp_
     assert lost_s <= MARGIN, (lost_s, len(got), len(sent))
     assert len(got) >= len(sent) - MARGIN * RATE, (len(got), len(sent))
     assert f'{TOPIC}: {len(got)}' in r.stdout and 'no summary/footer' in r.stdout, r.stdout
-    assert keep.read_bytes() == bag.read_bytes()       # the input is left as it was
+    assert keep.read_bytes() == bag.read_bytes()  # the input is left as it was
 
 
 if __name__ == '__main__':

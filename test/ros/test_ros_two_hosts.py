@@ -16,6 +16,8 @@ dynamics_node, by the built-in launcher) and a probe, in lock-step (simulated ti
 
 Needs root (``ip netns``), which CI has.
 """
+
+import suite_paths
 import json
 import os
 import shutil
@@ -26,27 +28,27 @@ import uuid
 
 import pytest
 
-from robot_dynamics.demos import DEMOS
+from robot_dynamics.tools.demos import DEMOS
 
 pytestmark = pytest.mark.ros
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = suite_paths.ROOT
 
 # one host: its share of five_bar's lock-step graph, started by the built-in launcher; the control
 # host also spins a probe (tracking error and joint states) and prints what it saw as JSON
 # the control host: five_bar's lock-step graph without sim_node, by the built-in launcher, and a
 # probe (tracking error, joint states); prints what it saw as JSON
-HOST = textwrap.dedent(r'''
+HOST = textwrap.dedent(r"""
     import dataclasses, json, os, sys, time
     mode, seconds = sys.argv[1], float(sys.argv[2])
     if mode == 'default':                # the package's loopback profile, as the launcher's
-        from robot_dynamics.bringup import use_discovery_env
+        from robot_dynamics.ros.bringup import use_discovery_env
         use_discovery_env()
     import rclpy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
-    from robot_dynamics.bringup import load_bringup
-    from robot_dynamics.launcher import Launcher
+    from robot_dynamics.ros.bringup import load_bringup
+    from robot_dynamics.ros.launcher import Launcher
     b = load_bringup('five_bar', timing='lockstep')
     launcher = Launcher(dataclasses.replace(b, nodes=[s for s in b.nodes if s.executable != 'sim_node']),
                         env=dict(os.environ), out=open(os.devnull, 'w'))
@@ -65,7 +67,7 @@ HOST = textwrap.dedent(r'''
     finally:
         launcher.shutdown(timeout=5.0)
     print(json.dumps(seen))
-''')
+""")
 
 
 def _ip(*args):
@@ -85,14 +87,19 @@ def two_hosts():
     try:
         _ip('netns', 'add', b)
         va, vb = f'va{tag}', f'vb{tag}'
-        steps = [('link', 'add', va, 'type', 'veth', 'peer', 'name', vb),
-                 ('link', 'set', va, 'netns', a), ('link', 'set', vb, 'netns', b),
-                 ('-n', a, 'addr', 'add', '10.78.0.1/24', 'dev', va),
-                 ('-n', b, 'addr', 'add', '10.78.0.2/24', 'dev', vb)]
+        steps = [
+            ('link', 'add', va, 'type', 'veth', 'peer', 'name', vb),
+            ('link', 'set', va, 'netns', a),
+            ('link', 'set', vb, 'netns', b),
+            ('-n', a, 'addr', 'add', '10.78.0.1/24', 'dev', va),
+            ('-n', b, 'addr', 'add', '10.78.0.2/24', 'dev', vb),
+        ]
         for ns, dev in ((a, va), (b, vb)):
-            steps += [('-n', ns, 'link', 'set', 'lo', 'up'),
-                      ('-n', ns, 'link', 'set', dev, 'multicast', 'on', 'up'),
-                      ('-n', ns, 'route', 'add', 'default', 'dev', dev)]
+            steps += [
+                ('-n', ns, 'link', 'set', 'lo', 'up'),
+                ('-n', ns, 'link', 'set', dev, 'multicast', 'on', 'up'),
+                ('-n', ns, 'route', 'add', 'default', 'dev', dev),
+            ]
         for st in steps:
             r = _ip(*st)
             assert r.returncode == 0, (st, r.stderr)
@@ -109,17 +116,41 @@ def _run(hosts, mode, tmp_path, seconds=25.0):
     ``mode`` 'subnet': ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET on both; 'default': no DDS
     variable (the launcher's loopback profile)."""
     (tmp_path / 'host.py').write_text(HOST)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+    }
     env['PYTHONPATH'] = os.pathsep.join([ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p])
     if mode == 'subnet':
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'
-    cmds = {'plant': [sys.executable, '-m', 'robot_dynamics.cli', 'launch', 'five_bar', '--timing',
-                      'lockstep', '--nodes', 'sim_node', '--duration', str(seconds)],
-            'control': [sys.executable, str(tmp_path / 'host.py'), mode, str(seconds)]}
-    procs = {role: subprocess.Popen(['ip', 'netns', 'exec', ns] + cmds[role], env=env, cwd=str(tmp_path),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for role, ns in zip(('plant', 'control'), hosts)}
+    cmds = {
+        'plant': [
+            sys.executable,
+            '-m',
+            'robot_dynamics.tools.cli',
+            'launch',
+            'five_bar',
+            '--timing',
+            'lockstep',
+            '--nodes',
+            'sim_node',
+            '--duration',
+            str(seconds),
+        ],
+        'control': [sys.executable, str(tmp_path / 'host.py'), mode, str(seconds)],
+    }
+    procs = {
+        role: subprocess.Popen(
+            ['ip', 'netns', 'exec', ns] + cmds[role],
+            env=env,
+            cwd=str(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role, ns in zip(('plant', 'control'), hosts)
+    }
     res = {}
     for role, p in procs.items():
         out, err = p.communicate(timeout=seconds + 120)
@@ -132,9 +163,11 @@ def test_plant_and_controller_on_two_hosts_with_subnet_discovery(two_hosts, tmp_
     res = _run(two_hosts, 'subnet', tmp_path)
     ctl = res['control']
     err = [max(abs(v) for v in e[:2]) for e in ctl['err']]
-    late = err[len(err) // 4:]                    # after the start transient
-    print(f"\ntwo hosts, SUBNET: {ctl['js']} joint states crossed, {len(err)} tracking samples, "
-          f"max |e| after the first quarter {max(late, default=float('nan')) * 1e3:.3f} mm")
+    late = err[len(err) // 4 :]  # after the start transient
+    print(
+        f'\ntwo hosts, SUBNET: {ctl["js"]} joint states crossed, {len(err)} tracking samples, '
+        f'max |e| after the first quarter {max(late, default=float("nan")) * 1e3:.3f} mm'
+    )
     assert ctl['alive'], res
     assert ctl['js'] > 200, ctl['js']
     assert len(late) > 100 and max(late) < DEMOS['five_bar'].bound, (len(late), max(late, default=None))
@@ -142,8 +175,10 @@ def test_plant_and_controller_on_two_hosts_with_subnet_discovery(two_hosts, tmp_
 
 def test_nothing_crosses_between_hosts_with_the_default_settings(two_hosts, tmp_path):
     res = _run(two_hosts, 'default', tmp_path, seconds=12.0)
-    print(f"\ntwo hosts, default settings: {res['control']['js']} joint states crossed, "
-          f"{len(res['control']['err'])} tracking samples")
+    print(
+        f'\ntwo hosts, default settings: {res["control"]["js"]} joint states crossed, '
+        f'{len(res["control"]["err"])} tracking samples'
+    )
     assert res['control']['alive'], res
     assert 'loopback only' in res['plant']['log'], res['plant']['log'][-2000:]
     assert res['control']['js'] == 0 and not res['control']['err'], res['control']

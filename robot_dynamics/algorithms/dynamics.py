@@ -1,0 +1,169 @@
+"""Tree (spanning-tree) dynamics: RNEA, CRBA, forward dynamics, gravity and bias terms.
+
+Equations of motion of the open tree, as in Pinocchio::
+
+    M(q) qdd + C(q, qd) qd + g(q) = tau + sum_i J_i(q)^T f_ext_i
+
+All functions accept one sample (arrays of shape (n,)) or a batch with a leading axis
+(N, n) and return (n,)/(n, n) or (N, n)/(N, n, n) respectively. Units are SI (rad, m, N, N m).
+External wrenches ``f_ext`` follow Pinocchio: an array (n, 6) (or (N, n, 6)) whose row i is the
+wrench (force first, then moment) applied to body i, expressed in joint frame i and taken
+about its origin. Use :func:`robot_dynamics.algorithms.kinematics.frame_wrench_to_joint` to build it from
+a wrench at a frame.
+
+Loop closures are ignored here (see :mod:`robot_dynamics.algorithms.constraints` and the closed-chain
+modules); these are the tree quantities every closed-chain method builds on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robot_dynamics.algorithms import _tree_kernels as K
+from robot_dynamics.spatial.batch import as_batch, same_batch
+from robot_dynamics.errors import InputError, SingularMassMatrixError
+
+__all__ = [
+    'rnea',
+    'crba',
+    'forward_dynamics',
+    'gravity_torques',
+    'nonlinear_effects',
+    'kinetic_energy',
+    'potential_energy',
+]
+
+_EMPTY_FEXT = np.zeros((1, 1, 6))
+
+
+def _fext(model, f_ext, N):
+    if f_ext is None:
+        return _EMPTY_FEXT, False
+    F = np.asarray(f_ext, dtype=np.float64)
+    n = model.nq
+    if F.shape == (n, 6):
+        F = F.reshape(1, n, 6)
+    if F.ndim != 3 or F.shape[1:] != (n, 6) or F.shape[0] not in (1, N):
+        raise InputError(f'f_ext must have shape ({n}, 6) or (N, {n}, 6), got {F.shape}')
+    if F.shape[0] != N:
+        F = np.broadcast_to(F, (N, n, 6))
+    return np.ascontiguousarray(F), True
+
+
+def _grav(model, gravity):
+    if gravity is None:
+        return model.gravity
+    g = np.asarray(gravity, dtype=np.float64)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise InputError(f'gravity must be a finite (3,) vector, got {gravity!r}')
+    return g
+
+
+def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
+    """Recursive Newton-Euler inverse dynamics of the tree.
+
+    Parameters
+    ----------
+    model : Model
+    q, qd, qdd : array_like, (n,) or (N, n)
+        Joint positions [rad | m], velocities and accelerations (order ``model.joint_names``).
+    f_ext : array_like (n, 6) or (N, n, 6), optional
+        External wrench on each body in its joint frame (Pinocchio's convention).
+    gravity : array_like (3,), optional
+        Overrides ``model.gravity`` (world frame, m/s^2).
+
+    Returns
+    -------
+    tau : ndarray (n,) or (N, n)
+        ``M qdd + C qd + g - sum J^T f_ext`` [N m | N].
+
+    Example
+    -------
+    >>> tau = rnea(model, q, np.zeros(model.nq), np.zeros(model.nq))   # gravity torques
+    """
+    n = model.nq
+    Q, single = as_batch(q, n, 'q')
+    QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
+    QDD = same_batch(Q, as_batch(qdd, n, 'qdd')[0], 'qdd', single)
+    FE, has = _fext(model, f_ext, Q.shape[0])
+    out = np.empty_like(Q)
+    st = K.rnea_batch(model._par, model._geo, model._ine, Q, QD, QDD, FE, has, _grav(model, gravity), out)
+    if st:
+        raise InputError('rnea: q, qd, qdd or f_ext contains non-finite values')
+    return out[0] if single else out
+
+
+def crba(model, q):
+    """Composite-rigid-body algorithm: joint-space inertia matrix M(q).
+
+    q : (n,) or (N, n). Returns M (n, n) or (N, n, n), symmetric positive semi-definite
+    (definite unless a joint drives no inertia).
+    """
+    n = model.nq
+    Q, single = as_batch(q, n, 'q')
+    out = np.zeros((Q.shape[0], n, n))
+    if K.crba_batch(model._par, model._geo, model._ine, Q, out):
+        raise InputError('crba: q contains non-finite values')
+    return out[0] if single else out
+
+
+def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12):
+    """Tree forward dynamics ``qdd = M^-1 (tau - C qd - g + sum J^T f_ext)``.
+
+    CRBA + RNEA bias + Cholesky, all in one compiled pass. Shapes as :func:`rnea`.
+
+    Raises
+    ------
+    SingularMassMatrixError
+        When a Cholesky pivot of M is not positive (relative tolerance ``rel_tol``): the named
+        joint moves no inertia (e.g. it carries only massless links).
+    """
+    n = model.nq
+    Q, single = as_batch(q, n, 'q')
+    QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
+    TAU = same_batch(Q, as_batch(tau, n, 'tau')[0], 'tau', single)
+    FE, has = _fext(model, f_ext, Q.shape[0])
+    out = np.empty_like(Q)
+    Mw = np.zeros((Q.shape[0], n, n))
+    st = K.fd_batch(model._par, model._geo, model._ine, Q, QD, TAU, FE, has, _grav(model, gravity), out, Mw, rel_tol)
+    if st == 1:
+        raise InputError('forward_dynamics: q, qd, tau or f_ext contains non-finite values')
+    if st >= 2:
+        j = model.joint_names[st - 2]
+        raise SingularMassMatrixError(
+            j,
+            f"forward_dynamics: the joint-space inertia matrix of '{model.name}' is singular "
+            f"at joint '{j}' (it moves no inertia along its axis, e.g. only massless links); "
+            f'give its subtree mass/inertia or constrain it',
+        )
+    return out[0] if single else out
+
+
+def gravity_torques(model, q, gravity=None):
+    """Generalized gravity g(q) = rnea(q, 0, 0), shape (n,) or (N, n)."""
+    Q = np.asarray(q, dtype=np.float64)
+    z = np.zeros_like(Q)
+    return rnea(model, Q, z, z, gravity=gravity)
+
+
+def nonlinear_effects(model, q, qd, gravity=None):
+    """Bias forces h(q, qd) = C(q, qd) qd + g(q) = rnea(q, qd, 0)."""
+    Q = np.asarray(q, dtype=np.float64)
+    return rnea(model, Q, qd, np.zeros_like(Q), gravity=gravity)
+
+
+def kinetic_energy(model, q, qd):
+    """T = 1/2 qd^T M(q) qd [J], (,) or (N,)."""
+    M = crba(model, q)
+    QD = np.asarray(qd, dtype=np.float64)
+    return 0.5 * np.einsum('...i,...ij,...j->...', QD, M, QD)
+
+
+def potential_energy(model, q, gravity=None):
+    """U = -sum_i m_i g . c_i (world COM positions) [J], zero at the world origin."""
+    from robot_dynamics.algorithms.kinematics import joint_placements
+
+    g = _grav(model, gravity)
+    R, p = joint_placements(model, q)
+    c = p + np.einsum('...nij,nj->...ni', R, model.com)
+    return -np.einsum('n,...ni,i->...', model.mass, c, g)

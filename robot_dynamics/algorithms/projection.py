@@ -1,0 +1,894 @@
+"""Closed-chain dynamics and control by the projection-matrix formulation (seed 002, Aghili).
+
+Model: the open (cut) tree of the URDF with generalized coordinates ``q`` (n,) and the stacked
+loop closures of the sidecar ``phi(q) = 0`` (m,), ``A = dphi/dq`` (m, n), possibly redundant
+(m > n allowed) or rank deficient (singular configurations, planar loops cut by a spatial
+joint). Equations of motion, sign convention of seed 002 eq. (19)::
+
+    M(q) qdd + h(q, qd) = f - F,     F = A^T lam,     phi(q) = 0
+
+``f`` (n,) is the generalized input force, ``h`` the Coriolis/centrifugal/gravity vector, and
+``F`` the generalized constraint force, i.e. what the system exerts ON the constraint (the
+reaction acting on the system is ``-F``). Units are SI (N or N m per joint).
+
+Everything rests on one projector. :func:`pinv_abs` takes the SVD of ``A`` and treats
+singular values ``<= eps`` as zero, ``eps`` being ABSOLUTE (in the units of A: m for position
+rows, rad for orientation rows). :data:`DEFAULT_EPS` applies unless a call overrides it; the
+same ``eps`` is used for ``P``, for ``A+`` in ``C qd``, for the minimum-norm multipliers, for
+Newton-Raphson assembly and for velocity projection.
+
+* ``P = I - A+ A`` (eq. 4, 15): orthogonal projector onto the admissible velocities N(A).
+* ``C qd = -A+ Adot qd`` (eq. 16), the only form of ``Pdot`` ever used.
+* Forward dynamics (eq. 22): ``Mc qdd = P (f - h) + M C qd`` with ``Mc = M + PM - MP``;
+  variants ``'Mc_sym'`` (eq. 26-28, SPD) and ``'Mc_gamma'`` (eq. 29), same qdd.
+* ``F = f - h - M qdd`` (equivalent to eq. 32), ``lam = (A+)^T F`` (minimum norm, Remark 4).
+* PIDC (eq. 45-48), the weighted form (par. 7.2), passive joints (eq. 55-64), constraint-force
+  and hybrid control (eq. 51-54 with the corrected ``Cc = M C``).
+
+See docs/projection.md for the errata of the paper corrected here.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from robot_dynamics.algorithms import _projection_kernels as PK
+from robot_dynamics.errors import (
+    AssemblyError,
+    ConstraintRankError,
+    ControllabilityError,
+    InputError,
+    SingularMassMatrixError,
+)
+
+__all__ = [
+    'DEFAULT_EPS',
+    'VARIANTS',
+    'pinv_abs',
+    'PInv',
+    'ConstrainedDynamics',
+    'constrained_forward_dynamics',
+    'lagrange_forward_dynamics',
+    'LagrangeDynamics',
+    'assemble',
+    'AssemblyResult',
+    'project_velocity',
+    'independent_coordinates',
+    'IndependentCoordinates',
+    'projected_inverse_dynamics',
+    'pidc',
+    'PIDCResult',
+    'controllability',
+    'hybrid_control',
+    'HybridResult',
+    'constraint_force_control',
+    'hold_command',
+]
+
+#: Default ABSOLUTE rank tolerance on the singular values of A (units of A: m / rad).
+#: Singular values <= DEFAULT_EPS are treated as zero (the constraint direction is dropped).
+#: Seed 002 par. 6.2: small enough not to drop genuine constraints, large enough that
+#: ``C qd = -A+ Adot qd`` does not blow up like drift/sigma next to a singularity.
+DEFAULT_EPS = 1e-6
+
+VARIANTS = {'Mc': PK.VARIANT_MC, 'Mc_sym': PK.VARIANT_MC_SYM, 'Mc_gamma': PK.VARIANT_MC_GAMMA}
+
+PInv = namedtuple('PInv', 'pinv P rank sigma')
+PInv.__doc__ = """Result of :func:`pinv_abs`: A+ (n, m), P = I - A+ A (n, n), rank r, sigma
+(min(m, n),) singular values of A in decreasing order."""
+
+
+def _eps(eps):
+    e = DEFAULT_EPS if eps is None else float(eps)
+    if not (np.isfinite(e) and e >= 0.0):
+        raise InputError(f'rank tolerance eps must be a finite number >= 0, got {eps!r}')
+    return e
+
+
+def pinv_abs(A, eps=None):
+    """Moore-Penrose pseudo-inverse and null-space projector with an ABSOLUTE rank tolerance.
+
+    Parameters
+    ----------
+    A : array_like (m, n)
+        Any shape: m < n, m = n, m > n and m = 0 (no constraints: P = I) are all valid.
+    eps : float, optional
+        Singular values ``<= eps`` count as zero (absolute, in the units of A; default
+        :data:`DEFAULT_EPS`). Never relative to sigma_max, unlike ``np.linalg.pinv(rcond=)``,
+        which would never truncate a single-row A.
+
+    Returns
+    -------
+    PInv(pinv, P, rank, sigma)
+        ``pinv = V1 Sigma^-1 U1^T`` (n, m), ``P = I - V1 V1^T = V2 V2^T`` (n, n) the orthogonal
+        projector onto the numerical null space of A, ``rank`` = number of sigma > eps,
+        ``sigma`` (min(m, n),) all singular values (full SVD, ``full_matrices=True``).
+
+    Example
+    -------
+    >>> pinv_abs([[2e-7, 1e-7]]).P        # below eps: the row is dropped, P = I
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise InputError(f'A must be a 2-D array (m, n), got shape {A.shape}')
+    if not np.isfinite(A.sum()):
+        raise InputError('A contains non-finite values')
+    m, n = A.shape
+    P = np.empty((n, n))
+    Ap = np.zeros((n, m))
+    s = np.zeros(min(m, n))
+    r = PK._projector(np.ascontiguousarray(A), _eps(eps), P, Ap, s)
+    return PInv(Ap, P, int(r), s)
+
+
+# --------------------------------------------------------------------------- model pack
+def _pack(model):
+    """Packed model arrays for the kernels (cached on the model; rebuilt if loops change)."""
+    key = (id(model.loops), len(model.loops), np.asarray(model.gravity, float).tobytes())
+    cached = model.__dict__.get('_rd_projection_pack')
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    m = model.nconstraints
+    lpf = np.zeros((len(model.loops), 2), dtype=np.int64)
+    lpr = np.zeros((len(model.loops), 2), dtype=np.int64)
+    rkind = np.zeros(m, dtype=np.int64)
+    ru = np.zeros((m, 3))
+    rw = np.zeros((m, 3))
+    r = 0
+    for k, lp in enumerate(model.loops):
+        lpf[k] = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
+        lpr[k, 0] = r
+        for nl in lp.pos_dirs:
+            rkind[r] = 0
+            ru[r] = nl
+            r += 1
+        for ul, wl in lp.rot_pairs:
+            rkind[r] = 1
+            ru[r] = ul
+            rw[r] = wl
+            r += 1
+        lpr[k, 1] = r
+    pack = (
+        model._par,
+        model._geo,
+        model._ine,
+        np.ascontiguousarray(model.gravity, dtype=float),
+        np.ascontiguousarray(model.frame_parent, dtype=np.int64),
+        np.ascontiguousarray(model.frame_R, dtype=float),
+        np.ascontiguousarray(model.frame_p, dtype=float),
+        lpf,
+        lpr,
+        rkind,
+        ru,
+        rw,
+    )
+    model.__dict__['_rd_projection_pack'] = (key, pack)
+    return pack
+
+
+def _kin_pack(pack):
+    """The subset of the pack used by the pure-kinematics kernels (no inertia/gravity)."""
+    return (pack[0], pack[1]) + pack[4:]
+
+
+def _vec(x, n, name, check=True):
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape != (n,):
+        raise InputError(f'{name} must have shape ({n},), got {a.shape}')
+    if check and not np.isfinite(a @ a):
+        raise InputError(f'{name} contains non-finite values')
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _variant(variant):
+    try:
+        return VARIANTS[variant]
+    except KeyError:
+        raise InputError(f'variant must be one of {sorted(VARIANTS)}, got {variant!r}') from None
+
+
+# --------------------------------------------------------------------------- forward dynamics
+_CD_FIELDS = 'qdd F lam rank sigma P Cqd M h phi A bias Apinv kinetic potential gamma variant eps'
+
+
+class ConstrainedDynamics(namedtuple('ConstrainedDynamics', _CD_FIELDS)):
+    """Result of :func:`constrained_forward_dynamics` (all at the given state).
+
+    qdd (n,)        joint accelerations [rad/s^2 | m/s^2]
+    F (n,)          generalized constraint force, ``M qdd + h = f - F``, ``F in R(A^T)``
+    lam (m,)        minimum-norm multipliers ``(A+)^T F`` (``A^T lam = F`` whenever F in R(A^T);
+                    unique only if rank A = m)
+    rank            numerical rank of A at tolerance ``eps``
+    sigma (min(m,n),) singular values of A (decreasing)
+    P (n, n)        projector onto N(A);  Cqd (n,) ``= -A+ Adot qd`` (eq. 16)
+    M (n, n), h (n,) tree inertia and bias (gravity included) ; phi (m,), A (m, n),
+    bias (m,) ``= Adot qd`` ; Apinv (n, m) ; kinetic, potential [J] ; gamma (Mc_gamma only)
+    """
+
+    __slots__ = ()
+
+    @property
+    def sigma_min(self):
+        """Smallest singular value of A kept by the rank decision, ``sigma[rank - 1]`` (0 if
+        rank = 0, inf without constraints). Structurally zero rows (the out-of-plane rows of
+        a planar loop) do not count; it tends to eps when a singularity is approached."""
+        if len(self.sigma) == 0:
+            return np.inf
+        return float(self.sigma[self.rank - 1]) if self.rank > 0 else 0.0
+
+    @property
+    def energy(self):
+        """Total mechanical energy T + U [J]."""
+        return self.kinetic + self.potential
+
+
+def _cfd_raw(model, pack, q, qd, tau, variant_code, gamma, eps):
+    n = model.nq
+    m = pack[9].shape[0]
+    out = (
+        np.empty(n),
+        np.empty(n),
+        np.empty(m),
+        np.empty((n, n)),
+        np.zeros(min(m, n)),
+        np.empty((n, n)),
+        np.empty(n),
+        np.empty(m),
+        np.empty((m, n)),
+        np.empty(m),
+        np.empty((n, m)),
+        np.empty(n),
+    )
+    st, r, T, U, g = PK.cfd(*pack, q, qd, tau, variant_code, gamma, eps, *out)
+    if st == 1:
+        raise InputError('constrained_forward_dynamics: q, qd or tau contains non-finite values')
+    if st == 2:
+        raise SingularMassMatrixError(
+            None,
+            f"constrained_forward_dynamics: the inertia matrix of '{model.name}' (or its "
+            f'constraint inertia matrix) is not positive definite at q = {q}: the '
+            f'projection method needs M > 0 (seed 002, Prop. 2); a joint that moves only '
+            f'massless links makes M singular: give those links a (small) mass',
+        )
+    return out, int(r), T, U, g
+
+
+def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, eps=None):
+    """Forward dynamics of the closed-chain system by the projection method (seed 002).
+
+    Valid for redundant loop rows and through Jacobian singularities: directions with
+    singular value ``<= eps`` are dropped from the constraint.
+
+    Parameters
+    ----------
+    model : Model (URDF tree + loops sidecar)
+    q, qd : (n,) state of the cut tree (should satisfy phi(q) = 0, A qd = 0)
+    tau : (n,) generalized input force ``f`` (zero on passive joints, by the caller)
+    variant : 'Mc' (eq. 22-24, LU), 'Mc_sym' (eq. 26-28, SPD, Cholesky) or 'Mc_gamma'
+        (eq. 29). All give the same qdd.
+    gamma : float, optional
+        'Mc_gamma' only, in inertia units; default ``||M||_2``.
+    eps : float, optional
+        Absolute rank tolerance (default :data:`DEFAULT_EPS`).
+
+    Returns
+    -------
+    ConstrainedDynamics
+        ``.qdd``, ``.F`` (sign: ``M qdd + h = tau - F``), ``.lam``, ``.rank``, ``.sigma``, ``.P``
+        and the intermediate terms.
+
+    Example
+    -------
+    >>> res = constrained_forward_dynamics(model, q, qd, np.zeros(model.nq))
+    >>> res.qdd, res.F, res.lam
+    """
+    n = model.nq
+    q = _vec(q, n, 'q', False)  # finiteness is checked by the kernel (status 1)
+    qd = _vec(qd, n, 'qd', False)
+    tau = _vec(tau, n, 'tau', False)
+    code = _variant(variant)
+    g = 0.0 if gamma is None else float(gamma)
+    if code == PK.VARIANT_MC_GAMMA and gamma is not None and not g > 0.0:
+        raise InputError(f'gamma must be > 0, got {gamma!r}')
+    e = _eps(eps)
+    out, r, T, U, g = _cfd_raw(model, _pack(model), q, qd, tau, code, g, e)
+    qdd, F, lam, P, s, M, h, phi, A, bias, Ap, Cqd = out
+    return ConstrainedDynamics(
+        qdd, F, lam, r, s, P, Cqd, M, h, phi, A, bias, Ap, T, U, g if code == PK.VARIANT_MC_GAMMA else None, variant, e
+    )
+
+
+def _terms(model, q, qd, eps):
+    """All state-dependent terms (M, h, A, P, A+, C qd, ...) at (q, qd), tau = 0."""
+    return constrained_forward_dynamics(model, q, qd, np.zeros(model.nq), 'Mc', None, eps)
+
+
+LagrangeDynamics = namedtuple('LagrangeDynamics', 'qdd F lam rows')
+LagrangeDynamics.__doc__ = """Result of :func:`lagrange_forward_dynamics`: qdd (n,), F = A_r^T lam
+(n,), lam (len(rows),) the unique multipliers of the selected rows, rows (index array)."""
+
+
+def lagrange_forward_dynamics(model, q, qd, tau, rows=None, rcond=1e-10):
+    """Classical Lagrange-multiplier forward dynamics (seed 002 App. B, eq. 74-75): TEST ORACLE.
+
+    ``lam = (A M^-1 A^T)^-1 [A M^-1 (f - h) + Adot qd]``, ``qdd = M^-1 (f - h - A^T lam)``
+    (eq. 75 without the spurious ``+cdot``, erratum). Computed from the readable Python
+    routes (:func:`~robot_dynamics.algorithms.constraints.constraint_terms`, ``crba``,
+    ``nonlinear_effects``), independently of the compiled projection kernels.
+
+    Parameters
+    ----------
+    rows : index array or None
+        Constraint rows to use (default all). A must have full row rank on them: e.g. the
+        in-plane rows of a planar loop cut by a revolute joint.
+    rcond : float
+        Relative tolerance on the eigenvalues of ``A M^-1 A^T``.
+
+    Raises
+    ------
+    ConstraintRankError
+        If ``A M^-1 A^T`` is singular (redundant rows, singular configuration).
+    """
+    from robot_dynamics.algorithms.constraints import constraint_terms
+    from robot_dynamics.algorithms.dynamics import crba, nonlinear_effects
+
+    n = model.nq
+    q = _vec(q, n, 'q')
+    qd = _vec(qd, n, 'qd')
+    f = _vec(tau, n, 'tau')
+    ct = constraint_terms(model, q, qd)
+    idx = np.arange(len(ct.phi)) if rows is None else np.asarray(rows, dtype=np.int64)
+    A, b = ct.A[idx], ct.bias[idx]
+    M = crba(model, q)
+    h = nonlinear_effects(model, q, qd)
+    Minv_AT = np.linalg.solve(M, A.T)
+    Minv_fh = np.linalg.solve(M, f - h)
+    S = A @ Minv_AT
+    ev = np.linalg.eigvalsh(0.5 * (S + S.T)) if len(idx) else np.ones(1)
+    if len(idx) and not ev[0] > rcond * max(ev[-1], 1e-300):
+        raise ConstraintRankError(
+            f"lagrange_forward_dynamics: A M^-1 A^T of '{model.name}' is singular "
+            f'(eigenvalues {ev}); A has redundant or degenerate rows - use the projection '
+            f'method (constrained_forward_dynamics)'
+        )
+    lam = np.linalg.solve(S, A @ Minv_fh + b) if len(idx) else np.zeros(0)
+    qdd = Minv_fh - Minv_AT @ lam
+    return LagrangeDynamics(qdd, A.T @ lam, lam, idx)
+
+
+# --------------------------------------------------------------------------- assembly
+AssemblyResult = namedtuple('AssemblyResult', 'q iterations residual rank')
+AssemblyResult.__doc__ = """Result of :func:`assemble`: q (n,) closed configuration, iterations
+(Newton steps taken), residual ||phi(q)||, rank of A restricted to the free joints."""
+
+
+def _joint_mask(model, joints, default):
+    """Boolean (n,) mask from None / 'independent' / 'actuated' / names / indices."""
+    if joints is None:
+        joints = default
+    if isinstance(joints, str):
+        cache = model.__dict__.setdefault('_rd_joint_masks', {})
+        key = (joints, tuple(model.independent), tuple(model.actuated))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[0].copy(), hit[1]
+        res = _joint_mask_uncached(model, joints)
+        cache[key] = (res[0].copy(), res[1])
+        return res
+    return _joint_mask_uncached(model, joints)
+
+
+def _joint_mask_uncached(model, joints):
+    n = model.nq
+    if isinstance(joints, str):
+        if joints == 'independent':
+            idx = model.independent_indices
+        elif joints == 'actuated':
+            idx = model.actuated_indices
+        elif joints == 'none':
+            idx = np.zeros(0, dtype=np.int64)
+        elif joints == 'all':
+            idx = np.arange(n)
+        else:
+            idx = np.array([model.joint_index(joints)])
+    else:
+        idx = np.array(
+            [j if isinstance(j, (int, np.integer)) else model.joint_index(j) for j in joints], dtype=np.int64
+        )
+    mask = np.zeros(n, dtype=bool)
+    if len(idx):
+        if np.any((idx < 0) | (idx >= n)):
+            raise InputError(f'joint index out of range 0..{n - 1}: {idx}')
+        mask[idx] = True
+    return mask, idx
+
+
+def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, max_iter=50, eps=None, fallback=True):
+    """Close the loops: Newton-Raphson with the absolute-tolerance projector (seed 002 eq. 39).
+
+    Iterates ``q <- q - A_free+ phi(q)`` where ``A_free`` is A with the columns of the fixed
+    joints zeroed (so they keep their values); with nothing fixed this is the paper's
+    minimum-norm position projection.
+
+    Parameters
+    ----------
+    q_independent : (k,) optional
+        Values of the fixed joints (default fixed set: ``model.independent``). They
+        overwrite the corresponding entries of the start guess.
+    q_guess : (n,) optional
+        Start configuration (default ``model.reference_q()``); it selects the assembly
+        branch (elbow up/down, ...).
+    fixed : None, 'independent', 'actuated', 'none' or a list of joint names / indices
+        Joints held fixed. Default: 'independent' when ``q_independent`` is given, else
+        'none' (minimum-norm projection of ``q_guess`` onto the closure manifold).
+    tol : float
+        Convergence threshold on ``||phi||`` (m / rad).
+    fallback : bool
+        If Newton-Raphson fails, minimise ``||phi||`` over the free joints by damped least
+        squares (scipy ``least_squares``): a zero minimum is polished by Newton and returned,
+        a non-zero one proves that no assembly exists near the guess.
+
+    Returns
+    -------
+    AssemblyResult(q, iterations, residual, rank)
+
+    Raises
+    ------
+    AssemblyError
+        When no assembly exists for the fixed coordinates (Newton stalls at a least-squares
+        point with ``||phi|| > tol``) or it does not converge within ``max_iter``.
+    """
+    n = model.nq
+    pack = _pack(model)
+    default = 'independent' if q_independent is not None else 'none'
+    mask, idx = _joint_mask(model, fixed, default)
+    q = model.reference_q() if q_guess is None else _vec(q_guess, n, 'q_guess').copy()
+    if q_independent is not None:
+        qi = np.asarray(q_independent, dtype=np.float64).reshape(-1)
+        if qi.shape != (len(idx),):
+            raise InputError(
+                f'q_independent must have shape ({len(idx)},) for the fixed joints '
+                f'{[model.joint_names[i] for i in idx]}, got {qi.shape}'
+            )
+        q[idx] = qi
+    if not np.all(np.isfinite(q)):
+        raise InputError('assemble: start configuration contains non-finite values')
+    phi = np.empty(model.nconstraints)
+    it, res, r, ok = PK.nr_project(*_kin_pack(pack), q, ~mask, float(tol), int(max_iter), _eps(eps), phi)
+    if ok:
+        return AssemblyResult(q, int(it), float(res), int(r))
+    fixed_names = [model.joint_names[i] for i in idx]
+    if fallback and np.all(np.isfinite(q)):
+        # Newton failed: minimise ||phi|| over the free joints (damped, globally convergent).
+        # A zero minimum is an assembly Newton missed (polished by Newton); a non-zero
+        # stationary point means no assembly exists near the guess.
+        from scipy.optimize import least_squares
+        from robot_dynamics.algorithms.constraints import constraint_terms
+
+        free = ~mask
+        qq = q.copy()
+
+        def fun(x):
+            qq[free] = x
+            return constraint_terms(model, qq, jacobian=False).phi
+
+        def jac(x):
+            qq[free] = x
+            return constraint_terms(model, qq).A[:, free]
+
+        sol = least_squares(
+            fun, q[free], jac=jac, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200 * (1 + int(free.sum()))
+        )
+        q2 = q.copy()
+        q2[free] = sol.x
+        it2, res2, r2, ok2 = PK.nr_project(*_kin_pack(pack), q2, free, float(tol), 10, _eps(eps), phi)
+        if ok2:
+            return AssemblyResult(q2, int(it + sol.nfev + it2), float(res2), int(r2))
+        gnorm = float(np.linalg.norm(sol.grad)) if sol.grad is not None else np.inf
+        if res2 > 1e3 * max(tol, 1e-12) and gnorm <= 1e-6 * max(res2, 1e-12):
+            raise AssemblyError(
+                f"assemble: no closed configuration of '{model.name}' exists near the guess "
+                f'with {fixed_names} fixed at {q[idx]}: Newton-Raphson fails and the '
+                f'least-squares minimum of the closure residual is ||phi|| = {res2:.3e} > '
+                f'tol = {tol:g} (out of reach / no assembly)',
+                q=q2,
+                residual=res2,
+                iterations=int(it),
+            )
+        q, res = q2, res2
+    raise AssemblyError(
+        f"assemble: Newton-Raphson on the loops of '{model.name}' did not converge in "
+        f'{max_iter} iterations (||phi|| = {res:.3e} > tol = {tol:g}, fixed joints '
+        f'{fixed_names}); try another q_guess or check that an assembly exists',
+        q=q,
+        residual=res,
+        iterations=int(it),
+    )
+
+
+_VP = {'none': PK.VP_NONE, 'euclidean': PK.VP_EUCLIDEAN, 'mass': PK.VP_MASS}
+
+
+def project_velocity(model, q, qd, mode='euclidean', eps=None):
+    """Project qd onto the admissible velocities N(A(q)) (numerical null space at ``eps``).
+
+    mode 'euclidean': ``P qd`` (minimum Euclidean change); 'mass': the kinetic-energy-minimal
+    correction ``qd - M^-1 V1 (V1^T M^-1 V1)^-1 V1^T qd`` (V1: the rank-r right singular
+    vectors of A); 'none': unchanged. Returns the projected qd (n,).
+    """
+    n = model.nq
+    if mode not in _VP:
+        raise InputError(f'velocity projection mode must be one of {sorted(_VP)}, got {mode!r}')
+    q = _vec(q, n, 'q')
+    v = _vec(qd, n, 'qd').copy()
+    pack = _pack(model)
+    PK.vel_project(pack[0], pack[1], pack[2], *pack[4:], q, v, _VP[mode], _eps(eps))
+    return v
+
+
+# --------------------------------------------------------------------------- independent coords
+IndependentCoordinates = namedtuple(
+    'IndependentCoordinates', 'theta thetad Lam Lamdot_thetadot sigma_min is_chart indices'
+)
+IndependentCoordinates.__doc__ = """Result of :func:`independent_coordinates` (seed 002 A3).
+
+theta (k,), thetad (k,) the independent coordinates and rates; Lam (n, k) with
+``qd = Lam thetad``, ``A Lam = 0``, ``J_theta Lam = I``; Lamdot_thetadot (n,) the joint
+acceleration for ``thetadd = 0`` (so ``qdd = Lam thetadd + Lamdot_thetadot``); sigma_min the
+smallest singular value of ``K = [A; J_theta]``; is_chart ``sigma_min > eps`` (theta is a
+valid local chart, brief pitfall 14); indices the joint indices of theta (None for a
+callable theta)."""
+
+
+def _theta_spec(model, theta, q, qd):
+    """(theta, thetad, J_theta (k,n), Jdot_theta qd (k,), indices) for joint or callable theta."""
+    n = model.nq
+    if callable(theta):
+        th, J, Jdqd = theta(q, qd)
+        J = np.atleast_2d(np.asarray(J, dtype=float))
+        return (np.atleast_1d(np.asarray(th, float)), J @ qd, J, np.atleast_1d(np.asarray(Jdqd, float)), None)
+    _, idx = _joint_mask(model, theta, 'independent')
+    J = np.zeros((len(idx), n))
+    J[np.arange(len(idx)), idx] = 1.0
+    return q[idx].copy(), qd[idx].copy(), J, np.zeros(len(idx)), idx
+
+
+def independent_coordinates(model, q, qd, theta='independent', eps=None, terms=None):
+    """Lambda and Lambdadot thetadot for independent coordinates theta (seed 002 A3, eq. 40-43).
+
+    ``theta`` is 'independent' (``model.independent``), 'actuated', a list of joint names or
+    indices, or a callable ``theta(q, qd) -> (theta (k,), J_theta (k, n), Jdot_theta qd (k,))``
+    (task coordinates, e.g. a tool position). With ``K = [A; J_theta]``::
+
+        Lam = K+ [0; I_k],   Lamdot_thetadot = K+ [-Adot qd; -Jdot_theta qd]
+
+    (absolute-tolerance pseudo-inverse; K must have full column rank n, which for
+    ``theta = actuated joints`` is exactly the passive-joint controllability condition (64)).
+    """
+    n = model.nq
+    q = _vec(q, n, 'q')
+    qd = _vec(qd, n, 'qd')
+    e = _eps(eps)
+    d = _terms(model, q, qd, e) if terms is None else terms
+    th, thd, J, Jdqd, idx = _theta_spec(model, theta, q, qd)
+    k = len(th)
+    Kmat = np.vstack([d.A, J])
+    pi = pinv_abs(Kmat, e)
+    m = d.A.shape[0]
+    rhs = np.zeros((m + k, k))
+    rhs[m:] = np.eye(k)
+    Lam = pi.pinv @ rhs
+    Ldt = pi.pinv @ np.concatenate([-d.bias, -Jdqd])
+    smin = float(pi.sigma[n - 1]) if len(pi.sigma) >= n else 0.0
+    return IndependentCoordinates(th, thd, Lam, Ldt, smin, smin > e, idx)
+
+
+# --------------------------------------------------------------------------- PIDC
+class PIDCResult(
+    namedtuple('PIDCResult', 'tau tau_actuated u f_par f_perp rank sigma_min_AS controllable residual message e ed')
+):
+    """Result of :func:`projected_inverse_dynamics` / :func:`pidc`.
+
+    tau (n,)          generalized force to apply (zero on passive joints) [N m | N]
+    tau_actuated (p,) the same, on the actuated joints only (order of ``actuated``)
+    u (n,)            desired joint acceleration (``Lamdot thetadot + Lam v``)
+    f_par (n,)        ``P tau`` (the potent part, eq. 5); f_perp ``(I - P) tau`` (impotent)
+    rank              rank of A (eps)
+    sigma_min_AS      smallest singular value of ``[A; S_a]`` (controllability, eq. 64)
+    controllable      ``sigma_min_AS > eps`` and the actuators span the potent forces
+    residual          norm of the potent force the actuators cannot produce (0 if
+                      controllable; in W-coordinates when weighted)
+    message           '' or a human-readable diagnostic (never silent on failure)
+    e, ed (k,)        tracking errors (pidc only, else None)
+    """
+
+    __slots__ = ()
+
+
+def _sqrtW(W, n):
+    if W is None:
+        return None, None, None
+    Wm = np.asarray(W, dtype=float)
+    if Wm.shape == (n,):
+        if not np.all(Wm > 0):
+            raise InputError('W must be positive')
+        s = np.sqrt(Wm)
+        return np.diag(s), np.diag(1.0 / s), np.diag(1.0 / Wm)
+    if Wm.shape != (n, n) or not np.allclose(Wm, Wm.T):
+        raise InputError(f'W must be (n,) positive or (n, n) symmetric positive definite, got shape {Wm.shape}')
+    w, V = np.linalg.eigh(Wm)
+    if not w[0] > 0:
+        raise InputError('W must be positive definite')
+    return (V * np.sqrt(w)) @ V.T, (V / np.sqrt(w)) @ V.T, (V / w) @ V.T
+
+
+def _actuation(d, b, W, act_idx, eps, n):
+    """Minimum (weighted) norm generalized force f = S_a^T u_a with P_W W^-1/2 (f - b) = 0.
+
+    Returns (tau, residual, rank(G), n - rank_W): with W = I and all joints actuated this is
+    eq. (45)/(48) ``f = P b``; with passive joints it equals eq. (62) ``(I + H) f_par``.
+    """
+    Wh, Wmh, Winv = _sqrtW(W, n)
+    if Wh is None:
+        PW, rW = d.P, d.rank
+        bW = b
+    else:
+        piW = pinv_abs(d.A @ Wmh, eps)
+        PW, rW = piW.P, piW.rank
+        bW = Wmh @ b
+    fpar_W = PW @ bW
+    p = len(act_idx)
+    if p == n and np.array_equal(act_idx, np.arange(n)):
+        f = fpar_W if Wh is None else Wh @ fpar_W
+        return f, 0.0, n - rW, n - rW
+    G = PW[:, act_idx] if Wh is None else PW @ Wmh[:, act_idx]
+    if Winv is None:
+        pi = pinv_abs(G, eps)
+        ua = pi.pinv @ fpar_W
+        rG = pi.rank
+    else:
+        Wa = Winv[np.ix_(act_idx, act_idx)]
+        L = np.linalg.cholesky(Wa)
+        Gt = np.linalg.solve(L, G.T).T  # G L^-T
+        pi = pinv_abs(Gt, eps)
+        ua = np.linalg.solve(L.T, pi.pinv @ fpar_W)
+        rG = pi.rank
+    residual = float(np.linalg.norm(G @ ua - fpar_W))
+    f = np.zeros(n)
+    f[act_idx] = ua
+    return f, residual, rG, n - rW
+
+
+def controllability(model, q, actuated='model', eps=None):
+    """``sigma_min([A; S_a])`` at q (seed 002 eq. 64): > eps iff locking the actuated joints
+    leaves no admissible motion, i.e. the passive-joint PIDC can realise any motion."""
+    n = model.nq
+    q = _vec(q, n, 'q')
+    _, idx = _joint_mask(model, 'actuated' if actuated == 'model' else actuated, 'actuated')
+    d = _terms(model, q, np.zeros(n), _eps(eps))
+    S = np.zeros((len(idx), n))
+    S[np.arange(len(idx)), idx] = 1.0
+    s = pinv_abs(np.vstack([d.A, S])).sigma
+    return float(s[n - 1]) if len(s) >= n else 0.0
+
+
+def projected_inverse_dynamics(
+    model,
+    q,
+    qd,
+    thetadd=None,
+    *,
+    u=None,
+    theta='independent',
+    W=None,
+    actuated='model',
+    eps=None,
+    strict=False,
+    terms=None,
+):
+    """Minimum-(weighted-)norm actuation realising a desired motion (seed 002 eq. 45-48, 55-64).
+
+    The desired motion is given either in independent coordinates, ``thetadd`` (k,) with
+    ``u = Lamdot thetadot + Lam thetadd`` (:func:`independent_coordinates`), or directly as a
+    constraint-consistent joint acceleration ``u`` (n,). Then ``b = h + M u`` and
+
+    * all joints actuated, W = None: ``tau = P b`` (eq. 45 with f_perp = 0, the minimum
+      Euclidean norm of all forces producing the motion, eq. 48);
+    * W (n,) or (n, n) SPD: minimises ``tau^T W^-1 tau`` (par. 7.2):
+      ``tau = W^1/2 P_W W^-1/2 b`` with ``P_W`` the projector of ``A W^-1/2``;
+    * passive joints (``actuated`` = 'model' uses ``model.actuated``): ``tau = S_a^T u_a`` with
+      the minimum-norm ``u_a`` such that ``P S_a^T u_a = P b`` (equal to eq. 62); exact iff
+      ``rank [A; S_a] = n`` (eq. 64). Otherwise the least-squares ``u_a`` is returned with
+      ``controllable=False``, the unrealisable ``residual`` and a ``message``, or
+      :class:`ControllabilityError` with ``strict=True``.
+
+    Returns :class:`PIDCResult`. ``tau`` is in the sign convention ``M qdd + h = tau - F``.
+    """
+    n = model.nq
+    q = _vec(q, n, 'q')
+    qd = _vec(qd, n, 'qd')
+    e = _eps(eps)
+    d = _terms(model, q, qd, e) if terms is None else terms
+    if u is None:
+        if thetadd is None:
+            raise InputError('projected_inverse_dynamics needs thetadd or u')
+        ic = independent_coordinates(model, q, qd, theta, e, terms=d)
+        u = ic.Lamdot_thetadot + ic.Lam @ np.atleast_1d(np.asarray(thetadd, float))
+    else:
+        u = _vec(u, n, 'u')
+    return _pidc_from_u(model, d, u, W, actuated, e, strict, None, None)
+
+
+def _pidc_from_u(model, d, u, W, actuated, e, strict, err, errd):
+    n = model.nq
+    if isinstance(actuated, str) and actuated == 'model':
+        actuated = 'actuated'
+    _, idx = _joint_mask(model, actuated, 'actuated')
+    b = d.h + d.M @ u
+    tau, residual, rG, dof = _actuation(d, b, W, idx, e, n)
+    S = np.zeros((len(idx), n))
+    S[np.arange(len(idx)), idx] = 1.0
+    sv = pinv_abs(np.vstack([d.A, S]), e).sigma
+    smin = float(sv[n - 1]) if len(sv) >= n else 0.0
+    ok = bool(smin > e and rG == dof)
+    msg = ''
+    if not ok:
+        names = [model.joint_names[i] for i in idx]
+        msg = (
+            f"passive-joint PIDC of '{model.name}': not controllable with actuated joints "
+            f'{names} (sigma_min([A; S_a]) = {smin:.3e} <= eps = {e:g} or the actuators '
+            f'span {rG} of {dof} admissible directions); the motion is realised only in '
+            f'the least-squares sense, unrealisable potent force = {residual:.3e}'
+        )
+        if strict:
+            raise ControllabilityError(msg)
+    fpar = d.P @ tau
+    return PIDCResult(tau, tau[idx].copy(), u, fpar, tau - fpar, d.rank, smin, ok, residual, msg, err, errd)
+
+
+def _gain(G, k):
+    G = np.asarray(G, dtype=float)
+    if G.ndim == 0:
+        return np.eye(k) * float(G)
+    if G.shape == (k,):
+        return np.diag(G)
+    if G.shape == (k, k):
+        return G
+    raise InputError(f'gain must be a scalar, ({k},) or ({k}, {k}), got {G.shape}')
+
+
+def pidc(
+    model,
+    q,
+    qd,
+    theta_d,
+    thetad_d,
+    thetadd_d,
+    GP,
+    GD,
+    *,
+    theta='independent',
+    W=None,
+    actuated='model',
+    eps=None,
+    strict=False,
+):
+    """Projected inverse dynamics control (seed 002 eq. 45-47, passive joints eq. 55-64).
+
+    ``e = theta_d - theta``, ``u = Lamdot thetadot + Lam (thetadd_d + GD ed + GP e)`` (eq. 46),
+    then :func:`projected_inverse_dynamics` with that ``u``. With an exact model and a
+    controllable actuation the closed loop is ``e'' + GD e' + GP e = 0`` (Thm 4).
+
+    GP, GD: scalar, (k,) or (k, k) gains [1/s^2, 1/s]. ``theta`` as in
+    :func:`independent_coordinates` (default ``model.independent``; e.g. 'actuated').
+    Returns :class:`PIDCResult` with ``e`` and ``ed`` filled.
+    """
+    n = model.nq
+    q = _vec(q, n, 'q')
+    qd = _vec(qd, n, 'qd')
+    e_ = _eps(eps)
+    d = _terms(model, q, qd, e_)
+    ic = independent_coordinates(model, q, qd, theta, e_, terms=d)
+    k = len(ic.theta)
+    err = np.atleast_1d(np.asarray(theta_d, float)) - ic.theta
+    errd = np.atleast_1d(np.asarray(thetad_d, float)) - ic.thetad
+    v = np.atleast_1d(np.asarray(thetadd_d, float)) + _gain(GD, k) @ errd + _gain(GP, k) @ err
+    u = ic.Lamdot_thetadot + ic.Lam @ v
+    res = _pidc_from_u(model, d, u, W, actuated, e_, strict, err, errd)
+    if not ic.is_chart:
+        msg = f'theta is not a valid chart here (sigma_min([A; J_theta]) = {ic.sigma_min:.3e})' + (
+            '; ' + res.message if res.message else ''
+        )
+        res = res._replace(controllable=False, message=msg)
+        if strict:
+            raise ControllabilityError(msg)
+    return res
+
+
+# --------------------------------------------------------------------------- force control
+HybridResult = namedtuple('HybridResult', 'tau f_par f_perp u_F F_d e_f qdd_pred F_pred')
+HybridResult.__doc__ = """Result of :func:`hybrid_control`: tau (n,) the force to apply
+(all joints actuated), f_par = P tau, f_perp = (I-P) tau, u_F (n,) force command (eq. 52),
+F_d (n,) desired constraint force (in N(A)-perp), e_f (n,) force error used, qdd_pred (n,) and
+F_pred (n,) the predicted acceleration and constraint force with this tau (exact model)."""
+
+
+def hybrid_control(
+    model,
+    q,
+    qd,
+    *,
+    u=None,
+    thetadd=None,
+    theta='independent',
+    F_d=None,
+    lam_d=None,
+    F_meas=None,
+    GF=0.0,
+    GI=0.0,
+    e_int=None,
+    eps=None,
+):
+    """Hybrid motion / constraint-force control (seed 002 eq. 51-54, corrected).
+
+    ``tau = h + mu Cc qd + (I + mu) P M u + u_F`` (eq. 54 with ``Cc = M C``, erratum; the
+    paper prints ``C``), ``mu = (I - P) M Mc^-1``, ``u_F = F_d + GF e_f + GI int e_f`` (eq. 52),
+    ``e_f = F_d - F_meas`` (zero when ``F_meas`` is None), ``F_d = A^T lam_d`` projected on
+    N(A)-perp. With an exact model, ``qdd = u`` and ``F = u_F``: motion and force decouple.
+
+    The motion part is ``u`` (n,) or ``thetadd`` (k,) as in :func:`projected_inverse_dynamics`;
+    with neither, ``thetadd = 0``. ``e_int`` (n,) is the integral of ``e_f`` kept by the caller
+    (sampled loops with a one-step-delayed ``F_meas`` need ``GF < 1``, brief A5). All joints
+    must be actuated (with passive joints f_perp is used up by eq. 62, par. 7.4).
+    """
+    n = model.nq
+    q = _vec(q, n, 'q')
+    qd = _vec(qd, n, 'qd')
+    e = _eps(eps)
+    d = _terms(model, q, qd, e)
+    if u is None:
+        ic = independent_coordinates(model, q, qd, theta, e, terms=d)
+        td = np.zeros(len(ic.theta)) if thetadd is None else np.atleast_1d(np.asarray(thetadd, float))
+        u = ic.Lamdot_thetadot + ic.Lam @ td
+    else:
+        u = _vec(u, n, 'u')
+    I_P = np.eye(n) - d.P
+    if lam_d is not None:
+        Fd = d.A.T @ np.asarray(lam_d, dtype=float)
+    elif F_d is not None:
+        Fd = _vec(F_d, n, 'F_d')
+    else:
+        Fd = np.zeros(n)
+    Fd = I_P @ Fd
+    ef = np.zeros(n) if F_meas is None else Fd - I_P @ _vec(F_meas, n, 'F_meas')
+    ei = np.zeros(n) if e_int is None else I_P @ _vec(e_int, n, 'e_int')
+    uF = Fd + float(GF) * ef + float(GI) * ei
+    M, P = d.M, d.P
+    PMu = P @ (M @ u)
+    MCqd = M @ d.Cqd
+    Mc = M + P @ M - M @ P
+    y = np.linalg.solve(Mc, MCqd + PMu)  # Mc^-1 (Cc qd + P M u)
+    tau = d.h + PMu + I_P @ (M @ y) + uF  # = h + mu Cc qd + (I + mu) P M u + u_F
+    fpar = P @ tau
+    return HybridResult(tau, fpar, tau - fpar, uF, Fd, ef, y, tau - d.h - M @ y)
+
+
+def constraint_force_control(model, q, qd, F_d=None, lam_d=None, **kw):
+    """Constraint-force control with no motion command (``thetadd = 0``): see
+    :func:`hybrid_control` (same keywords)."""
+    return hybrid_control(model, q, qd, F_d=F_d, lam_d=lam_d, **kw)
+
+
+def hold_command(model, q, qd, damping=0.0):
+    """Generalized force (n,) that balances gravity statically with the actuated joints only
+    (minimum norm, passive-joint aware), minus ``damping`` * actuated joint velocities."""
+    n = model.nq
+    res = projected_inverse_dynamics(model, q, np.zeros(n), u=np.zeros(n))
+    tau = res.tau.copy()
+    idx = model.actuated_indices
+    tau[idx] -= damping * np.asarray(qd, float)[idx]
+    return tau

@@ -1,0 +1,626 @@
+"""``robot-dynamics``: command-line entry point.
+
+Sub-commands::
+
+    robot-dynamics info ROBOT            model summary (joints, loops, masses, frames)
+    robot-dynamics check ROBOT           closure, DOF, actuation rank, which methods apply
+    robot-dynamics id ROBOT [options]    inverse dynamics along an analytic trajectory
+                                         (table + optional CSV/PNG)
+    robot-dynamics demo [ROBOT]          closed-loop ROS 2 graph of the five-bar PKM: run,
+                                         record, report tracking error (``demo --help``)
+    robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
+    robot-dynamics record [--bag F]      record the running graph's topics into an MCAP file
+    robot-dynamics record --recover F    complete MCAP file from a truncated recording
+
+ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
+or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
+with ``--xacro``: xacro runs Python, so only for trusted files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import logging
+import os
+import sys
+import time
+
+log = logging.getLogger('robot_dynamics')
+
+
+class _LazyModule:
+    """Imports a module on first attribute access: ``--help``, argument errors and
+    ``info --list`` never load numpy (nor numba: ``import robot_dynamics`` is lazy too), so
+    the command line answers in a fraction of a second; the commands use ``np`` as usual."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+np = _LazyModule('numpy')
+
+
+def packaged_robots():
+    """Names of the robots shipped in ``urdf/``."""
+    from robot_dynamics.parsers.data import data_path
+
+    try:
+        d = data_path('urdf')
+    except FileNotFoundError:
+        return []
+    return sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(d, '*.urdf')))
+
+
+def resolve_robot(name_or_path):
+    """URDF path of a packaged robot name, or the path itself."""
+    from robot_dynamics.parsers.data import data_path
+
+    if os.path.exists(name_or_path):
+        return name_or_path
+    try:
+        return data_path(f'urdf/{name_or_path}.urdf')
+    except FileNotFoundError:
+        raise SystemExit(
+            f"robot-dynamics: '{name_or_path}' is neither a file nor a packaged "
+            f'robot (known: {", ".join(packaged_robots())})'
+        ) from None
+
+
+def _load(args):
+    import robot_dynamics as rd
+
+    path = resolve_robot(args.robot)
+    try:
+        return rd.load_model(path, loops=getattr(args, 'loops', None), allow_xacro=getattr(args, 'xacro', False))
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics: {exc}') from None
+
+
+def cmd_check(args):
+    """Check a robot description before anything runs it (robot_dynamics.tools.check)."""
+    import robot_dynamics as rd
+    from robot_dynamics.tools.check import check_robot
+
+    try:
+        rep = check_robot(resolve_robot(args.robot), loops=args.loops, allow_xacro=args.xacro)
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics: {exc}') from None
+    print(rep.text())
+    return 0
+
+
+def cmd_info(args):
+    """Print a model summary."""
+    if args.list or not args.robot:
+        print('\n'.join(packaged_robots()))
+        return 0
+    m = _load(args)
+    print(f'robot      {m.name}   ({m.source})')
+    print(f'sidecar    {m.loops_source or "-"}')
+    # where the package's data files of this robot were read (this copy's share directory: a
+    # workspace's own files when it runs from a workspace)
+    from robot_dynamics.ros.bringup import BringupError, config_path
+
+    try:
+        config = '-' if os.path.isfile(args.robot) else config_path(args.robot)
+    except BringupError:  # a packaged URDF without a bringup config
+        config = '-'
+    print(f'config     {config}')
+    print(f'gravity    {m.gravity.tolist()} m/s^2')
+    print(f'joints     {m.nq} (order of q):')
+    for i, j in enumerate(m.joint_names):
+        role = 'actuated' if j in m.actuated else 'passive'
+        par = m.joint_names[m.parents[i]] if m.parents[i] >= 0 else m.root_link
+        lim = f'[{m.lower[i]:+.3g}, {m.upper[i]:+.3g}]' if np.isfinite(m.lower[i]) else 'unbounded'
+        print(
+            f'  {i:2d} {j:24s} {m.joint_urdf_types[i]:10s} {role:8s} parent={par:18s} '
+            f'axis={np.round(m.axes[i], 3).tolist()} {lim} body mass={m.mass[i]:.4g} kg'
+        )
+    print(f'loops      {len(m.loops)} ({m.nconstraints} constraint rows)')
+    for lp in m.loops:
+        print(f'  {lp.name}: {lp.type} {lp.frame_a} <-> {lp.frame_b} rows={list(lp.row_names)}')
+    if m.loops:
+        from robot_dynamics.algorithms.constraints import loop_errors
+
+        q = m.reference_q()
+        errs = loop_errors(m, q)
+        print(
+            '  closure at reference_configuration: '
+            + ', '.join(f'{k}: pos {v[0]:.2e} m, rot {v[1]:.2e}' for k, v in errs.items())
+        )
+    print(f'frames     {m.nframes}: {", ".join(m.frame_names)}')
+    if m.mimic:
+        print(f'mimic      {m.mimic}')
+    return 0
+
+
+def _trajectory(m, args):
+    from robot_dynamics.control.trajectories import Sinusoid
+
+    q0 = m.reference_q()
+    amp = np.full(m.nq, args.amplitude)
+    freq = np.full(m.nq, args.frequency) * (1.0 + 0.25 * np.arange(m.nq) / max(m.nq, 1))
+    return Sinusoid(amp, freq, phase=0.0, offset=q0)
+
+
+def cmd_id(args):
+    """Inverse dynamics (tree RNEA) along an analytic sinusoidal joint trajectory."""
+    import robot_dynamics as rd
+
+    m = _load(args)
+    traj = _trajectory(m, args)
+    t = np.arange(0.0, args.duration + 1e-12, 1.0 / args.rate)
+    x = traj(t, order=2)
+    log.info('%s: %d joints, %d samples over %.3g s', m.name, m.nq, len(t), args.duration)
+    rd.rnea(m, x[0][:1], x[1][:1], x[2][:1])  # compile (first call)
+    t0 = time.perf_counter()
+    tau = rd.rnea(m, x[0], x[1], x[2])  # one batched call
+    dt = time.perf_counter() - t0
+    if m.loops:
+        print(
+            f'note: {m.name} has {len(m.loops)} loop(s); this is the inverse dynamics of its '
+            f'spanning tree (the closed-chain version is the projection module).'
+        )
+    print(
+        f'inverse dynamics of {m.name} along a sinusoid (amplitude {args.amplitude} rad|m, '
+        f'{args.frequency} Hz): {len(t)} samples in {dt * 1e3:.3f} ms '
+        f'({dt / len(t) * 1e6:.2f} us/sample)'
+    )
+    step = max(1, len(t) // args.rows)
+    header = 't [s]  ' + ' '.join(f'{j[:12]:>12s}' for j in m.joint_names)
+    print(header)
+    for k in range(0, len(t), step):
+        print(f'{t[k]:6.3f} ' + ' '.join(f'{v:12.4f}' for v in tau[k]))
+    print('peak |tau| per joint: ' + ', '.join(f'{j}={v:.3f}' for j, v in zip(m.joint_names, np.abs(tau).max(0))))
+    if args.csv:
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+        np.savetxt(
+            args.csv,
+            np.column_stack([t, x[0], tau]),
+            delimiter=',',
+            header='t,' + ','.join(f'q_{j}' for j in m.joint_names) + ',' + ','.join(f'tau_{j}' for j in m.joint_names),
+            comments='',
+        )
+        print(f'wrote {args.csv}')
+    if args.plot:
+        _plot(args.plot, t, x[0], tau, m)
+        print(f'wrote {args.plot}')
+    return 0
+
+
+def _plot(path, t, q, tau, m):
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(2, 1, sharex=True, figsize=(9, 6))
+    for i, j in enumerate(m.joint_names):
+        ax[0].plot(t, q[:, i], label=j)
+        ax[1].plot(t, tau[:, i], label=j)
+    ax[0].set_ylabel('q [rad | m]')
+    ax[1].set_ylabel('tau [N m | N]')
+    ax[1].set_xlabel('t [s]')
+    ax[0].set_title(f'{m.name}: inverse dynamics along the reference')
+    ax[0].legend(fontsize=7, ncol=4)
+    from robot_dynamics.tools.plotting import save_figure
+
+    save_figure(fig, ax, path)
+
+
+def cmd_demo(args):
+    """Demo of a robot: its closed-loop ROS 2 graph run, recorded, judged and plotted.
+
+    Starts config/<robot>.yaml (default five_bar) as separate processes (DDS on loopback), drives
+    the robot's motion, records for ``--duration`` s, reports the robot's own metric against its
+    bound (robot_dynamics.tools.demos.DEMOS) plus /joint_states rate, loop residual, real-time factor
+    and command latency, writes out/demo_<robot>.png; exit status 1 when a bound is missed.
+    """
+    from robot_dynamics.ros.bringup import BringupError, use_discovery_env
+
+    use_discovery_env()  # DDS on loopback unless the user widened it (before any rclpy import)
+    from robot_dynamics.tools.demo_runner import run_demo
+
+    try:
+        return run_demo(
+            args.robot or 'five_bar',
+            duration=args.duration,
+            outdir=args.outdir,
+            plot=args.plot,
+            startup_timeout=args.startup_timeout,
+            timing=args.timing,
+            bag=args.bag,
+        )
+    except BringupError as exc:
+        raise SystemExit(f'robot-dynamics demo: {exc}') from None
+
+
+def cmd_record(args):
+    """Record the graph running on this ROS domain into an MCAP file (rosbag2 layout), or with
+    ``--recover`` make a complete MCAP file of a truncated recording (no ROS needed)."""
+    from robot_dynamics.ros.mcap_bag import BagError
+
+    if args.recover is not None:
+        from robot_dynamics.ros.mcap_bag import recover
+
+        try:
+            info = recover(args.recover, out=args.out)
+        except BagError as exc:
+            raise SystemExit(f'robot-dynamics record --recover: {exc}') from None
+        _print_recovery(info)
+        return 0
+    if args.out is not None:
+        raise SystemExit('robot-dynamics record: --out goes with --recover (the recording is --bag)')
+    from robot_dynamics.ros.bringup import use_discovery_env
+
+    use_discovery_env()  # before bag_recorder imports rclpy
+    from robot_dynamics.ros.bag_recorder import record
+
+    try:
+        record(args.bag, args.duration, args.topics)
+    except BagError as exc:
+        raise SystemExit(f'robot-dynamics record: {exc}') from None
+    return 0
+
+
+def _print_recovery(info):
+    """Report of ``mcap_bag.recover``: what the input held, messages per topic, time span."""
+    if info['complete']:
+        state = 'complete file'
+    else:
+        state = f'no summary/footer; {info["bytes_read"]} of {info["bytes_total"]} bytes used, {info["stopped"]}'
+    print(f'record --recover: {info["path"]} ({state})')
+    for topic, n in sorted(info['counts'].items()):
+        print(f'  {topic}: {n}')
+    if info['skipped']:
+        print(f'  ({info["skipped"]} messages of channels without a readable schema: left out)')
+    if info['start_ns'] is None:
+        span = 'no messages'
+    else:
+        t0, t1 = info['start_ns'] * 1e-9, info['end_ns'] * 1e-9
+        start = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t0))
+        span = f'log time {t0:.3f} .. {t1:.3f} s (from {start}, {t1 - t0:.3f} s)'
+    print(f'record --recover: {info["messages"]} messages on {len(info["counts"])} topic(s), {span} -> {info["out"]}')
+
+
+def cmd_warmup(args):
+    """Compile (and cache) the numerical kernels of every node, so that nodes start quickly."""
+    from robot_dynamics.tools.warmup import WarmupError, warmup
+
+    try:
+        warmup(args.robots or None, progress=lambda line: print(line, flush=True), jobs=args.jobs)
+    except WarmupError as exc:
+        print(f'robot-dynamics warmup: {exc}', file=sys.stderr)
+        return 1
+    return 0
+
+
+def _launch_overrides(items):
+    """``--param NODE.PARAM=VALUE`` list -> {node: {param: value}} (YAML values); SystemExit
+    with a clear message on a malformed item (nothing has started yet)."""
+    import re
+
+    import yaml
+
+    from robot_dynamics.ros.bringup import param_value_problem
+
+    overrides = {}
+    for item in items or []:
+        try:
+            node_key, value = item.split('=', 1)
+            node, key = node_key.split('.', 1)
+        except ValueError:
+            raise SystemExit(f"robot-dynamics launch: --param expects NODE.PARAM=VALUE, got '{item}'") from None
+        if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', node) or not re.fullmatch(
+            r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*', key
+        ):
+            raise SystemExit(
+                f"robot-dynamics launch: --param '{item}': '{node}' / '{key}' is not a valid ROS node / parameter name"
+            )
+        try:
+            v = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SystemExit(
+                f"robot-dynamics launch: --param '{item}': the value is not YAML ({str(exc).splitlines()[0]})"
+            ) from None
+        why = param_value_problem(v)
+        if why:
+            raise SystemExit(f"robot-dynamics launch: --param '{item}': the value {why}")
+        overrides.setdefault(node, {})[key] = v
+    return overrides
+
+
+def _seconds(what, positive=False):
+    """argparse type: a finite number of seconds (>= 0, or > 0 with ``positive``)."""
+    import math
+
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{what}: not a number: {text!r}') from None
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(
+                f'{what}: must be a finite number of seconds {"> 0" if positive else ">= 0"}, got {text!r}'
+            )
+        return v
+
+    return parse
+
+
+def cmd_launch(args):
+    """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C.
+
+    Every argument (robot/config, --timing, --param names and values, --duration, the stop
+    deadlines) is checked before any process starts."""
+    from robot_dynamics.ros.bringup import BringupError, launch_flag, load_bringup
+    from robot_dynamics.ros.launcher import Launcher
+
+    overrides = _launch_overrides(args.param)
+    try:
+        b = load_bringup(
+            args.robot,
+            overrides,
+            timing=args.timing,
+            namespace=args.namespace,
+            hardware=args.hardware,
+            use_sim_time=launch_flag(args.use_sim_time),
+        )
+    except BringupError as exc:
+        raise SystemExit(f'robot-dynamics launch: {exc}') from None
+    if args.nodes:
+        import dataclasses
+
+        names = [s.name for s in b.nodes]
+        unknown = [n for n in args.nodes if n not in names]
+        if unknown:
+            raise SystemExit(
+                f'robot-dynamics launch: --nodes {unknown} are not nodes of {b.source} (its nodes: {names})'
+            )
+        b = dataclasses.replace(b, nodes=[s for s in b.nodes if s.name in args.nodes], ros_processes=[])
+    deadlines = dict(sigterm_timeout=args.sigterm_timeout, sigkill_timeout=args.sigkill_timeout)
+    if args.print:  # the launcher's own command lines (nice, -P, params)
+        launcher = Launcher(b, **deadlines)
+        try:
+            print(f'# environment: {launcher.discovery}')
+            for s in b.nodes:
+                cmd = launcher.command(s)
+                cmd[-1] = f'<{s.name}.yaml>'  # the temporary params file (parameters below)
+                print(' '.join(cmd), s.parameters)
+            for p in b.ros_processes:  # ros2_control: from a ROS 2 installation
+                print(f'# not started by this launcher: {p.command()}')
+        finally:
+            launcher.shutdown()
+        return 0
+    return Launcher(b, **deadlines).run(duration=args.duration)
+
+
+def _add_id_options(p, plot_default=None):
+    p.add_argument('--duration', type=float, default=2.0, help='trajectory duration [s] (default 2)')
+    p.add_argument('--rate', type=float, default=500.0, help='sample rate [Hz] (default 500)')
+    p.add_argument('--amplitude', type=float, default=0.5, help='joint amplitude [rad|m] (default 0.5)')
+    p.add_argument('--frequency', type=float, default=0.5, help='base frequency [Hz] (default 0.5)')
+    p.add_argument('--rows', type=int, default=10, help='table rows to print (default 10)')
+    p.add_argument('--csv', default=None, help='write t, q, tau to this CSV file')
+    p.add_argument('--plot', default=plot_default, help='write a PNG plot to this path')
+    p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    p.add_argument(
+        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
+    )
+
+
+def build_parser():
+    """The argparse parser of ``robot-dynamics``."""
+    p = argparse.ArgumentParser(
+        prog='robot-dynamics', description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    sub = p.add_subparsers(dest='cmd', metavar='COMMAND')
+    pi = sub.add_parser('info', help='model summary')
+    pi.add_argument('robot', nargs='?', help='packaged robot name or URDF path')
+    pi.add_argument('--list', action='store_true', help='list the packaged robots')
+    pi.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    pi.add_argument(
+        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
+    )
+    pi.set_defaults(func=cmd_info)
+    pc = sub.add_parser('check', help='check a robot description: closure, DOF, actuation, methods')
+    pc.add_argument('robot', help='packaged robot name or URDF path')
+    pc.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    pc.add_argument(
+        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
+    )
+    pc.set_defaults(func=cmd_check)
+    pid = sub.add_parser('id', help='inverse dynamics along an analytic trajectory')
+    pid.add_argument('robot', help='packaged robot name or URDF path')
+    _add_id_options(pid)
+    pid.set_defaults(func=cmd_id)
+    pd = sub.add_parser('demo', help="run a robot's closed-loop ROS 2 demo (default five_bar)")
+    pd.add_argument('robot', nargs='?', default=None, help='robot with a config (default five_bar)')
+    pd.add_argument('--duration', type=float, default=None, help="run time [s] (default: the robot's)")
+    pd.add_argument(
+        '--timing',
+        choices=['realtime', 'lockstep'],
+        default=None,
+        help="realtime or lockstep (default: the robot's config)",
+    )
+    pd.add_argument('--outdir', default='out', help='directory for the log (default out/)')
+    pd.add_argument(
+        '--startup-timeout', type=float, default=300.0, help='max wait for the first joint state [s] (default 300)'
+    )
+    pd.add_argument('--plot', default=None, help='PNG plot path (default OUTDIR/demo_ROBOT.png)')
+    pd.add_argument(
+        '--bag',
+        default=None,
+        metavar='FILE.mcap',
+        help='also record every topic of the graph into this MCAP file (rosbag2 layout: ros2 bag, Foxglove)',
+    )
+    pd.set_defaults(func=cmd_demo)
+    pr = sub.add_parser(
+        'record',
+        help="record a running graph's topics into an MCAP file",
+        description='Record the topics of the graph running on this ROS domain '
+        '(ROS_DOMAIN_ID) into an MCAP file in the rosbag2 layout '
+        '(ros2 bag info/play and Foxglove open it). Stops after '
+        '--duration or on Ctrl-C, SIGTERM or SIGHUP, each of which '
+        'closes the file completely (exit status 0). The data reaches '
+        'the disk at least once a second, so a recorder killed outright '
+        '(kill -9, power loss) loses at most the last second; '
+        '--recover FILE then writes a complete copy of what the '
+        'truncated file holds.',
+    )
+    pr.add_argument('--bag', default='out/run.mcap', help='MCAP file to write (default out/run.mcap)')
+    pr.add_argument(
+        '--duration',
+        type=_seconds('--duration', positive=True),
+        default=None,
+        help='stop after this many seconds (default: Ctrl-C)',
+    )
+    pr.add_argument(
+        '--topics',
+        nargs='*',
+        default=None,
+        metavar='TOPIC',
+        help='only these topics (default: all but /rosout and /parameter_events)',
+    )
+    pr.add_argument(
+        '--recover',
+        default=None,
+        metavar='FILE',
+        help='do not record: read the truncated MCAP file FILE (a recorder killed before '
+        'closing it) up to its last complete chunk and write a complete MCAP file '
+        'with the same schemas, channels and messages; prints the messages per '
+        'topic and the time span. No ROS needed',
+    )
+    pr.add_argument(
+        '--out',
+        default=None,
+        metavar='FILE2',
+        help='with --recover: the file to write (default <stem>.recovered.mcap next '
+        'to FILE; --out FILE repairs FILE in place)',
+    )
+    pr.set_defaults(func=cmd_record)
+    from robot_dynamics.tools.warmup import robot_names
+
+    pw = sub.add_parser(
+        'warmup',
+        help='compile and cache the numerical kernels (done by setup)',
+        description='Compile and cache the numerical kernels that the nodes of the robot configs '
+        'use (runs their core computations once), so that nodes start in seconds. '
+        'Robots: ' + ', '.join(robot_names() or ['(no config found)']) + '.',
+    )
+    pw.add_argument('robots', nargs='*', metavar='ROBOT', help='robot configs to warm up (default: all)')
+    pw.add_argument(
+        '--jobs',
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        metavar='N',
+        help='worker processes (default: 2, or 1 on a 1-CPU machine)',
+    )
+    pw.set_defaults(func=cmd_warmup)
+    pl = sub.add_parser(
+        'launch',
+        help="start a robot's ROS 2 nodes (no ros2 launch needed)",
+        description="Start a robot's ROS 2 nodes as processes (config/ROBOT.yaml) and supervise "
+        'them. Ctrl-C, SIGTERM or SIGHUP stops them (SIGINT, then SIGTERM, then '
+        'SIGKILL with the deadlines below; a second Ctrl-C hurries); the nodes also '
+        'stop if the launcher is killed. DDS stays on loopback (discovery and every '
+        'UDP socket on 127.0.0.1: the Fast DDS profile config/fastdds_loopback.xml) '
+        'unless the environment widens it (ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET or '
+        'ROS_STATIC_PEERS for a multi-machine robot) or sets its own '
+        'FASTDDS_DEFAULT_PROFILES_FILE.',
+    )
+    pl.add_argument('robot', help='packaged robot name (config/ROBOT.yaml) or a bringup YAML path')
+    pl.add_argument(
+        '--duration', type=_seconds('--duration', positive=True), default=None, help='stop after this many seconds'
+    )
+    pl.add_argument(
+        '--param',
+        action='append',
+        metavar='NODE.PARAM=VALUE',
+        help='override a node parameter (YAML value), repeatable',
+    )
+    pl.add_argument(
+        '--timing',
+        choices=['realtime', 'lockstep'],
+        default=None,
+        help='realtime (wall clock, default) or lockstep (simulated time, deterministic)',
+    )
+    from robot_dynamics.ros.bringup import HARDWARE
+
+    pl.add_argument(
+        '--hardware',
+        choices=list(HARDWARE),
+        default='sim',
+        help='sim (default): sim_node is the plant; mock | ros2_control: '
+        'closure_node + the controllers here, controller_manager from a ROS 2 '
+        'installation (printed: this launcher cannot start it)',
+    )
+    pl.add_argument(
+        '--use-sim-time',
+        choices=['auto', 'true', 'false'],
+        default='auto',
+        help="auto (default): the timing's (lockstep: simulated time); true: every "
+        "node on sim_node's /clock, also in real time",
+    )
+    pl.add_argument(
+        '--namespace',
+        default=None,
+        metavar='NS',
+        help="ROS namespace of every node (default the config's); topics are "
+        'relative, so robots in two namespaces share a ROS domain',
+    )
+    pl.add_argument(
+        '--nodes',
+        nargs='+',
+        default=None,
+        metavar='NODE',
+        help='start only these nodes of the config (names as in config/ROBOT.yaml): '
+        'a robot spread over several machines, e.g. --nodes sim_node on the '
+        'one with the drivers (docs/launch_and_safety.md)',
+    )
+    pl.add_argument(
+        '--sigterm-timeout',
+        type=_seconds('--sigterm-timeout'),
+        default=5.0,
+        metavar='S',
+        help='stopping: seconds from SIGINT to SIGTERM for a node that does not stop (default 5)',
+    )
+    pl.add_argument(
+        '--sigkill-timeout',
+        type=_seconds('--sigkill-timeout'),
+        default=2.0,
+        metavar='S',
+        help='stopping: seconds from SIGTERM to SIGKILL (default 2; also '
+        "the watchdog's grace if the launcher itself is killed)",
+    )
+    pl.add_argument('--print', action='store_true', help='print the node commands and exit')
+    pl.set_defaults(func=cmd_launch)
+    return p
+
+
+def main(argv=None):
+    """Console-script entry point."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format='[%(levelname)s] %(name)s: %(message)s'
+    )
+    if not getattr(args, 'func', None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C outside a launcher's own handling: no traceback
+        print('robot-dynamics: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())
