@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics import projection as P
+from robot_dynamics.algorithms import projection as P
 from robot_dynamics.pkm import embedding as E
 from robot_dynamics.pkm import irsbot2 as I
 

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics import sea
+from robot_dynamics.plants import sea
 from robot_dynamics.control.flatness_sea import SEAFlatnessController
 from robot_dynamics.pkm import planar_sea as ps
 from robot_dynamics.control.trajectories import SinSquaredJerk

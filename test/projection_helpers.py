@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics import projection as pj
+from robot_dynamics.algorithms import projection as pj
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 URDF = os.path.join(os.path.dirname(HERE), 'urdf')

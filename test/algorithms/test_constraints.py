@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import lie
+from robot_dynamics.spatial import lie
 from randtree import random_tree_urdf, two_branch_urdf
 
 URDF_DIR = os.path.join(suite_paths.ROOT, 'urdf')

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import projection as pj
-from robot_dynamics import sim
+from robot_dynamics.algorithms import projection as pj
+from robot_dynamics.plants import rigid as sim
 from robot_dynamics.errors import ControllabilityError
 from projection_helpers import admissible_state, model
 

@@ -144,7 +144,7 @@ def test_xacro_is_refused_unless_opted_in():
     path is expanded only with allow_xacro=True (CLI --xacro); nodes never opt in."""
     with pytest.raises(rd.ModelError, match='allow_xacro=True'):
         rd.load_model(XACRO)
-    from robot_dynamics import cli
+    from robot_dynamics.tools import cli
 
     with pytest.raises(SystemExit, match='--xacro'):
         cli.main(['info', XACRO])

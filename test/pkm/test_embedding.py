@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 import robot_dynamics as rd
-from robot_dynamics import projection as P
+from robot_dynamics.algorithms import projection as P
 from robot_dynamics.algorithms.constraints import constraint_terms
 from robot_dynamics.algorithms.kinematics import frame_jacobian, frame_jacobian_time_variation
 from robot_dynamics.pkm import embedding as E

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import robot_dynamics as rd
-from robot_dynamics import projection as P
+from robot_dynamics.algorithms import projection as P
 from robot_dynamics.algorithms.constraints import constraint_terms
 from robot_dynamics.errors import LoopSpecError
 from robot_dynamics.algorithms.kinematics import frame_jacobian

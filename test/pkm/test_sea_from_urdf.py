@@ -20,7 +20,7 @@ import robot_dynamics as rd
 from robot_dynamics.errors import InputError
 from robot_dynamics.pkm.planar_sea import Planar3RRRParams, planar_3rrr_sidecar, planar_3rrr_urdf
 from robot_dynamics.plants.registry import make_plant
-from robot_dynamics.plants.sea import sea_limbs, sea_params_from_model
+from robot_dynamics.pkm.sea import sea_limbs, sea_params_from_model
 
 OTHER = Planar3RRRParams(
     base_radius=0.3, a=0.22, b=0.25, m_proximal=0.3, m_distal=0.2, m_ee=0.25, stiffness=45.0, motor_inertia=0.03

@@ -10,8 +10,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import robot_dynamics as rd
-from robot_dynamics import projection as pj
-from robot_dynamics import sim
+from robot_dynamics.algorithms import projection as pj
+from robot_dynamics.plants import rigid as sim
 from robot_dynamics.errors import AssemblyError, InputError
 from projection_helpers import model, sc_lambda, sc_reduced_rhs
 

@@ -483,7 +483,7 @@ def test_control_path_priority_in_real_time_only(tmp_path, monkeypatch):
     """Real time: the control path (plant, reference, IK, controllers) asks for SCHED_FIFO 50
     (rt_priority) with nice -10 as the fallback; lock-step and the visualisation nodes run at
     normal priority; the prefix is chrt where the user may, else nice; rt_priority is checked."""
-    from robot_dynamics import bringup as B
+    from robot_dynamics.ros import bringup as B
 
     rt = {n.name: n for n in load_bringup('irsbot2', timing='realtime').nodes}
     ls = {n.name: n for n in load_bringup('irsbot2', timing='lockstep').nodes}

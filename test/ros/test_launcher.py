@@ -467,7 +467,7 @@ def test_discovery_env_table(user, added):
 def test_discovery_env_without_the_profile_file(monkeypatch):
     """A missing config/fastdds_loopback.xml (a broken install) never means SYSTEM_DEFAULT
     without the profile: discovery on loopback as before, and the launcher says why."""
-    from robot_dynamics import bringup
+    from robot_dynamics.ros import bringup
 
     monkeypatch.setattr(bringup, 'loopback_profile', lambda: '')
     assert discovery_env({}) == {R: 'LOCALHOST'}
@@ -518,8 +518,10 @@ def test_demo_and_record_apply_the_loopback_dds(monkeypatch):
     in-process recorder's participant, and the demo's launcher's nodes) before rclpy is
     imported; a process that already holds UDP sockets (maybe a participant made without the
     profile) gets LOCALHOST only, never SYSTEM_DEFAULT without the profile; a user's range wins."""
-    from robot_dynamics import bringup, cli
-    from robot_dynamics.ros import bag_recorder, demo_runner
+    from robot_dynamics.ros import bringup
+    from robot_dynamics.tools import cli
+    from robot_dynamics.ros import demo_runner
+    from robot_dynamics.ros import bag_recorder
 
     seen = []
     note = lambda *a, **k: seen.append({k: os.environ.get(k) for k in (R, PF)}) or 0  # noqa: E731
@@ -574,7 +576,7 @@ def test_process_has_udp_socket():
     ],
 )
 def test_invalid_launch_arguments_fail_before_any_process(monkeypatch, argv, message):
-    from robot_dynamics import cli
+    from robot_dynamics.tools import cli
 
     def no_process(*a, **k):
         raise AssertionError('a process was started')
@@ -595,7 +597,7 @@ def test_invalid_launch_arguments_fail_before_any_process(monkeypatch, argv, mes
     ],
 )
 def test_invalid_launch_options_are_usage_errors(monkeypatch, capsys, argv):
-    from robot_dynamics import cli
+    from robot_dynamics.tools import cli
 
     monkeypatch.setattr(subprocess, 'Popen', lambda *a, **k: pytest.fail('a process was started'))
     with pytest.raises(SystemExit) as ei:

@@ -11,7 +11,7 @@ import yaml
 from lxml import etree
 
 import robot_dynamics as rd
-from robot_dynamics import ros2_control as R
+from robot_dynamics.ros import ros2_control as R
 from robot_dynamics.ros.bringup import load_bringup
 
 ROOT = suite_paths.ROOT

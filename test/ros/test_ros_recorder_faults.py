@@ -26,7 +26,7 @@ import time
 import pytest
 from mcap.reader import make_reader
 
-from robot_dynamics import cli
+from robot_dynamics.tools import cli
 from robot_dynamics.ros.mcap_bag import BagError, McapBagWriter, recover
 
 TOPIC = '/recorder_fault_states'

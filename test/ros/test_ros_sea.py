@@ -42,7 +42,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from robot_dynamics.ros.bringup import config_path  # noqa: E402
 from robot_dynamics.control.flatness_sea import sea_state_from_joints  # noqa: E402
 from robot_dynamics.ros._common import QOS_COMMAND  # noqa: E402
-from robot_dynamics.plants.sea import sea_params_from_model  # noqa: E402
+from robot_dynamics.pkm.sea import sea_params_from_model  # noqa: E402
 from ros_helpers import run_graph  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -98,7 +98,7 @@ def test_planar_3rrr_sea_pick_and_place_lockstep_over_real_topics(tmp_path, robo
         n_ex0 = int(reports()[-1]['extrapolated'])  # during the start-up (graph matching)
         params = sea_params_from_model(model)
         names = list(model.joint_names)
-        from robot_dynamics.plants.sea import sea_limbs
+        from robot_dynamics.pkm.sea import sea_limbs
 
         ia, ie, im = ([names.index(lb[i]) for lb in sea_limbs(model)] for i in range(3))
 

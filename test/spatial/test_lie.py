@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robot_dynamics import lie
+from robot_dynamics.spatial import lie
 
 PI = np.pi
 #: Rotation angles that exercise the series/closed-form switch and the pi branch.

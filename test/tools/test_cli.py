@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import cli
+from robot_dynamics.tools import cli
 
 
 def test_info_lists_packaged_robots(capsys):
