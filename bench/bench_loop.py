@@ -89,7 +89,7 @@ def _probe_run(robot, duration, timing, startup, logdir):
             row['startup'] = time.monotonic() - t0
             time.sleep(1.0)  # settle
             # (recording() keeps the cyclic GC off: its full collections of the recorded messages
-            # were the boom's "~100 ms maximum" at this probe in sessions 11-12)
+            # would show as a "~100 ms maximum" of the boom at this probe)
             w0 = time.monotonic()
             time.sleep(duration)
             w1 = time.monotonic()

@@ -1,5 +1,5 @@
 """Soak run: a robot's real graph for a long time, resident memory (RSS) of every node sampled
-over it, growth per minute printed per node (issue 12: < 1 MB over 10 minutes).
+over it, growth per minute printed per node (the aim: < 1 MB over 10 minutes).
 
     .venv/bin/python bench/soak.py                          # five_bar, 10 minutes
     .venv/bin/python bench/soak.py --robot irsbot2 --minutes 3 --interval 10

@@ -1,4 +1,4 @@
-"""Seeded mutators of URDF text and loop sidecars (used by test/test_loader_fuzz.py).
+"""Seeded mutators of URDF text and loop sidecars (used by test/parsers/test_loader_fuzz.py).
 
 Each mutation is one of: a nasty value in a random attribute / key, a deleted or duplicated
 element / key, a renamed reference, a changed joint or loop type, truncated text. The loader

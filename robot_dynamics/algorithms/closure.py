@@ -3,7 +3,7 @@
 :class:`ClosureCompleter` takes whatever joints are sensed (at least enough to determine the
 configuration: ``rank [A; S_sensed] = n``), solves the loop closure for the rest and fills
 their velocities from the constraint Jacobian, so robot_state_publisher, RViz and the
-controllers get every joint. Used by ``closure_node`` (issue 13); the core is tested against
+controllers get every joint. Used by ``closure_node``; the core is tested against
 the simulator's complete state.
 
 Positions: Newton-Raphson on the closure ``phi(q) = 0`` with the sensed joints held

@@ -11,7 +11,7 @@ out on truncated Taylor jets (each scalar x carries x, x', x'' in one array; pro
 Leibniz's rule, sin/cos of a joint angle by their derivative recursions). No finite
 differences, no symbolic expansion: d^k tau/dt^k is exact to rounding.
 
-Checked (``test/test_rnea_derivatives.py``) against Pinocchio: d tau/dt = (d tau/d q) q' +
+Checked (``test/algorithms/test_rnea_derivatives.py``) against Pinocchio: d tau/dt = (d tau/d q) q' +
 (d tau/d qd) q'' + M q''' (``computeRNEADerivatives``, analytic), and d^2 tau/dt^2 against
 central differences of that exact d tau/dt along the motion; and against 4th-order central
 differences of our own :func:`rnea` along a quartic joint motion.

@@ -267,12 +267,11 @@ class ControlLoop:
     does not start before its reference source is up); ``interpolate`` (a state between two
     held samples, from a source publishing ahead: pos/vel/acc from the quintic through both
     instead of the Taylor series of the earlier one; opt-in; it helps irsbot2_t1's joint
-    references in real time; session 11 saw the five_bar task-space graph track worse with it,
-    which was the node pairing a pose with the previous sample's twist and accel, fixed in
-    session 12: 0.100 mm with it and a 50 ms preview, 0.100-0.106 mm without);
+    references in real time; five_bar's task-space graph, whose node pairs the parts of a sample
+    by stamp: 0.100 mm with it and a 50 ms preview, 0.100-0.106 mm without);
     ``reference_history`` (samples held, the oldest dropped: a source ``lead`` seconds ahead at
     ``rate`` Hz keeps lead x rate of them after the state, and the one before it must survive;
-    session 13: 64, i.e. 0.26 s at 250 Hz, would drop the samples around the state of a 0.3 s
+    e.g. 64, i.e. 0.26 s at 250 Hz, would drop the samples around the state of a 0.3 s
     preview).
     """
 
@@ -532,8 +531,8 @@ class ControlLoop:
             if key is not None and last is not None and key < last:
                 # a sample older than one already held (a subscriber matched in the middle of a
                 # preview burst gets its tail first and the start at the next repeat): the slots
-                # stay in stamp order, which _around and the trimming below rely on (session 13:
-                # insertion order left a 0.1 s "gap" around a T1 state and the safe hold at 10 G)
+                # stay in stamp order, which _around and the trimming below rely on (in insertion
+                # order a T1 state found a 0.1 s "gap" around it and the safe hold came at 10 G)
                 items = sorted(self.refs.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
                 self.refs.clear()
                 self.refs.update(items)

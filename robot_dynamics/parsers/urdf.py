@@ -8,7 +8,7 @@ leaves the joint unbounded, ``<limit>`` without ``lower``/``upper`` gives 0, and
 element only the first counts. It is linear in the size of the file (a 10 000-link chain loads
 in a fraction of a second); urdfdom-py itself stays the independent check:
 ``build_model(..., reader='urdfdom')`` reads the same document with urdfdom-py, and the test
-suite asserts that both readers give the same model (test/test_urdf_reader.py). urdfdom-py is
+suite asserts that both readers give the same model (test/parsers/test_urdf_reader.py). urdfdom-py is
 lenient, so the tree is validated here: every problem raises
 :class:`~robot_dynamics.errors.ModelError` naming the file and the link/joint.
 

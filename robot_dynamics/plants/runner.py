@@ -232,7 +232,7 @@ class SimRunner:
             self.log(
                 'warning',
                 f"external wrench on '{frame}' clamped to |f| <= {self.max_force:g} N, "
-                f'|m| <= {self.max_moment:g} N m (was {f:.3g} N, {m:.3g} N m)',
+                f'|m| <= {self.max_moment:g} N m (requested {f:.3g} N, {m:.3g} N m)',
                 'clamp',
             )
         had = frame in self.plant.external_wrenches

@@ -1,5 +1,5 @@
 """Rate-limiting an output by the time axis it belongs to (plant or state time), for the
-auxiliary outputs of the nodes in real time (ROS-free; tested in test/test_sim_runner.py)."""
+auxiliary outputs of the nodes in real time (ROS-free; tested in test/plants/test_sim_runner.py)."""
 
 __all__ = ['Decimator']
 

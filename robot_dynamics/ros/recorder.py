@@ -118,7 +118,7 @@ def recording(frame='tool', bag=None):
     rclpy.init(context=ctx)
     rec = Recorder(frame, context=ctx)
     # the SingleThreadedExecutor: a recorder in a thread of the caller's process (next to
-    # other contexts) lost messages with the EventsExecutor (graph tests, 2026-11-24)
+    # other contexts) lost messages with the EventsExecutor (graph tests)
     ex = make_executor('single', context=ctx)
     ex.add_node(rec)
     rec.bag = None
@@ -137,7 +137,7 @@ def recording(frame='tool', bag=None):
     # no cyclic garbage collection while recording: the recorder keeps every message, and a full
     # collection walks them all (tens of ms after a few seconds at 1 kHz, growing), while the
     # graph's messages queue and their arrival times, the latency figures, come out late
-    # (bench_loop's probe: 22, 57, 92 ms every ~7 s, 2.3 ms max without; session 13)
+    # (bench_loop's probe: 22, 57, 92 ms every ~7 s, 2.3 ms max without)
     gc_on = gc.isenabled()
     gc.collect()
     gc.disable()

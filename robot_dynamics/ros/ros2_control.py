@@ -21,7 +21,7 @@ For every robot with a config (``config/<robot>.yaml``) the package ships, next 
   joints and interface, so our controller nodes drive the hardware unchanged; the passive joints
   are completed by ``closure_node`` from the broadcaster's states.
 
-:func:`write_all` regenerates the files; ``test/test_ros2_control_files.py`` checks that the
+:func:`write_all` regenerates the files; ``test/ros/test_ros2_control_files.py`` checks that the
 shipped files equal the generator's output and are consistent with the model.
 """
 

@@ -14,7 +14,7 @@ the launch's namespace sees its own robot):
 
 Fixed frame: the model's root link; the orbit camera looks at the centre of the body origins at
 the reference configuration from 3x their spread. ``python -m robot_dynamics.ros.rviz <root>``
-rewrites the shipped configs; ``test/test_rviz.py`` checks they are current, that each topic is
+rewrites the shipped configs; ``test/ros/test_rviz.py`` checks they are current, that each topic is
 published by a node of the config (and, in the graph tests, on the wire).
 """
 

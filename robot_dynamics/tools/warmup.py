@@ -17,7 +17,7 @@ role (sim_node's plant kind, dynamics_node's law, ...), see ``_NODES``.
 Extending: a new node or law gets a function here that calls the core API the way the node
 does (arguments of the same types), registered in ``_NODES`` (by executable) or ``_LAWS``
 (dynamics_node laws); sim_node builds any plant kind through the plant registry, so a new plant
-is covered if its ``step``/``hold_command`` are all it needs. ``test/test_startup.py`` starts
+is covered if its ``step``/``hold_command`` are all it needs. ``test/ros/test_startup.py`` starts
 every node of every config after the warm-up and fails if one of them still compiles at start.
 
 This module imports nothing heavy at import time (the command line lists the robots in its

@@ -332,7 +332,7 @@ def test_reference_between_held_samples_is_the_quintic_through_them(five_bar):
 
 def test_samples_arriving_out_of_stamp_order_are_held_in_stamp_order(five_bar):
     """A subscriber matched in the middle of a preview burst gets the burst's tail first and its
-    start at the next repeat (session 13, irsbot2_t1 in real time: samples 0.208-0.300 s, then
+    start at the next repeat (irsbot2_t1 in real time: samples 0.208-0.300 s, then
     0-0.204 s). The loop holds samples in stamp order: a state at 0.258 s is interpolated between
     its neighbours 0.256 / 0.260 s, not answered from 0.204 s as a stale reference (the safe hold
     at 10 G); the history drops the oldest stamps, not the first to arrive; the stale text says
@@ -352,7 +352,7 @@ def test_samples_arriving_out_of_stamp_order_are_held_in_stamp_order(five_bar):
     c = loop.update(0.258)
     assert not c.safe, c.reason
     assert np.abs(c.reference.pos - x(0.258)).max() < 1e-10
-    # (in insertion order, the loop before session 13, it came from 0.204 s: 54 ms > 50 ms, stale)
+    # (held in insertion order it would come from 0.204 s: 54 ms > 50 ms, stale)
     # the history keeps the newest stamps when it overflows with a late, older sample
     small = ControlLoop(Echo(m), safe='zero', reference_history=4)
     for k in (5, 6, 7, 8, 2):
@@ -459,8 +459,8 @@ def test_command_latency_pairs_each_command_with_the_newest_state_before_it():
 
 
 def test_a_future_stamp_cannot_lock_the_loop_out(five_bar):
-    """Issue 12: one forged state stamped in the future is rejected; the real states after it
-    keep being answered (before, every later state was 'older than the last' and rejected)."""
+    """One forged state stamped in the future is rejected; the real states after it keep being
+    answered (else every later state would be 'older than the last' and rejected)."""
     m = five_bar
     loop = ControlLoop(Echo(m), safe='zero', max_future=0.5)
     q, z = m.reference_q(), np.zeros(m.nq)

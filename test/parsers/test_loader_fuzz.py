@@ -1,6 +1,6 @@
 """Fuzzed model files: every mutant of the shipped URDFs and loop sidecars loads or raises the
-package's own error (RobotDynamicsError naming file and element/key), never anything else
-(issue 12). Seeded (reproducible); mutators in test/loader_fuzz.py."""
+package's own error (RobotDynamicsError naming file and element/key), never anything else.
+Seeded (reproducible); mutators in test/loader_fuzz.py."""
 
 import copy
 import time

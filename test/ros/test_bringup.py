@@ -446,7 +446,7 @@ def test_lockstep_runs_every_auxiliary_output_realtime_decimates_them():
 
 @pytest.mark.parametrize('robot', ['planar_3rpr', 'delta_parallelogram'])
 def test_test_data_configs_resolve_beside_the_config(robot):
-    """test/data/<robot>.yaml (issue 14): urdf/loops relative to the config file's directory
+    """test/data/<robot>.yaml: urdf/loops relative to the config file's directory
     (not found under the share dir), lock-step by default, the embedding graph's nodes."""
     b = load_bringup(os.path.join(ROOT, 'test', 'data', f'{robot}.yaml'))
     assert b.urdf == os.path.join(ROOT, 'test', 'data', f'{robot}.urdf')

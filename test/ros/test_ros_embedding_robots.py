@@ -1,5 +1,5 @@
 """The constraint-embedding robots described only by URDF + sidecar run their ROS graph
-(issue 14), lock-step (simulated time, deterministic): test/data/delta_parallelogram.yaml and
+lock-step (simulated time, deterministic): test/data/delta_parallelogram.yaml and
 test/data/planar_3rpr.yaml, each trajectory_node (task mode) -> ik_node (constraint-embedding IK
 + eq. 45 feed-forward) -> dynamics_node (law embedding_feedforward: u + PD on the actuated
 joints) -> sim_node (projection engine on the global tree) -> /joint_states -> kinematics_node.

@@ -1,4 +1,4 @@
-"""Faulty inputs to a controller node over real processes (issue 12): NaN, absurd finite
+"""Faulty inputs to a controller node over real processes: NaN, absurd finite
 values, wrong names, future stamps, a flood of garbage and then silence. No node dies, no
 command is non-finite or beyond the limits, a forged future stamp does not lock the controller
 out, and the safe command follows a stale state within state_timeout + 2 periods (+ a

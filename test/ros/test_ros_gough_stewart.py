@@ -57,8 +57,8 @@ def test_gough_stewart_roll_feedforward_lockstep_over_real_topics():
         )
         with probe.lock:
             t_first = max(_ns(probe.gref[0][1].header.stamp), _ns(probe.js[0][1].header.stamp)) * 1e-9
-        # (on a time-out: the message counts and the nodes' logs; a fresh-clone run, session 13,
-        # timed out here once in the parallel phase, not reproduced in 50 runs)
+        # (on a time-out: the message counts and the nodes' logs; a fresh-clone run timed out
+        # here once in the parallel phase, not reproduced in 50 runs)
         probe.wait_logged(
             lambda: sim_t() >= t_first + 1.02, 60.0, 'one roll period in simulated time', out, ('js', 'gref', 'ff')
         )

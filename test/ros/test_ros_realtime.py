@@ -332,7 +332,7 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
         if kept_up:
             # the tracking bound only when the controller kept up too: with the plant at RTF
             # >= 0.97 the controller answered 75 % of the states in a CI run and the tool error's
-            # p95 was 42 mm (the valve loop and skipped states: docs/control_loop.md); the boom
+            # p95 reached 42 mm (the valve loop and skipped states: docs/control_loop.md); the boom
             # must still never diverge
             if answered >= 0.95:
                 assert np.percentile(e, 95) < 3 * spec.bound, np.percentile(e, 95)
@@ -479,9 +479,8 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
     loop's safe command (-hold_damping x motor velocity of the last state), and from then on
     nothing else. Its delay (state_timeout + two periods) is asserted where it is measurable,
     test_ros_faults.py (sea_controller) and test_control_loop.py: at this probe the arrival time
-    is the probe's, which may lag the controller (session 10: in one fresh-clone run no command
-    had arrived 0.7 s after the freeze, so that bound was a non-strict xfail until session 12);
-    here the probe waits up to 10 s for it."""
+    is the probe's, which may lag the controller (in one fresh-clone run no command had arrived
+    0.7 s after the freeze), so here the probe waits up to 10 s for it."""
     from geometry_msgs.msg import PointStamped
 
     spec = DEMOS['planar_3rrr_sea']

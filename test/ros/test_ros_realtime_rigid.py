@@ -9,8 +9,7 @@ x wall time over 3 s and the reported real-time factor >= 0.5 (measured 0.97-1.0
 machine with other work running: the fast step costs 0.27 ms / 0.24 ms per 1 ms step, it was
 0.5-2 ms on the SVD route); the held plant stays closed (loop residual < 1e-9) and no node dies.
 
-The whole graphs run in real time by default too (gough_stewart since session 10, irsbot2_t1
-since session 13): test_gough_stewart_whole_graph_in_wall_clock_time below and
+The whole graphs run in real time by default too: test_gough_stewart_whole_graph_in_wall_clock_time below and
 test_ros_realtime.py::test_irsbot2_t1_tracks_in_wall_clock_time_on_the_plant_clock.
 """
 

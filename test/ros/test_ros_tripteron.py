@@ -10,7 +10,7 @@ received: the lock-step graph may run 0.5-1.6 s before the probe's subscriptions
 each /joint_states message is paired with the /trajectory_node/reference message of the same
 stamp. The plant starts at rest on the circle's t = 0 pose while the circle starts with
 0.063 m/s: the PD transient peaks at 2.8e-4 m leg error in the first 0.1 s (offline loop,
-asserted deterministically in test/test_d2_table.py) and has died out after 0.3 s. Measured in
+asserted deterministically in test/control/test_d2_table.py) and has died out after 0.3 s. Measured in
 the graph (5 runs): **2.46e-7 m** leg error for t >= 0.5 s in every run (offline loop 2.5e-7 m),
 platform position error **6.2e-7 m**; when the probe sees the start, the transient peak
 **2.82e-4 m** as offline. Asserted: leg error < 5e-4 m over the window and < 2e-6 m for
