@@ -336,7 +336,7 @@ class SeaFlatnessLaw(Law):
     reference_order = 4
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from robot_dynamics.plants.sea import sea_limbs, sea_params_from_model
+        from robot_dynamics.pkm.sea import sea_limbs, sea_params_from_model
 
         super().__init__(model, joints)
         names = list(model.joint_names)
@@ -435,8 +435,6 @@ class GeneralSeaFlatnessLaw(Law):
     preload = SeaFlatnessLaw.preload  # lambda set-point (lam_d = [preload, 0, 0])
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from robot_dynamics.pkm.sea import GeneralSEAFlatness, SEAPKM
-
         super().__init__(model, joints)
         self.sea = SEAPKM(model)
         self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)
@@ -512,7 +510,7 @@ def make_sea_flatness_law(model, route='auto', **kw):
         raise InputError(f'sea_flatness: route must be auto, planar or general, got {route!r}')
     if route == 'general':
         return GeneralSeaFlatnessLaw(model, **kw)
-    from robot_dynamics.plants.sea import sea_params_from_model
+    from robot_dynamics.pkm.sea import sea_params_from_model
 
     try:
         sea_params_from_model(model)  # the planar class (InputError naming why not)
@@ -535,8 +533,6 @@ class GeneralSEAFlatness:
     V, body frame)."""
 
     def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
-        from robot_dynamics.control.flatness_sea import pole_gains
-
         if np.any(sea.D != 0):
             raise InputError(
                 f"model '{sea.model.name}': the exact linearisation assumes undamped springs (SEA damping = 0)"

@@ -268,7 +268,7 @@ def _goal_profile(m, get):
     reachable = None
     if any(a.get('type') == 'sea' for a in m.actuators.values()):  # an SEA-PKM
         from robot_dynamics.pkm.planar_sea import Planar3RRR
-        from robot_dynamics.plants.sea import sea_params_from_model
+        from robot_dynamics.pkm.sea import sea_params_from_model
 
         try:  # the planar 3RRR class: its closed-form IK
             pkm = Planar3RRR(sea_params_from_model(m))

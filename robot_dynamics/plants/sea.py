@@ -363,7 +363,6 @@ def _factory(model, q0=None, dt=1e-3, route='auto', **options):
         except InputError:
             if route == 'planar':
                 raise
-    from robot_dynamics.pkm.sea import GeneralSEAPlant
 
     bad = sorted(set(options) - {'substeps'})
     if bad:

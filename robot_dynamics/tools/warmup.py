@@ -145,11 +145,11 @@ def warmup_robot(robot):
 
         embedding.warmup(model)
     if 'ip_controller' in exes:
-        _warmup_partitioning(model)
+        warmup_partitioning_kernels(model)
     if 'vdc_controller' in exes:
-        _warmup_hydraulic(model)
+        warmup_hydraulic_kernels(model)
     if 'sea_controller' in exes:
-        _warmup_sea(model)
+        warmup_sea_kernels(model)
     if model.loops:
         # the general 2nd-order PKM route (one kernel signature for every robot; this model's
         # data if it fits the route, else the five-bar's)
@@ -495,7 +495,7 @@ _NODES = {
 }
 
 
-def _warmup_sea(model=None):
+def warmup_sea_kernels(model=None):
     """Compile (or load from the numba cache) the kernels of the SEA plant and of the SEA
     flatness controller with the argument types used at run time: the plant step
     (:func:`_sea_rk4`, :func:`_sea_derivative`, :func:`_sea_ik_rates`), the controller step
@@ -530,7 +530,7 @@ def _warmup_sea(model=None):
     return plant
 
 
-def _warmup_hydraulic(model=None):
+def warmup_hydraulic_kernels(model=None):
     """Compile (or load from the numba cache) the kernels of the hydraulic boom with the
     argument types used at run time: the plant step (:func:`_rk4` and the recursion kernels of
     :mod:`robot_dynamics.algorithms.vdc`), the VDC controller step and the compiled task reference
@@ -557,7 +557,7 @@ def _warmup_hydraulic(model=None):
         TaskReference(st, lambda t: quintic_legs([p0, p0], [1.0], t), axes, q0)(0.5)
 
 
-def _warmup_partitioning(model=None):
+def warmup_partitioning_kernels(model=None):
     """Compile (or load from the numba cache) every kernel of the partitioning layer with the
     argument types used at run time: :func:`~robot_dynamics.algorithms._partitioning_kernels.partition_terms`,
     :func:`~robot_dynamics.algorithms._partitioning_kernels.numeric_loop_map` (only if the model has loops)

@@ -124,7 +124,7 @@ def test_controller_matches_reference(model):
 
 
 def test_warmup_covers_the_run_time_calls(model):
-    """After sea.warmup() the plant step and the controller step (sea_controller's argument
+    """After the SEA kernels' warm-up (tools.warmup) the plant step and the controller step (sea_controller's argument
     types) compile nothing new."""
     from robot_dynamics.plants import sea
     from robot_dynamics.control import flatness_sea as fs
@@ -132,7 +132,9 @@ def test_warmup_covers_the_run_time_calls(model):
     from robot_dynamics.pkm import planar_sea as ps
     from robot_dynamics.control.trajectories import SinSquaredJerk
 
-    sea.warmup(model)
+    from robot_dynamics.tools.warmup import warmup_sea_kernels
+
+    warmup_sea_kernels(model)
     kernels = [
         sea._sea_rk4,
         sea._sea_derivative,

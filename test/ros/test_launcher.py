@@ -520,7 +520,7 @@ def test_demo_and_record_apply_the_loopback_dds(monkeypatch):
     profile) gets LOCALHOST only, never SYSTEM_DEFAULT without the profile; a user's range wins."""
     from robot_dynamics.ros import bringup
     from robot_dynamics.tools import cli
-    from robot_dynamics.ros import demo_runner
+    from robot_dynamics.tools import demo_runner
     from robot_dynamics.ros import bag_recorder
 
     seen = []

@@ -28,7 +28,7 @@ from robot_dynamics.parsers.visuals import stick_rpy, with_stick_visuals
 
 ROOT = suite_paths.ROOT
 ROBOTS = sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, 'config')) if f.endswith('.yaml'))
-NODES = os.path.join(ROOT, 'robot_dynamics', 'nodes')
+NODES = os.path.join(ROOT, 'robot_dynamics', 'ros')
 
 
 def test_shipped_rviz_configs_are_current():
