@@ -415,7 +415,7 @@ class SeaFlatnessLaw(Law):
 
 class GeneralSeaFlatnessLaw(Law):
     """``sea_flatness`` for ANY SEA-PKM the general 2nd-order route covers
-    (:class:`robot_dynamics.pkm.sea.GeneralSEAFlatness`: three passes of the general route;
+    (:class:`GeneralSEAFlatness`: three passes of the general route;
     equal to :class:`SeaFlatnessLaw` on the planar 3RRR to round-off, tested).
 
     State: every link-side tree joint of the platform limb (measured task state) and the SEA
@@ -435,8 +435,6 @@ class GeneralSeaFlatnessLaw(Law):
     preload = SeaFlatnessLaw.preload  # lambda set-point (lam_d = [preload, 0, 0])
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from robot_dynamics.pkm.sea import GeneralSEAFlatness, SEAPKM
-
         super().__init__(model, joints)
         self.sea = SEAPKM(model)
         self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)
@@ -535,8 +533,6 @@ class GeneralSEAFlatness:
     V, body frame)."""
 
     def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
-        from robot_dynamics.control.flatness_sea import pole_gains
-
         if np.any(sea.D != 0):
             raise InputError(
                 f"model '{sea.model.name}': the exact linearisation assumes undamped springs (SEA damping = 0)"

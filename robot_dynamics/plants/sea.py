@@ -351,7 +351,7 @@ class SEAPlant(Plant):
 def _factory(model, q0=None, dt=1e-3, route='auto', **options):
     """Plant kind ``'sea'``: ``route='planar'`` the closed-form planar 3RRR plant
     (:class:`SEAPlant`, robots of its class), ``'general'`` any SEA-PKM through the general
-    2nd-order route (:class:`robot_dynamics.pkm.sea.GeneralSEAPlant`; options
+    2nd-order route (:class:`GeneralSEAPlant`; options
     ``substeps`` only), ``'auto'`` the planar one when the model is in its class, else the
     general one."""
     if route not in ('auto', 'planar', 'general'):
@@ -363,8 +363,6 @@ def _factory(model, q0=None, dt=1e-3, route='auto', **options):
         except InputError:
             if route == 'planar':
                 raise
-    from robot_dynamics.pkm.sea import GeneralSEAPlant
-
     bad = sorted(set(options) - {'substeps'})
     if bad:
         raise InputError(f"model '{model.name}': the general SEA plant has no option(s) {bad}")

@@ -124,15 +124,16 @@ def test_controller_matches_reference(model):
 
 
 def test_warmup_covers_the_run_time_calls(model):
-    """After sea.warmup() the plant step and the controller step (sea_controller's argument
+    """After the SEA warm-up the plant step and the controller step (sea_controller's argument
     types) compile nothing new."""
-    from robot_dynamics import sea
     from robot_dynamics.control import flatness_sea as fs
+    from robot_dynamics.plants import sea
+    from robot_dynamics.tools.warmup import _warmup_sea
     from robot_dynamics.control.flatness_sea import SEAFlatnessController, sea_state_from_joints
     from robot_dynamics.pkm import planar_sea as ps
     from robot_dynamics.control.trajectories import SinSquaredJerk
 
-    sea.warmup(model)
+    _warmup_sea(model)
     kernels = [
         sea._sea_rk4,
         sea._sea_derivative,

@@ -3,7 +3,7 @@ each robot, decided by trying each method's own model objects (nothing keyed on 
 
 import pytest
 
-from robot_dynamics import cli
+from robot_dynamics.tools import cli
 from robot_dynamics.tools.check import check_robot
 
 from projection_helpers import urdf
