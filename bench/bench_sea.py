@@ -15,7 +15,7 @@ Records a closed loop (flatness controller tracking a 0.02 m sin^2-jerk move wit
   its numpy route (``_call_reference``) on the recorded states; aim <= 200 us.
 
 Minimum over repeated passes (other load on the shared cores only slows a pass); the machine's
-load is printed. The kernels are warmed up first (``robot_dynamics.plants.sea.warmup()``).
+load is printed. The kernels are warmed up first (``robot_dynamics.tools.warmup._warmup_sea``).
 """
 
 import argparse
@@ -25,11 +25,11 @@ import time
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics import sea
 from robot_dynamics.control.flatness_sea import SEAFlatnessController
 from robot_dynamics.pkm import planar_sea as ps
 from robot_dynamics.control.trajectories import SinSquaredJerk
 from robot_dynamics.plants.registry import make_plant
+from robot_dynamics.tools.warmup import _warmup_sea
 
 
 def main():
@@ -38,9 +38,9 @@ def main():
     ap.add_argument('--repeats', type=int, default=7, help='passes; the minimum is printed')
     a = ap.parse_args()
     m = rd.load_model(rd.data_path('urdf/planar_3rrr_sea.urdf'))
-    sea.warmup(m)
+    _warmup_sea(m)
     pl = make_plant('sea', m, m.reference_q(), dt=1e-3)
-    ctrl = SEAFlatnessController(pl.params)
+    ctrl = SEAFlatnessController(m, params=pl.params)
     move = SinSquaredJerk(pl.p, pl.p + np.array([0.02, 0.0]), 0.25, t0=0.01)
     lam_d = np.array([0.5, 0.0, 0.0])
     x0 = (pl.p.copy(), pl.pd.copy(), pl.qm.copy(), pl.qdm.copy())

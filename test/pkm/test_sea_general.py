@@ -22,13 +22,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.control.flatness_sea import (
-    GeneralSEAFlatness,
-    GeneralSeaFlatnessLaw,
-    SEAFlatnessController,
-    SeaFlatnessLaw,
-    sea_state_from_joints,
-)
+from robot_dynamics.control.flatness_sea import GeneralSEAFlatness, SEAFlatnessController, sea_state_from_joints
 from robot_dynamics.control.laws import make_law
 from robot_dynamics.control.loop import Reference, State
 from robot_dynamics.errors import InputError
@@ -72,7 +66,7 @@ def test_general_law_equals_planar_law(rrr):
         plant.step(np.array([0.3, -0.2, 0.1]))
     P = plant.params
     s = SEAPKM(rrr)
-    planar = SEAFlatnessController(P, poles=25.0, lambda_poles=40.0)
+    planar = SEAFlatnessController(rrr, params=P, poles=25.0, lambda_poles=40.0)
     gen = GeneralSEAFlatness(s, poles=25.0, lambda_poles=40.0)
     q, qd = plant.true_q, plant.true_qd
     x, xd = s.measure(q, qd)
@@ -243,7 +237,7 @@ def _run(model, law, plant, goal_offset, T=0.5, n=800, norm=False):
         yd = prof(t)
         ref = Reference(t, yd[0], yd[1], yd[2], None)
         ref.derivs = yd
-        out = law.compute(State(t, plant.q, plant.qd, t), ref)
+        out = law.update(State(t, plant.q, plant.qd, t), ref)
         plant.step(out.effort)
         emax = max(emax, np.linalg.norm(out.e) if norm else np.abs(out.e).max())
     return emax, out
@@ -254,7 +248,7 @@ def test_five_bar_sea_law_tracks_in_closed_loop(fbs):
     error stays within the ZOH bound of the planar robot's core test (1e-4 m) and decays to
     < 5e-6 m at rest 0.3 s after the move (poles -30)."""
     law = make_law(fbs, 'sea_flatness', poles=30.0, lambda_poles=30.0)
-    assert isinstance(law, GeneralSeaFlatnessLaw)
+    assert isinstance(law, GeneralSEAFlatness)
     assert law.coords == ['x', 'z'] and law.task_axes == (0, 2)
     plant = make_plant('sea', fbs, dt=1e-3)
     emax, out = _run(fbs, law, plant, np.array([0.03, 0.02]))
@@ -266,8 +260,8 @@ def test_five_bar_sea_law_tracks_in_closed_loop(fbs):
 
 def test_general_law_tracks_planar_robot_with_preload(rrr):
     law = make_law(rrr, 'sea_flatness', poles=30.0, lambda_poles=30.0, preload=0.5, route='general')
-    assert isinstance(law, GeneralSeaFlatnessLaw)
-    assert isinstance(make_law(rrr, 'sea_flatness'), SeaFlatnessLaw)  # auto: the planar fast path
+    assert isinstance(law, GeneralSEAFlatness)
+    assert isinstance(make_law(rrr, 'sea_flatness'), SEAFlatnessController)  # auto: the planar fast path
     emax, out = _run(rrr, law, make_plant('sea', rrr, dt=1e-3), np.array([0.03, 0.02]))
     assert emax < 1e-4 and np.abs(out.e).max() < 5e-6
     assert abs(out.info['lambda'] - 0.5) < 1e-3

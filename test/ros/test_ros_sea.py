@@ -364,7 +364,7 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route():
             )
             r = Reference(t, yd[0], yd[1], yd[2], None)
             r.derivs = yd
-            plant.step(law.compute(State(t, plant.q, plant.qd, t), r).effort)
+            plant.step(law.update(State(t, plant.q, plant.qd, t), r).effort)
         k = min(np.searchsorted(T, end - 1e-9), len(T) - 1)
         print(
             f'\ngough_stewart_sea: {len(T)} lock-step steps, pose error max {E.max():.2e} '
