@@ -39,7 +39,9 @@ from robot_dynamics.pkm.planar_sea import (
     _preload_n,
     _solve2,
     _solve3,
+    _task_acceleration,
     _task_space_1,
+    _task_space_work,
     solve_preload,
 )
 
@@ -102,13 +104,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         for j in range(2):
             if not np.isfinite(yd[i, j]):
                 return 3
-    P = np.empty((3, 5, 2))
-    TH = np.empty((3, 5, 3, 2))
-    W = np.empty((3, 3, 2))
-    JIK = np.empty((3, 3, 3, 2))
-    st = np.empty(3, np.int64)
-    Mt = np.empty((2, 2))
-    bb = np.empty(2)
+    P, TH, W, JIK, st, Mt, bb = _task_space_work()
     # pass 1: theta, J_IK, b, M_t
     status = _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb)
     if status != 0:
@@ -118,11 +114,8 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     for l in range(3):
         u[l] = K * (q_m[l] - TH[0, 0, l, 0])
         ud[l] = K * (qd_m[l] - (JIK[0, 0, l, 0] * pd[0] + JIK[0, 0, l, 1] * pd[1]))
-    r = np.empty(2)
-    for i in range(2):
-        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
     pdd = np.empty(2)
-    if not _solve2(Mt, r, pdd):
+    if not _task_acceleration(JIK, u, Mt, bb, pdd):
         return 4
     J = JIK[0, 0].copy()
     # pass 2: b1 = wd(pddd = 0) and Jd_IK at (p, pd, pdd)
@@ -136,6 +129,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     _planar_batch(A, a, b, BR, Bp, X, M, g, S2, TH2, W2, JIK2, st2)
     if st2[0] != 0:
         return st2[0]
+    r = np.empty(2)
     for i in range(2):
         r[i] = (
             (J[0, i] * ud[0] + J[1, i] * ud[1] + J[2, i] * ud[2])
@@ -297,16 +291,16 @@ class SEAFlatnessController(_SeaLaw):
         self.preload = float(preload)
         self._A, self._a, self._b = np.array(params.base_points, float), float(params.a), float(params.b)
 
+    def _inputs(self, p, pd, q_m, qd_m, yd, lam_d):
+        """The arguments of :meth:`__call__` as contiguous float arrays of their shapes."""
+        f = np.float64
+        shaped = [np.ascontiguousarray(x, f).reshape(n) for x, n in zip((p, pd, q_m, qd_m, yd), (2, 2, 3, 3, (5, 2)))]
+        return (*shaped, self._lam0 if lam_d is None else np.ascontiguousarray(lam_d, f).reshape(3))
+
     def __call__(self, p, pd, q_m, qd_m, yd, lam_d=None):
         if self.ff:
             return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)
-        f = np.float64
-        p = np.ascontiguousarray(p, f).reshape(2)
-        pd = np.ascontiguousarray(pd, f).reshape(2)
-        q_m = np.ascontiguousarray(q_m, f).reshape(3)
-        qd_m = np.ascontiguousarray(qd_m, f).reshape(3)
-        yd = np.ascontiguousarray(yd, f).reshape(5, 2)
-        lam_d = self._lam0 if lam_d is None else np.ascontiguousarray(lam_d, f).reshape(3)
+        p, pd, q_m, qd_m, yd, lam_d = self._inputs(p, pd, q_m, qd_m, yd, lam_d)
         tau = np.empty(3)
         aux = np.empty(7)
         k = self.pkm
@@ -340,12 +334,7 @@ class SEAFlatnessController(_SeaLaw):
         """The numpy route of :meth:`__call__` (before the compiled :func:`_flatness_step`;
         used for ``feedforward_only`` and as the reference of the tests and the benchmark)."""
         P = self.params
-        p = np.asarray(p, float).reshape(2)
-        pd = np.asarray(pd, float).reshape(2)
-        q_m = np.asarray(q_m, float).reshape(3)
-        qd_m = np.asarray(qd_m, float).reshape(3)
-        yd = np.asarray(yd, float).reshape(5, 2)
-        lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
+        p, pd, q_m, qd_m, yd, lam_d = self._inputs(p, pd, q_m, qd_m, yd, lam_d)
         if self.ff:
             r = self.pkm.inverse_dynamics_d2(yd, lam_d)
             tha = r.theta[:, :, 0]

@@ -150,44 +150,9 @@ class VDCController(Law):
             raise InputError(f'need q, qd ({self.ns},) and ref (3, {self.ns})')
         qd_r = ref[1] + self.lam * (ref[0] - q)
         qdd_r = ref[2] + self.lam * (ref[1] - qd)
-        _fwd(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            q,
-            qd,
-            qd,
-            self._zn,
-            self._z6,
-            self._z6,
-            self._V,
-            self._Vd,
-            self._Rw,
-            self._pw,
-            self._clo,
-        )
-        _fwd(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            q,
-            qd,
-            qd_r,
-            qdd_r,
-            self._z6,
-            self._z6,
-            self._Vr,
-            self._Vdr,
-            self._Rw,
-            self._pw,
-            self._clor,
-        )
+        z6 = self._z6
+        _fwd(*st.chain, q, qd, qd, self._zn, z6, z6, self._V, self._Vd, self._Rw, self._pw, self._clo)  # actual
+        _fwd(*st.chain, q, qd, qd_r, qdd_r, z6, z6, self._Vr, self._Vdr, self._Rw, self._pw, self._clor)  # required
         _body_wrenches(
             st.Mb, st.mb, st.cb, st.Ib, self.Kb, st.gravity, self._Vr, self._Vdr, self._V, self._Rw, True, self._Fs
         )
@@ -386,18 +351,7 @@ class TaskReference:
         out = np.empty((3, st.ns))
         # the steps of ik() + the J^-1 maps below, in one compiled call (same arithmetic)
         if not _task_reference(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            self._axes,
-            np.ascontiguousarray(self.q, dtype=float),
-            Pa[:3],
-            1e-12,
-            30,
-            out,
+            *st.chain, self._axes, np.ascontiguousarray(self.q, dtype=float), Pa[:3], 1e-12, 30, out
         ):
             raise InputError(f'IK did not converge for tool point {P[0]}')
         self.q = out[0].copy()
