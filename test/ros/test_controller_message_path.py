@@ -82,17 +82,26 @@ def test_one_joint_state_message_passes_the_node_the_loop_and_the_law(node):
         msg.header.stamp = _time(t)
         return msg
 
-    t0 = node.get_clock().now().nanoseconds * 1e-9
     x0 = law.current_coordinates(q0)
-    ref = JointTrajectory(joint_names=list(law.coords))
-    ref.header.stamp = _time(t0)
-    ref.points = [JointTrajectoryPoint(positions=(x0 + 0.01).tolist(), velocities=[0.0] * 2, accelerations=[0.0] * 2)]
-    ref_cb(ref)
-    for k in range(3):  # first messages: lazy imports, caches
-        state_cb(message(t0 + 1e-3 * (k + 1)))
+
+    def now():
+        return node.get_clock().now().nanoseconds * 1e-9
+
+    def reference(t):
+        ref = JointTrajectory(joint_names=list(law.coords))
+        ref.header.stamp = _time(t)
+        ref.points = [
+            JointTrajectoryPoint(positions=(x0 + 0.01).tolist(), velocities=[0.0] * 2, accelerations=[0.0] * 2)
+        ]
+        ref_cb(ref)
+
+    for _ in range(3):  # first messages: lazy imports, caches
+        reference(now() - 1e-3)
+        state_cb(message(now()))
+    reference(now() - 1e-3)
     n_sent = len(sent)
     trace = Trace()
-    stamp = node.get_clock().now().nanoseconds * 1e-9
+    stamp = now()
     trace.run(state_cb, message(stamp))
     assert len(sent) == n_sent + 1, 'one command per message'
     c = node.loop.last_command
