@@ -268,7 +268,7 @@ def test_joint_state_parser_rejects_malformed_messages():
 
 def test_demo_command_runs_the_closed_loop_graph(tmp_path, capsys):
     """`robot-dynamics demo` (the README's main job) runs, reports and plots."""
-    from robot_dynamics import cli
+    from robot_dynamics.tools import cli
 
     png = tmp_path / 'demo.png'
     code = cli.main(['demo', '--duration', '8', '--outdir', str(tmp_path), '--plot', str(png)])

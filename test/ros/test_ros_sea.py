@@ -264,12 +264,11 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
         k = min(np.searchsorted(T, t0 + move + SETTLE), len(T) - 1)
         rest = np.hypot(*(X[k] - target))
         # the same move in the offline 1 kHz sampled loop (core law + plant, ZOH)
-        from test_sea_general import _run
         from robot_dynamics.control.laws import make_law
         from robot_dynamics.plants.registry import make_plant
+        from sea_offline import sea_move
 
-        e_zoh = _run(
-            model,
+        e_zoh = sea_move(
             make_law(model, 'sea_flatness'),
             make_plant('sea', model, dt=1e-3),
             target - start,
