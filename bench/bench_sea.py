@@ -40,7 +40,7 @@ def main():
     m = rd.load_model(rd.data_path('urdf/planar_3rrr_sea.urdf'))
     warmup_sea_kernels(m)
     pl = make_plant('sea', m, m.reference_q(), dt=1e-3)
-    ctrl = SEAFlatnessController(pl.params)
+    ctrl = SEAFlatnessController(m, params=pl.params)
     move = SinSquaredJerk(pl.p, pl.p + np.array([0.02, 0.0]), 0.25, t0=0.01)
     lam_d = np.array([0.5, 0.0, 0.0])
     x0 = (pl.p.copy(), pl.pd.copy(), pl.qm.copy(), pl.qdm.copy())

@@ -2,7 +2,7 @@
 (``make_plant('hydraulic')`` as sim_node builds it), the same reference
 (:class:`~robot_dynamics.control.vdc.BoomTaskProfile`, sampled at the state's stamp as
 trajectory_node does with ``sync_topic``) and the same law in the same loop
-(:class:`~robot_dynamics.control.vdc.VdcLaw` in :class:`~robot_dynamics.control.loop.ControlLoop`
+(:class:`~robot_dynamics.control.vdc.VDCController` in :class:`~robot_dynamics.control.loop.ControlLoop`
 with ``sync``), fed the values the messages carry (stamps as integer ns, seconds as
 ``sec + 1e-9 nanosec``). Used by test_vdc_law.py and test_ros_realtime.py."""
 
@@ -10,7 +10,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.control.loop import ControlLoop
-from robot_dynamics.control.vdc import BoomTaskProfile, VdcLaw
+from robot_dynamics.control.vdc import BoomTaskProfile, VDCController
 from robot_dynamics.plants.registry import make_plant
 
 ABCD = [2.07152, 0.39253, 2.47152, 0.39253, 2.47152, 0.09253, 2.07152, 0.09253]
@@ -45,7 +45,7 @@ def lockstep_boom(t_end, model=None, loops=1, rate=1000.0):
     m = model or boom_model()
     plant = make_plant('hydraulic', m, m.reference_q(), dt=1.0 / rate)
     prof = BoomTaskProfile(m, ABCD, loops=loops)
-    law = VdcLaw(m, dt=1.0 / rate)
+    law = VDCController(m, dt=1.0 / rate)
     law.prepare()
     loop = ControlLoop(
         law,

@@ -81,6 +81,11 @@ class HydraulicParams:
     def copy(self):
         return HydraulicParams(self.names, self.P.copy(), self.p_s, self.p_r, self.beta)
 
+    @property
+    def fluid(self):
+        """The cylinders and the supply as the compiled plant takes them: (P, p_s, p_r, beta)."""
+        return self.P, self.p_s, self.p_r, self.beta
+
 
 def _num(a, key, name, default=None):
     v = a.get(key, default)

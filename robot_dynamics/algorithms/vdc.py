@@ -682,6 +682,16 @@ class Structure:
         self.gravity = np.ascontiguousarray(gravity, dtype=float)
         self._ws()
 
+    @property
+    def chain(self):
+        """The chain's geometry as the compiled recursions take it: (kind, geo, RE, rE, Rc1, pc1)."""
+        return self.kind, self.geo, self.RE, self.rE, self.Rc1, self.pc1
+
+    @property
+    def inertia(self):
+        """The bodies as the compiled dynamics take them: (Mb, mb, cb, Ib, gravity)."""
+        return self.Mb, self.mb, self.cb, self.Ib, self.gravity
+
     def _ws(self):
         ns = self.ns
         self.V = np.zeros((ns, 6, 6))
@@ -766,25 +776,7 @@ class Structure:
         qu = qd if qd_use is None else np.ascontiguousarray(qd_use, dtype=float)
         V0 = self._z6 if V0 is None else np.ascontiguousarray(V0, dtype=float)
         Vd0 = self._z6 if Vd0 is None else np.ascontiguousarray(Vd0, dtype=float)
-        _fwd(
-            self.kind,
-            self.geo,
-            self.RE,
-            self.rE,
-            self.Rc1,
-            self.pc1,
-            q,
-            qd,
-            qu,
-            qdd,
-            V0,
-            Vd0,
-            self.V,
-            self.Vd,
-            self.Rw,
-            self.pw,
-            self.clo,
-        )
+        _fwd(*self.chain, q, qd, qu, qdd, V0, Vd0, self.V, self.Vd, self.Rw, self.pw, self.clo)
         return self
 
     def tool_pose(self, q):
@@ -840,9 +832,7 @@ class Structure:
     def mass_matrix(self, q):
         """Joint-space inertia M_q (ns, ns) by the Kane assembly sum J_A^T M_A J_A."""
         Mq = np.zeros((self.ns, self.ns))
-        _mass_matrix(
-            self.kind, self.geo, self.RE, self.rE, self.Rc1, self.pc1, self.Mb, np.ascontiguousarray(q, float), Mq
-        )
+        _mass_matrix(*self.chain, self.Mb, np.ascontiguousarray(q, float), Mq)
         return Mq
 
     def energy(self, q, qd):

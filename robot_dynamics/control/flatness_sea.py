@@ -17,6 +17,11 @@ Gains: all poles at ``-p`` (``k3 = 4p, k2 = 6p^2, k1 = 4p^3, k0 = p^4``); the er
 ``e'''' + k3 e''' + k2 e'' + k1 e' + k0 e = 0``. With ``feedforward_only=True`` the law is
 ``tau = u_d + M_m (thetadd_a,d + K^-1 udd_d) + Kp (q_m,d - q_m) + Kd (qd_m,d - qd_m)``.
 Units: N m, rad, m, s. Undamped springs only (``damping = 0``) for the exact linearisation.
+
+The law ``sea_flatness`` of the control loop (:mod:`robot_dynamics.control.loop`), two routes:
+:class:`SEAFlatnessController` (the closed-form planar 3RRR, compiled) and
+:class:`GeneralSEAFlatness` (any SEA-PKM through the general 2nd-order route);
+:func:`make_sea_flatness_law` picks one.
 """
 
 from __future__ import annotations
@@ -34,14 +39,15 @@ from robot_dynamics.pkm.planar_sea import (
     _preload_n,
     _solve2,
     _solve3,
+    _task_acceleration,
     _task_space_1,
+    _task_space_work,
     solve_preload,
 )
 
 __all__ = [
     'SEAFlatnessController',
-    'SeaFlatnessLaw',
-    'GeneralSeaFlatnessLaw',
+    'GeneralSEAFlatness',
     'make_sea_flatness_law',
     'pole_gains',
     'sea_state_from_joints',
@@ -98,13 +104,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         for j in range(2):
             if not np.isfinite(yd[i, j]):
                 return 3
-    P = np.empty((3, 5, 2))
-    TH = np.empty((3, 5, 3, 2))
-    W = np.empty((3, 3, 2))
-    JIK = np.empty((3, 3, 3, 2))
-    st = np.empty(3, np.int64)
-    Mt = np.empty((2, 2))
-    bb = np.empty(2)
+    P, TH, W, JIK, st, Mt, bb = _task_space_work()
     # pass 1: theta, J_IK, b, M_t
     status = _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb)
     if status != 0:
@@ -114,11 +114,8 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     for l in range(3):
         u[l] = K * (q_m[l] - TH[0, 0, l, 0])
         ud[l] = K * (qd_m[l] - (JIK[0, 0, l, 0] * pd[0] + JIK[0, 0, l, 1] * pd[1]))
-    r = np.empty(2)
-    for i in range(2):
-        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
     pdd = np.empty(2)
-    if not _solve2(Mt, r, pdd):
+    if not _task_acceleration(JIK, u, Mt, bb, pdd):
         return 4
     J = JIK[0, 0].copy()
     # pass 2: b1 = wd(pddd = 0) and Jd_IK at (p, pd, pdd)
@@ -132,6 +129,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     _planar_batch(A, a, b, BR, Bp, X, M, g, S2, TH2, W2, JIK2, st2)
     if st2[0] != 0:
         return st2[0]
+    r = np.empty(2)
     for i in range(2):
         r[i] = (
             (J[0, i] * ud[0] + J[1, i] * ud[1] + J[2, i] * ud[2])
@@ -189,24 +187,90 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
     return 0
 
 
-class SEAFlatnessController:
-    """``tau = controller(p, pd, q_m, qd_m, yd, lam_d)`` for the planar 3RRR SEA-PKM.
+class _SeaLaw(Law):
+    """What the two routes of the law ``sea_flatness`` share: the task reference with
+    derivatives up to snap, the constant preload set-point ``preload`` (lambda_d' = lambda_d'' =
+    0) and the diagnostics (``info``: ``lambda`` (measured preload), ``lambda_d``, and
+    ``labels``/``values`` for a labelled diagnostics topic; e = reference - measured)."""
 
-    p, pd (2,): EE position/velocity (from the link-side encoders via the PKM FK, or measured);
-    q_m, qd_m (3,): motor angles/velocities; yd (5, 2): desired EE position .. snap; lam_d (3,):
-    preload set-point and its 1st/2nd derivatives (default 0). Returns tau (3,) [N m].
-    Attributes after a call: ``u``, ``ud`` (measured spring torque and rate), ``lam``.
+    name = 'sea_flatness'
+    reference = 'task'
+    reference_order = 4
+
+    @property
+    def preload(self):
+        return float(self.lam_d[0])
+
+    @preload.setter
+    def preload(self, v):
+        self.lam_d = np.array([float(v), 0.0, 0.0])
+
+    def _motor_out(self, motors):
+        """Positions in ``motors`` (joint indices of the SEA motors) of the command joints."""
+        try:
+            return np.array([motors.index(i) for i in self.cmd_idx], dtype=np.int64)
+        except ValueError:
+            names = self.model.joint_names
+            raise InputError(
+                f'sea_flatness: joints {self.joints} must be motor joints {[names[i] for i in motors]}'
+            ) from None
+
+    def _output(self, tau, e, ed, lam, with_lambda=True):
+        labels = [f'e_{c}' for c in self.coords] + [f'ed_{c}' for c in self.coords]
+        values = [*e, *ed]
+        if with_lambda:
+            labels += ['lambda', 'lambda_d']
+            values += [lam, self.preload]
+        info = {'lambda': lam, 'lambda_d': self.preload, 'labels': labels, 'values': values}
+        return LawOutput(tau[self._out], e, ed, info)
+
+
+class SEAFlatnessController(_SeaLaw):
+    """``tau = controller(p, pd, q_m, qd_m, yd, lam_d)`` for the planar 3RRR SEA-PKM, and the law
+    ``sea_flatness`` of the control loop on robots of that class.
+
+    ``model``: the robot (URDF + sidecar); ``params``: its :class:`Planar3RRRParams` (default
+    read from the model, :func:`robot_dynamics.plants.sea.sea_params_from_model`).
+    :meth:`__call__`: p, pd (2,): EE position/velocity (from the link-side encoders via the PKM
+    FK, or measured); q_m, qd_m (3,): motor angles/velocities; yd (5, 2): desired EE position ..
+    snap; lam_d (3,): preload set-point and its 1st/2nd derivatives (default 0). Returns tau (3,)
+    [N m]. Attributes after a call: ``u``, ``ud`` (measured spring torque and rate), ``lam``.
+
+    As a loop law (:meth:`update`): state = the link-side joints ``armk_joint``, ``armk_elbow``
+    and the motor joints ``armk_motor`` (k = 1..3) of one ``/joint_states`` (all required); EE
+    position/velocity = mean of the three limbs' forward kinematics
+    (:func:`sea_state_from_joints`). Reference coordinates ``coords = ['x', 'y']`` (world frame;
+    ``task_axes`` (0, 1) of a 3-D task reference): the EE position with its derivatives up to
+    snap in ``Reference.derivs`` (rows 0..4; missing rows, e.g. a hold reference without
+    ``derivs``, are zero). Command joints: the motor joints (``joints``, default the model's
+    actuated joints), torques [N m]. ``preload``: the set-point of lambda = n^T u [N m].
+
+    Safe command (stale or missing state/reference, law error): gravity is normal to the plane,
+    so ``'hold'`` is ``-hold_damping * qd_m`` on the motor joints (motors brake, the spring-link
+    oscillation is dissipated through them: the same as sim_node's plant hold for this robot)
+    and ``'zero'`` is no torque. An exactly linearising law is never fed stale input.
     """
 
     def __init__(
         self,
-        params: Planar3RRRParams = Planar3RRRParams(),
+        model,
         poles=30.0,
         lambda_poles=30.0,
+        preload=0.0,
+        joints=None,
+        params: Planar3RRRParams | None = None,
         feedforward_only=False,
         kp=0.0,
         kd=0.0,
     ):
+        from robot_dynamics.plants.sea import sea_limbs, sea_params_from_model
+
+        super().__init__(model, joints)
+        names = list(model.joint_names)
+        limbs = sea_limbs(model)  # (arm, elbow, motor) per SEA, sidecar order
+        self.ia, self.ie, self.im = ([names.index(lb[i]) for lb in limbs] for i in range(3))
+        self._out = self._motor_out(self.im)
+        params = params or sea_params_from_model(model)
         if params.damping != 0.0:
             raise InputError(
                 'SEAFlatnessController: the exact linearisation assumes undamped springs (params.damping = 0)'
@@ -221,17 +285,22 @@ class SEAFlatnessController:
         self.Mm = params.motor_inertia
         self._c = np.array([self.K, self.Mm, params.motor_damping, *self.k, *self.kl])
         self._lam0 = np.zeros(3)
+        self.coords = ['x', 'y']
+        self.task_axes = (0, 1)
+        self.required_joints = [names[i] for i in self.ia + self.ie + self.im]
+        self.preload = float(preload)
+        self._A, self._a, self._b = np.array(params.base_points, float), float(params.a), float(params.b)
+
+    def _inputs(self, p, pd, q_m, qd_m, yd, lam_d):
+        """The arguments of :meth:`__call__` as contiguous float arrays of their shapes."""
+        f = np.float64
+        shaped = [np.ascontiguousarray(x, f).reshape(n) for x, n in zip((p, pd, q_m, qd_m, yd), (2, 2, 3, 3, (5, 2)))]
+        return (*shaped, self._lam0 if lam_d is None else np.ascontiguousarray(lam_d, f).reshape(3))
 
     def __call__(self, p, pd, q_m, qd_m, yd, lam_d=None):
         if self.ff:
             return self._call_reference(p, pd, q_m, qd_m, yd, lam_d)
-        f = np.float64
-        p = np.ascontiguousarray(p, f).reshape(2)
-        pd = np.ascontiguousarray(pd, f).reshape(2)
-        q_m = np.ascontiguousarray(q_m, f).reshape(3)
-        qd_m = np.ascontiguousarray(qd_m, f).reshape(3)
-        yd = np.ascontiguousarray(yd, f).reshape(5, 2)
-        lam_d = self._lam0 if lam_d is None else np.ascontiguousarray(lam_d, f).reshape(3)
+        p, pd, q_m, qd_m, yd, lam_d = self._inputs(p, pd, q_m, qd_m, yd, lam_d)
         tau = np.empty(3)
         aux = np.empty(7)
         k = self.pkm
@@ -265,12 +334,7 @@ class SEAFlatnessController:
         """The numpy route of :meth:`__call__` (before the compiled :func:`_flatness_step`;
         used for ``feedforward_only`` and as the reference of the tests and the benchmark)."""
         P = self.params
-        p = np.asarray(p, float).reshape(2)
-        pd = np.asarray(pd, float).reshape(2)
-        q_m = np.asarray(q_m, float).reshape(3)
-        qd_m = np.asarray(qd_m, float).reshape(3)
-        yd = np.asarray(yd, float).reshape(5, 2)
-        lam_d = np.zeros(3) if lam_d is None else np.asarray(lam_d, float).reshape(3)
+        p, pd, q_m, qd_m, yd, lam_d = self._inputs(p, pd, q_m, qd_m, yd, lam_d)
         if self.ff:
             r = self.pkm.inverse_dynamics_d2(yd, lam_d)
             tha = r.theta[:, :, 0]
@@ -309,62 +373,6 @@ class SEAFlatnessController:
         self.u, self.ud, self.lam = u, ud, lam
         return u + self.Mm * (r3.theta[2, :, 0] + udd / self.K) + P.motor_damping * qd_m
 
-
-class SeaFlatnessLaw(Law):
-    """``sea_flatness``: :class:`SEAFlatnessController` as a law of the control loop
-    (:class:`~robot_dynamics.control.loop.ControlLoop`).
-
-    State: the link-side joints ``armk_joint``, ``armk_elbow`` and the motor joints
-    ``armk_motor`` (k = 1..3) of one ``/joint_states`` (all required); EE position/velocity =
-    mean of the three limbs' forward kinematics (:func:`sea_state_from_joints`). Reference
-    coordinates ``coords = ['x', 'y']`` (world frame; ``task_axes`` (0, 1) of a 3-D task
-    reference): the EE position with its derivatives up to snap in ``Reference.derivs`` (rows
-    0..4; missing rows, e.g. a hold reference without ``derivs``, are zero). Command joints: the
-    motor joints (``joints``, default the model's actuated joints), torques [N m]. ``preload``:
-    the set-point of lambda = n^T u [N m] (constant; lambda_d' = lambda_d'' = 0).
-
-    ``info``: ``lambda`` (measured preload), ``lambda_d``, and ``labels``/``values`` (e_x, e_y,
-    ed_x, ed_y, lambda, lambda_d) for a labelled diagnostics topic; e = reference - measured.
-
-    Safe command (stale or missing state/reference, law error): gravity is normal to the plane,
-    so ``'hold'`` is ``-hold_damping * qd_m`` on the motor joints (motors brake, the spring-link
-    oscillation is dissipated through them: the same as sim_node's plant hold for this robot)
-    and ``'zero'`` is no torque. An exactly linearising law is never fed stale input.
-    """
-
-    name = 'sea_flatness'
-    reference_order = 4
-
-    def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from robot_dynamics.pkm.sea import sea_limbs, sea_params_from_model
-
-        super().__init__(model, joints)
-        names = list(model.joint_names)
-        limbs = sea_limbs(model)  # (arm, elbow, motor) per SEA, sidecar order
-        self.ia, self.ie, self.im = ([names.index(lb[i]) for lb in limbs] for i in range(3))
-        try:
-            self._out = np.array([self.im.index(i) for i in self.cmd_idx], dtype=np.int64)
-        except ValueError:
-            raise InputError(
-                f'sea_flatness: joints {self.joints} must be motor joints {[names[i] for i in self.im]}'
-            ) from None
-        self.params = sea_params_from_model(model)
-        self.ctrl = SEAFlatnessController(self.params, poles=poles, lambda_poles=lambda_poles)
-        self.coords = ['x', 'y']
-        self.task_axes = (0, 1)
-        self.required_joints = [names[i] for i in self.ia + self.ie + self.im]
-        self.preload = float(preload)
-        P = self.params
-        self._A, self._a, self._b = np.array(P.base_points, float), float(P.a), float(P.b)
-
-    @property
-    def preload(self):
-        return float(self.lam_d[0])
-
-    @preload.setter
-    def preload(self, v):
-        self.lam_d = np.array([float(v), 0.0, 0.0])
-
     def measured(self, state):
         """(p, pd, q_m, qd_m) of a loop :class:`~robot_dynamics.control.loop.State`: what
         :func:`sea_state_from_joints` computes, with the constant geometry cached (per state)."""
@@ -383,23 +391,12 @@ class SeaFlatnessLaw(Law):
         """yd (5, 2): the reference's EE position .. snap (:func:`reference_derivs`)."""
         return reference_derivs(ref, 2)
 
-    def compute(self, state, ref):
+    def update(self, state, ref, dt=None):
+        """Motor torques (command order) for ``state`` and the EE reference ``ref``."""
         p, pd, qm, qdm = self.measured(state)
         yd = self.desired(ref)
-        tau = self.ctrl(p, pd, qm, qdm, yd, self.lam_d)
-        e, ed = yd[0] - p, yd[1] - pd
-        lam = float(self.ctrl.lam)
-        return LawOutput(
-            tau[self._out],
-            e,
-            ed,
-            {
-                'lambda': lam,
-                'lambda_d': self.preload,
-                'labels': ['e_x', 'e_y', 'ed_x', 'ed_y', 'lambda', 'lambda_d'],
-                'values': [e[0], e[1], ed[0], ed[1], lam, self.preload],
-            },
-        )
+        tau = self(p, pd, qm, qdm, yd, self.lam_d)
+        return self._output(tau, yd[0] - p, yd[1] - pd, float(self.lam))
 
     def current_coordinates(self, q):
         """The EE position at joint configuration q (to hold the current pose)."""
@@ -413,135 +410,79 @@ class SeaFlatnessLaw(Law):
         return np.zeros(len(self.joints))
 
 
-class GeneralSeaFlatnessLaw(Law):
-    """``sea_flatness`` for ANY SEA-PKM the general 2nd-order route covers
-    (:class:`robot_dynamics.pkm.sea.GeneralSEAFlatness`: three passes of the general route;
-    equal to :class:`SeaFlatnessLaw` on the planar 3RRR to round-off, tested).
-
-    State: every link-side tree joint of the platform limb (measured task state) and the SEA
-    motor joints; reference coordinates ``coords`` = the route's task (world components of the
-    platform frame, e.g. ``['x', 'z']``), ``task_axes`` their indices in a 3-D task reference
-    (positional tasks only), rows 0..4 of ``Reference.derivs``. Command joints: the motor
-    joints. ``preload``: lambda set-point (redundant SEA only). Safe command ``'hold'``: the
-    static spring effort of the current pose (u of the static ID, holds gravity) minus
-    ``hold_damping * qd_m``; ``'zero'``: no effort. 6-DOF platform (pose task): ``coords`` x, y,
-    z, rx, ry, rz; reference rows as trajectory_node's pose profiles publish them
-    (:class:`robot_dynamics.control.trajectories.PoseRows`: row 0 position + rotation vector, rows 1..4
-    the body-fixed twist and its derivatives); errors ``e = log(T^-1 T_d)`` (body frame, m and
-    rad), ``ed = Ad(T^-1 T_d) V_d - V``."""
-
-    name = 'sea_flatness'
-    reference_order = 4
-    preload = SeaFlatnessLaw.preload  # lambda set-point (lam_d = [preload, 0, 0])
-
-    def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        super().__init__(model, joints)
-        self.sea = SEAPKM(model)
-        self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)
-        mot = [int(i) for i in self.sea.i_mot]
-        try:
-            self._out = np.array([mot.index(i) for i in self.cmd_idx], dtype=np.int64)
-        except ValueError:
-            raise InputError(
-                f'sea_flatness: joints {self.joints} must be motor joints {[model.joint_names[i] for i in mot]}'
-            ) from None
-        idx = list(self.sea.pkm.task_idx)
-        if self.sea.pose:
-            self.coords, idx = ['x', 'y', 'z', 'rx', 'ry', 'rz'], list(range(6))
-        elif any(k >= 3 for k in idx):
-            raise InputError(
-                f'sea_flatness: task {self.sea.task} has an angular component; the '
-                'law takes positional task references only'
-            )
-        else:
-            self.coords = list(self.sea.task)
-        self.task_axes = tuple(int(k) for k in idx)
-        lb = self.sea.pkm.limbs[-1]
-        self.required_joints = [model.joint_names[int(j)] for j in lb.tree] + [model.joint_names[i] for i in mot]
-        self.preload = float(preload)
-
-    def compute(self, state, ref):
-        s = self.sea
-        x, xd = s.measure(state.q, state.qd)
-        yd = reference_derivs(ref, len(self.coords))
-        if s.pose:  # (pose, body twist and derivatives)
-            from robot_dynamics.control.trajectories import pose_matrix
-
-            yd = (pose_matrix(yd[0, :3], yd[0, 3:]), yd[1:5])
-        tau = self.ctrl(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
-        e, ed = self.ctrl.e, self.ctrl.ed
-        lam = float(self.ctrl.lam)
-        labels = [f'e_{c}' for c in self.coords] + [f'ed_{c}' for c in self.coords]
-        values = [*e, *ed]
-        if s.n_a > s.delta:
-            labels += ['lambda', 'lambda_d']
-            values += [lam, self.preload]
-        return LawOutput(
-            tau[self._out], e, ed, {'lambda': lam, 'lambda_d': self.preload, 'labels': labels, 'values': values}
-        )
-
-    def current_coordinates(self, q):
-        x = self.sea.measure(q, np.zeros_like(q))[0]
-        if self.sea.pose:  # position + rotation vector (the reference's row 0)
-            from robot_dynamics.spatial.lie import log_so3
-
-            return np.concatenate([x[:3, 3], log_so3(x[:3, :3])])
-        return x
-
-    def safe_command(self, state, mode, damping):
-        if mode == 'hold' and state is not None:
-            s = self.sea
-            try:
-                u = s.at(s.measure(state.q, state.qd)[0]).u[0]
-            except RobotDynamicsError:  # outside the workspace / singular: brake only
-                u = np.zeros(s.n_a)
-            eff = (u - float(damping) * state.qd[s.i_mot])[self._out]
-            if np.all(np.isfinite(eff)):
-                return eff
-        return np.zeros(len(self.joints))
-
-
 def make_sea_flatness_law(model, route='auto', **kw):
     """The ``sea_flatness`` law of a model: ``route='planar'`` the closed-form planar 3RRR law
-    (:class:`SeaFlatnessLaw`, robots of its class only), ``'general'`` the general route
-    (:class:`GeneralSeaFlatnessLaw`, any SEA-PKM), ``'auto'`` the planar one when the model is
+    (:class:`SEAFlatnessController`, robots of its class only), ``'general'`` the general route
+    (:class:`GeneralSEAFlatness`, any SEA-PKM), ``'auto'`` the planar one when the model is
     in its class (read by :func:`robot_dynamics.plants.sea.sea_params_from_model`), else the general."""
     if route not in ('auto', 'planar', 'general'):
         raise InputError(f'sea_flatness: route must be auto, planar or general, got {route!r}')
     if route == 'general':
-        return GeneralSeaFlatnessLaw(model, **kw)
+        return GeneralSEAFlatness(model, **kw)
     from robot_dynamics.pkm.sea import sea_params_from_model
 
     try:
         sea_params_from_model(model)  # the planar class (InputError naming why not)
-        return SeaFlatnessLaw(model, **kw)
+        return SEAFlatnessController(model, **kw)
     except InputError:
         if route == 'planar':
             raise
-        return GeneralSeaFlatnessLaw(model, **kw)
+        return GeneralSEAFlatness(model, **kw)
 
 
-_ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2
-
-
-class GeneralSEAFlatness:
+class GeneralSEAFlatness(_SeaLaw):
     """``tau = law(x, xd, qm, qdm, yd, lam_d)``: the flatness-based exactly linearising SEA law
-    (module docstring) for any :class:`SEAPKM` with undamped springs. yd (5, delta): desired
-    task coordinates .. snap; lam_d (3,): preload set-point and derivatives (redundant SEA
-    only). Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA) and
-    the tracking errors ``e``, ``ed`` (delta,) (pose task: log(T^-1 T_d) and Ad(T^-1 T_d) V_d -
-    V, body frame)."""
+    (module docstring) for any :class:`SEAPKM` with undamped springs (three passes of the general
+    2nd-order route; equal to :class:`SEAFlatnessController` on the planar 3RRR to round-off,
+    tested), and the law ``sea_flatness`` of the control loop on any SEA-PKM.
 
-    def __init__(self, sea: SEAPKM, poles=30.0, lambda_poles=30.0):
+    ``model``: the robot or its :class:`SEAPKM`. :meth:`__call__`: yd (5, delta): desired task
+    coordinates .. snap; lam_d (3,): preload set-point and derivatives (redundant SEA only).
+    Attributes after a call: ``u``, ``ud``, ``lam`` (nan without a redundant SEA) and the
+    tracking errors ``e``, ``ed`` (delta,) (pose task: log(T^-1 T_d) and Ad(T^-1 T_d) V_d - V,
+    body frame).
+
+    As a loop law (:meth:`update`): state = every link-side tree joint of the platform limb
+    (measured task state) and the SEA motor joints; reference coordinates ``coords`` = the
+    route's task (world components of the platform frame, e.g. ``['x', 'z']``), ``task_axes``
+    their indices in a 3-D task reference (positional tasks only), rows 0..4 of
+    ``Reference.derivs``. Command joints: the motor joints. ``preload``: lambda set-point
+    (redundant SEA only). Safe command ``'hold'``: the static spring effort of the current pose
+    (u of the static ID, holds gravity) minus ``hold_damping * qd_m``; ``'zero'``: no effort.
+    6-DOF platform (pose task): ``coords`` x, y, z, rx, ry, rz; reference rows as
+    trajectory_node's pose profiles publish them
+    (:class:`robot_dynamics.control.trajectories.PoseRows`: row 0 position + rotation vector,
+    rows 1..4 the body-fixed twist and its derivatives); errors ``e = log(T^-1 T_d)`` (body
+    frame, m and rad), ``ed = Ad(T^-1 T_d) V_d - V``."""
+
+    def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
+        sea = model if isinstance(model, SEAPKM) else SEAPKM(model)
+        model = sea.model
         if np.any(sea.D != 0):
             raise InputError(
-                f"model '{sea.model.name}': the exact linearisation assumes undamped springs (SEA damping = 0)"
+                f"model '{model.name}': the exact linearisation assumes undamped springs (SEA damping = 0)"
             )
+        super().__init__(model, joints)
         self.sea = sea
         self.k = pole_gains(float(poles), 4)
         self.kl = pole_gains(float(lambda_poles), 2)
         self.u = self.ud = self.e = self.ed = None
         self.lam = float('nan')
+        mot = [int(i) for i in sea.i_mot]
+        self._out = self._motor_out(mot)
+        idx = list(sea.pkm.task_idx)
+        if sea.pose:
+            self.coords, idx = ['x', 'y', 'z', 'rx', 'ry', 'rz'], list(range(6))
+        elif any(k >= 3 for k in idx):
+            raise InputError(
+                f'sea_flatness: task {sea.task} has an angular component; the law takes positional task references only'
+            )
+        else:
+            self.coords = list(sea.task)
+        self.task_axes = tuple(int(k) for k in idx)
+        lb = sea.pkm.limbs[-1]
+        self.required_joints = [model.joint_names[int(j)] for j in lb.tree] + [model.joint_names[i] for i in mot]
+        self.preload = float(preload)
 
     def __call__(self, x, xd, qm, qdm, yd, lam_d=None):
         """yd: (5, delta) desired task coordinates and derivatives 1..4, or, pose task, the
@@ -595,3 +536,38 @@ class GeneralSEAFlatness:
             udd = np.linalg.solve(np.vstack([JJ[0].T, n[0]]), np.concatenate([rhs, [nul - n[2] @ u - 2 * n[1] @ ud]]))
         self.u, self.ud, self.lam, self.e, self.ed = u, ud, lam, e, yd[1] - xd
         return u + s.Mm * (r3.theta_a[0, 2] + udd / s.K) + s.Dm * qdm
+
+    def update(self, state, ref, dt=None):
+        """Motor efforts (command order) for ``state`` and the task reference ``ref``."""
+        s = self.sea
+        x, xd = s.measure(state.q, state.qd)
+        yd = reference_derivs(ref, len(self.coords))
+        if s.pose:  # (pose, body twist and derivatives)
+            from robot_dynamics.control.trajectories import pose_matrix
+
+            yd = (pose_matrix(yd[0, :3], yd[0, 3:]), yd[1:5])
+        tau = self(x, xd, state.q[s.i_mot], state.qd[s.i_mot], yd, self.lam_d)
+        return self._output(tau, self.e, self.ed, float(self.lam), s.n_a > s.delta)
+
+    def current_coordinates(self, q):
+        x = self.sea.measure(q, np.zeros_like(q))[0]
+        if self.sea.pose:  # position + rotation vector (the reference's row 0)
+            from robot_dynamics.spatial.lie import log_so3
+
+            return np.concatenate([x[:3, 3], log_so3(x[:3, :3])])
+        return x
+
+    def safe_command(self, state, mode, damping):
+        if mode == 'hold' and state is not None:
+            s = self.sea
+            try:
+                u = s.at(s.measure(state.q, state.qd)[0]).u[0]
+            except RobotDynamicsError:  # outside the workspace / singular: brake only
+                u = np.zeros(s.n_a)
+            eff = (u - float(damping) * state.qd[s.i_mot])[self._out]
+            if np.all(np.isfinite(eff)):
+                return eff
+        return np.zeros(len(self.joints))
+
+
+_ = solve_preload  # re-exported helper used by the feed-forward path through PlanarID2

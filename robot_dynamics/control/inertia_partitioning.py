@@ -30,6 +30,11 @@ Stability diagnostics (brief 000 A7, [ERRATUM] of the paper's eq. 35): with
   state).
 
 Gains: ``kp`` [N·m/rad or N/m], ``kv`` [N·m·s/rad or N·s/m], per coordinate.
+
+:class:`IPController` is also the law ``inertia_partitioning`` of the control loop
+(:mod:`robot_dynamics.control.loop`): :meth:`IPController.update` runs the step on the measured
+minimal coordinates, holds locked DoFs by their brake emulation and lets an unlocked DoF
+re-join its reference along a quintic blend (:class:`ReferenceRejoin`).
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from robot_dynamics.algorithms._partitioning_kernels import ip_law
-from robot_dynamics.errors import InputError
 from robot_dynamics.algorithms.partitioning import PartitionedModel, christoffel
+from robot_dynamics.control.loop import Law, LawOutput
 from robot_dynamics.control.trajectories import DecayingOffset
+from robot_dynamics.errors import InputError
 
 __all__ = [
     'LAWS',
@@ -130,23 +136,51 @@ class IPOutput:
     terms: object
 
 
-class IPController:
-    """Modular controller on a :class:`PartitionedModel` (law 'paper' or 'pdplus').
+class IPController(Law):
+    """Modular controller on a :class:`PartitionedModel` (law 'paper' or 'pdplus'), and the law
+    ``inertia_partitioning`` of the control loop.
 
-    ``kp``, ``kv``: scalars or dicts {coordinate: gain} (default 20, Table II). The modules are
-    rebuilt from the partitioned model's active coordinates at every call, so reconfiguring
-    the model (payload, locked DoFs, body parameters) needs no change here. :meth:`compute`
-    returns an :class:`IPOutput` in the active coordinates; :meth:`actuator_efforts` expands
-    to all minimal coordinates (locked ones get ``lock_effort``).
+    ``model``: a :class:`~robot_dynamics.model.Model` (partitioned here with ``loop_map`` and
+    ``neglect_bodies``) or a :class:`PartitionedModel`. ``kp``, ``kv``: scalars or dicts
+    {coordinate: gain} (default 20, Table II). The modules are rebuilt from the partitioned
+    model's active coordinates at every call, so reconfiguring the model (payload, locked DoFs,
+    body parameters) needs no change here. :meth:`compute` returns an :class:`IPOutput` in the
+    active coordinates; :meth:`actuator_efforts` expands to all minimal coordinates (locked ones
+    get ``lock_effort``).
+
+    As a loop law (:meth:`update`): reference coordinates ``coords`` and command ``joints`` are
+    the minimal coordinates (``joints`` = their command order); an unlocked DoF re-joins its
+    reference over ``unlock_blend_time`` s (``rejoin``, :class:`ReferenceRejoin`). ``info``:
+    the diagnostics (``labels`` / ``values``: e, ed, V, Vdot, lyapunov_margin, cond,
+    loop_margin).
     """
 
-    def __init__(self, pmodel: PartitionedModel, law='paper', kp=20.0, kv=20.0):
+    name = 'inertia_partitioning'
+
+    def __init__(
+        self,
+        model,
+        law='paper',
+        kp=20.0,
+        kv=20.0,
+        joints=None,
+        loop_map='auto',
+        neglect_bodies=(),
+        unlock_blend_time=2.0,
+    ):
         if law not in LAWS:
             raise InputError(f'law must be one of {LAWS}, got {law!r}')
-        self.pm = pmodel
-        self.law = law
+        pm = model if isinstance(model, PartitionedModel) else PartitionedModel(model, loop_map, list(neglect_bodies))
+        joints = list(pm.all_coords) if joints is None else list(joints)
+        if sorted(joints) != sorted(pm.all_coords):
+            raise InputError(f'joints {joints} must be the minimal coordinates {pm.all_coords}')
+        super().__init__(pm.model, joints)
+        self.pm, self.law = pm, law
+        self.coords = list(pm.all_coords)
         self.gains = {}
         self.set_gains(kp, kv)
+        self.rejoin = ReferenceRejoin(pm.all_coords, float(unlock_blend_time))
+        self._order = [pm.all_coords.index(j) for j in self.joints]
 
     def set_gains(self, kp=None, kv=None):
         """Gains: scalar (all coordinates) or {name: value}; must be > 0."""
@@ -236,6 +270,25 @@ class IPController:
         for c in self.pm.locked:
             Q[self.pm.all_coords.index(c)] = (lock_effort or {}).get(c, 0.0)
         return Q
+
+    def update(self, state, ref, dt=None):
+        """The loop law: efforts of the minimal coordinates (command order) at ``state``."""
+        q, qd, pm = state.q, state.qd, self.pm
+        th_all, thd_all = q[pm.loop_map.idx], qd[pm.loop_map.idx]
+        r0, r1, r2 = self.rejoin(state.stamp, th_all, thd_all, ref.pos, ref.vel, ref.acc)
+        sel = pm.sel
+        out = self.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
+        Q = self.actuator_efforts(out, self.lock_efforts(th_all, thd_all, q_guess=q))
+        labels = (
+            [f'e_{c}' for c in pm.coords]
+            + [f'ed_{c}' for c in pm.coords]
+            + ['V', 'Vdot', 'lyapunov_margin', 'cond', 'loop_margin']
+        )
+        values = np.concatenate([out.e, out.ed, [out.V, out.Vdot, out.lyapunov_margin, out.cond, out.loop_margin]])
+        return LawOutput(Q[self._order], out.e, out.ed, {'labels': labels, 'values': values})
+
+    def current_coordinates(self, q):
+        return q[self.pm.loop_map.idx]
 
 
 class ReferenceRejoin:

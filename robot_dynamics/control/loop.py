@@ -2,10 +2,11 @@
 
 The shape follows ros2_control: :class:`ControlLoop` plays the controller manager (it owns
 timing, the state and reference inputs, limits and the safe command), a *law* plays the
-controller (one small object with one method, ``compute(state, reference) -> LawOutput``).
-A node only translates messages into :meth:`ControlLoop.set_state` /
-:meth:`ControlLoop.set_reference` / :meth:`ControlLoop.set_feedforward` calls, asks
-:meth:`ControlLoop.update` for a command and publishes it.
+controller: one small object with one method, ``update(state, reference, dt) -> LawOutput``
+(no clipping, no extrapolation: the loop does both). A node translates one state message into
+one :meth:`ControlLoop.on_state` call and publishes the :class:`Command` it returns (references:
+:meth:`ControlLoop.set_reference` / :meth:`ControlLoop.set_feedforward`, then
+:meth:`ControlLoop.update`; the watchdog timer: :meth:`ControlLoop.update`).
 
 What the loop does for every law (times in s; ``now`` is the caller's clock: the node clock,
 i.e. wall time on a real robot and simulated time in a lock-step test graph):
@@ -28,26 +29,32 @@ i.e. wall time on a real robot and simulated time in a lock-step test graph):
   on the wall clock (the ``wall`` arguments) whenever the caller gives one and the loop is not
   in lock-step (``sync``): a real-time graph on the plant clock (/clock) stops its node clock
   when the plant stops, which must make the input stale, not keep it fresh. In lock-step it is
-  the caller's clock (simulated time: no wall-clock safe command is injected as a step).
+  the caller's clock (simulated time: no wall-clock safe command is injected as a step). A state
+  older on arrival than ``max_state_age`` (the caller fell behind) is stored, not answered by
+  :meth:`on_state`: the newest one is answered (at the latest by the watchdog's :meth:`update`).
 * **reference matching**: a reference sample with the state's own stamp is used as is (lock-step
   graphs); otherwise the newest sample not after the state is extrapolated to the state's stamp
   (2nd order from its own derivatives, at most ``max_extrapolation``; feed-forward efforts
   linearly from the previous sample, optionally ``ff_lead`` further, which compensates the
   plant's zero-order hold). With ``sync`` (lock-step) :meth:`update` returns ``None`` (wait) until
   the matching sample is in or ``ref_wait`` has passed.
-* **limits**: efforts are clipped to min(URDF effort limit, ``max_effort``) per joint; a
-  non-finite law output or a law error gives the safe command.
+* **limits**: efforts are clipped to min(URDF effort limit, ``max_effort``) per joint, here and
+  nowhere else; a non-finite law output or a law error gives the safe command.
 * **safe command** (``safe``): ``'zero'`` (no effort, what a ros2_control forward command
   controller's hardware expects when the controller is stopped) or ``'hold'`` (the
   passive-joint-aware static gravity balance at the last valid state minus ``hold_damping`` x
-  actuated velocity, :func:`~robot_dynamics.control.computed_torque.hold_command`); a law may
+  actuated velocity, :func:`~robot_dynamics.algorithms.projection.hold_command`); a law may
   define its own (``law.safe_command``: valves closed for a hydraulic law).
 * **overrun accounting**: compute time of every update and state -> command latency (ring of the
   last ``stats_window`` updates: p50 / p99 / max), overruns (compute time > ``period``),
   counters; :meth:`diagnostics` returns them for ``/diagnostics``.
+* **reports**: ``Command.report`` says whether the auxiliary outputs of a command (tracking
+  error, feed-forward, wrenches) are due: at most one per ``report_period`` of state time.
 
-Every state is answered at most once (a re-sent stamp is ignored), and only the newest state is
-answered (a controller that falls behind skips states instead of working through a backlog).
+Every state is answered at most once (a re-sent stamp is ignored; in lock-step, a state that
+comes again with the stamp of the last command, i.e. the plant did not get that command, gets
+the same command again, ``Command.repeated``), and only the newest state is answered (a
+controller that falls behind skips states instead of working through a backlog).
 """
 
 from __future__ import annotations
@@ -168,8 +175,10 @@ class LawOutput:
 
 @dataclass
 class Command:
-    """One answer of the loop: ``effort`` (p,) to publish (already limited), ``safe`` (True if
-    this is the safe command, ``reason`` then says why), the state/reference used, errors."""
+    """One answer of the loop: ``effort`` (p,) to publish (limited), ``safe`` (True if this is
+    the safe command, ``reason`` then says why), the state/reference used, errors; ``repeated``
+    (the command of the last state again, see :meth:`ControlLoop.on_state`); ``report`` (the
+    auxiliary outputs of this command are due, see ``report_period``)."""
 
     effort: np.ndarray
     safe: bool
@@ -183,6 +192,8 @@ class Command:
     reference: Reference | None = None
     state: State | None = None
     sample: Reference | None = None  # the reference sample used, before extrapolation
+    repeated: bool = False
+    report: bool = True
 
 
 class Law:
@@ -192,15 +203,19 @@ class Law:
     coordinates, k); ``required_joints`` (state joints whose positions the law needs: default all
     model joints); ``needs_feedforward`` (the reference carries actuator efforts);
     ``needs_reference`` (False for a law that regulates to a fixed goal of its own);
-    ``extra_names`` (named measurements of the state message besides the joints, required, in
-    ``State.extra``) with ``extra_limits`` (name -> (lo, hi) plausibility); ``command_limit``
-    ((p,) limits of the command in the law's own units, e.g. valve volts, replacing the URDF
-    effort limits; None = the URDF's).
+    ``reference`` ('joint' or 'task': the coordinates ``coords`` name) and ``reference_order``
+    (the highest derivative the law reads, 2, or 4 from ``Reference.derivs``); ``extra_names``
+    (named measurements of the state message besides the joints, required, in ``State.extra``)
+    with ``extra_limits`` (name -> (lo, hi) plausibility); ``command_limit`` ((p,) limits of the
+    command in the law's own units, e.g. valve volts, replacing the URDF effort limits; None =
+    the URDF's).
     """
 
     name = 'law'
     needs_feedforward = False
     needs_reference = True
+    reference = 'joint'
+    reference_order = 2
     extra_names = ()
     extra_limits = {}
     command_limit = None
@@ -212,7 +227,9 @@ class Law:
         self.coords = list(self.joints)
         self.required_joints = list(model.joint_names)
 
-    def compute(self, state: State, ref: Reference | None) -> LawOutput:  # pragma: no cover
+    def update(self, state: State, ref: Reference | None, dt: float | None) -> LawOutput:  # pragma: no cover
+        """The efforts for ``state`` and the reference ``ref`` at its stamp; ``dt`` [s]: time since
+        the state of the previous call (None at the first). Neither clips nor extrapolates."""
         raise NotImplementedError
 
     def prepare(self):
@@ -228,7 +245,7 @@ class Law:
         if hasattr(self, 'current_coordinates'):
             ref.pos = np.asarray(self.current_coordinates(st.q), float)
         try:
-            self.compute(st, ref)
+            self.update(st, ref, None)
         except (RobotDynamicsError, np.linalg.LinAlgError):
             pass
 
@@ -247,17 +264,15 @@ class Law:
         return np.zeros(len(self.joints))
 
 
-def _sec(x):
-    return None if x is None else float(x)
-
-
 class ControlLoop:
     """The control loop shared by every law (see the module docstring).
 
     Parameters: ``law`` (a :class:`Law`); ``period`` [s] (the controller period: overrun
     threshold); ``state_timeout``, ``reference_timeout``, ``max_extrapolation``, ``ref_wait`` [s];
-    ``sync`` (lock-step: wait for the reference of the state's stamp); ``max_effort`` (scalar or
-    (p,), combined with the URDF limits); ``safe`` ('zero' | 'hold'), ``hold_damping``;
+    ``sync`` (lock-step: wait for the reference of the state's stamp); ``max_state_age`` [s]
+    (:meth:`on_state` answers a state only when it is younger on arrival; 0 = one ``period``);
+    ``report_period`` [s of state time] (``Command.report``: 0 = every command); ``max_effort``
+    (scalar or (p,), combined with the URDF limits); ``safe`` ('zero' | 'hold'), ``hold_damping``;
     ``position_margin`` [rad | m], ``velocity_factor``, ``max_speed`` [rad/s | m/s]
     (plausibility); ``max_future`` [s] (a state stamped more than this ahead of ``now`` is
     rejected, so no single message can lock the loop out); ``ff_lead`` [s]; ``clock`` (callable
@@ -267,12 +282,12 @@ class ControlLoop:
     does not start before its reference source is up); ``interpolate`` (a state between two
     held samples, from a source publishing ahead: pos/vel/acc from the quintic through both
     instead of the Taylor series of the earlier one; opt-in; it helps irsbot2_t1's joint
-    references in real time; five_bar's task-space graph, whose node pairs the parts of a sample
-    by stamp: 0.100 mm with it and a 50 ms preview, 0.100-0.106 mm without);
-    ``reference_history`` (samples held, the oldest dropped: a source ``lead`` seconds ahead at
-    ``rate`` Hz keeps lead x rate of them after the state, and the one before it must survive;
-    e.g. 64, i.e. 0.26 s at 250 Hz, would drop the samples around the state of a 0.3 s
-    preview).
+    references in real time; the five_bar task-space graph tracks at 0.100 mm with it and a
+    50 ms preview, 0.100-0.106 mm without); ``reference_history`` (samples held, the oldest
+    dropped: a source ``lead`` seconds ahead at ``rate`` Hz keeps lead x rate of them after the
+    state, and the one before it must survive: 64, i.e. 0.26 s at 250 Hz, would drop the samples
+    around the state of a 0.3 s preview). ``active`` (attribute, default True): while False the
+    loop stores its inputs and answers nothing (a disabled controller).
     """
 
     def __init__(
@@ -297,6 +312,8 @@ class ControlLoop:
         wait_first_reference=False,
         interpolate=False,
         reference_history=256,
+        max_state_age=0.0,
+        report_period=0.0,
     ):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
@@ -314,6 +331,8 @@ class ControlLoop:
             ('max_future', max_future),
             ('position_margin', position_margin),
             ('ff_lead', ff_lead),
+            ('max_state_age', max_state_age),
+            ('report_period', report_period),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f'{name} must be a finite number >= 0, got {v!r}')
@@ -331,6 +350,9 @@ class ControlLoop:
         self.ff_lead = float(ff_lead)
         self.interpolate = bool(interpolate)
         self.max_future = float(max_future)
+        self.max_state_age = float(max_state_age) or self.period
+        self.report_period = float(report_period)
+        self.active = True
         if not (isinstance(reference_history, (int, np.integer)) and reference_history >= 2):
             raise InputError(f'reference_history must be an integer >= 2, got {reference_history!r}')
         self.reference_history = int(reference_history)
@@ -362,6 +384,8 @@ class ControlLoop:
         self.refs: OrderedDict = OrderedDict()  # stamp ns -> dict(parts), in stamp order
         self._ref_plain: Reference | None = None  # the latest complete sample
         self._answered = None  # stamp of the last state answered
+        self._law_stamp = None  # stamp of the last state the law computed
+        self._reported = None  # stamp of the last command with report
         self._pending_since = None
         self.last_command: Command | None = None
         self.stale = False
@@ -405,6 +429,8 @@ class ControlLoop:
             wait_first_reference=p['wait_first_reference'],
             interpolate=p['interpolate'],
             reference_history=int(p['reference_history']),
+            max_state_age=p['max_state_age'],
+            report_period=1.0 / p['error_rate'] if p['error_rate'] else 0.0,
         )
 
     def safe_effort(self, state=None):
@@ -439,6 +465,29 @@ class ControlLoop:
             self.count['rejected_states'] += 1
             self.last_reject = f'state: {why}'
         return why
+
+    def on_state(self, names, position, velocity, stamp, now, wall=None):
+        """One state message, parsed and answered: ``(command or None, warning or None)``.
+
+        A rejected state: no command, the warning says why. In lock-step (``sync``), a state with
+        the stamp of the last command (the plant publishes a state again when it got no command
+        for it, e.g. one published before its subscription had matched at start-up): that
+        command again (``repeated``), or the graph would wait for ever. A state older on arrival
+        than ``max_state_age``: stored, not answered here (newer states are queued behind it;
+        the newest is answered, at the latest by the watchdog's :meth:`update`). Else
+        :meth:`update`. Arguments: see :meth:`set_state`.
+        """
+        why = self.set_state(names, position, velocity, stamp, now, wall)
+        if why:
+            return None, f'rejected joint_states: {why}'
+        last = self.last_command
+        if self.sync and self.active and last is not None and stamp == last.stamp:
+            return replace(last, repeated=True), (
+                'lock-step: a state came again without a step (its command was lost): the command sent again'
+            )
+        if now - stamp > self.max_state_age:
+            return None, None
+        return self.update(now, wall), None
 
     def _parse(self, names, position, velocity, stamp, now, wall=None):
         m = self.model
@@ -532,7 +581,7 @@ class ControlLoop:
                 # a sample older than one already held (a subscriber matched in the middle of a
                 # preview burst gets its tail first and the start at the next repeat): the slots
                 # stay in stamp order, which _around and the trimming below rely on (in insertion
-                # order a T1 state found a 0.1 s "gap" around it and the safe hold came at 10 G)
+                # order a T1 state would see a 0.1 s "gap" around it and get the safe hold at 10 G)
                 items = sorted(self.refs.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
                 self.refs.clear()
                 self.refs.update(items)
@@ -741,7 +790,7 @@ class ControlLoop:
         state's staleness when ``set_state`` had a ``wall`` too.
         """
         st = self.state
-        if st is None:
+        if st is None or not self.active:
             return None
         age = self._age(st, now, wall)
         if age > self.state_timeout:
@@ -770,7 +819,8 @@ class ControlLoop:
         if dt > 0:
             self.count['extrapolated'] += 1
         try:
-            out = self.law.compute(st, ref)
+            out = self.law.update(st, ref, None if self._law_stamp is None else st.stamp - self._law_stamp)
+            self._law_stamp = st.stamp
             eff = np.asarray(out.effort, float)
         except (RobotDynamicsError, np.linalg.LinAlgError, FloatingPointError) as exc:
             self.count['law_errors'] += 1
@@ -784,8 +834,18 @@ class ControlLoop:
         if clipped:
             self.count['clipped'] += 1
             eff = np.clip(eff, -self.effort_limit, self.effort_limit)
-        cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st, sample)
+        report = self._report_due(st.stamp)
+        cmd = Command(eff, False, '', st.stamp, out.e, out.ed, clipped, dt, out.info, ref, st, sample, report=report)
         return self._finish(cmd, t0, now, wall)
+
+    def _report_due(self, t):
+        """At most one report per ``report_period`` of state time; a time that goes back (a
+        reset) is always due."""
+        last = self._reported
+        if self.report_period <= 0.0 or last is None or t < last or t - last >= self.report_period - 1e-9:
+            self._reported = t
+            return True
+        return False
 
     def _age(self, st, now, wall):
         """Seconds since ``st`` was received: on the wall clock outside lock-step when both

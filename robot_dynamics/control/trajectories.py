@@ -101,7 +101,25 @@ def rest_to_rest_profile(s, order):
     return np.stack(out)
 
 
-class PolynomialSegments:
+class _Segments:
+    """Timing of consecutive segments: ``times`` (K,) [s] from ``t0``, ``durations`` (K - 1,)."""
+
+    @property
+    def duration(self):
+        """Total duration [s]."""
+        return float(self.times[-1] - self.t0)
+
+    def _locate(self, t):
+        """(tt (N,), scalar, seg (N,) the segment of each time, T (N,) its duration, s (N,) the
+        normalised time in it, clipped to [0, 1]) for ``t`` scalar or (N,)."""
+        t = _t_array(t)
+        tt = np.atleast_1d(t)
+        seg = np.clip(np.searchsorted(self.times, tt, side='right') - 1, 0, len(self.durations) - 1)
+        T = self.durations[seg]
+        return tt, t.ndim == 0, seg, T, np.clip((tt - self.times[seg]) / T, 0.0, 1.0)
+
+
+class PolynomialSegments(_Segments):
     """Rest-to-rest moves through ``waypoints`` (K, n) with ``durations`` (K-1,) [s].
 
     Before the start and after the end the reference holds the first/last waypoint.
@@ -119,18 +137,8 @@ class PolynomialSegments:
         self.times = self.t0 + np.concatenate([[0.0], np.cumsum(d)])
         self.n = W.shape[1]
 
-    @property
-    def duration(self):
-        """Total duration [s]."""
-        return float(self.times[-1] - self.t0)
-
     def __call__(self, t, order=2):
-        t = _t_array(t)
-        scalar = t.ndim == 0
-        tt = np.atleast_1d(t)
-        seg = np.clip(np.searchsorted(self.times, tt, side='right') - 1, 0, len(self.durations) - 1)
-        T = self.durations[seg]
-        s = np.clip((tt - self.times[seg]) / T, 0.0, 1.0)
+        tt, scalar, seg, T, s = self._locate(t)
         prof = rest_to_rest_profile(s, order)  # (order+1, N)
         before, after = tt < self.times[0], tt > self.times[-1]
         delta = self.waypoints[seg + 1] - self.waypoints[seg]  # (N, n)
@@ -258,24 +266,11 @@ def make_profile(kind, **p):
             p.get('e2', (0.0, 0.0, 1.0)),
             p.get('phase', 0.0),
         )
-    if kind == 'sin2_pick_place':
-        return Sin2PickPlace(
-            p.get('r0', p.get('center')),
-            p.get('a', p.get('e1')),
-            p.get('b', p.get('e2')),
-            p['frequency'],
-            p.get('phase', 0.0),
-        )
-    if kind == 'sin2_pose':
-        return Sin2PoseMove(
-            p.get('r0', p.get('center')),
-            p.get('a', p.get('e1')),
-            p.get('b', p.get('e2')),
-            p['frequency'],
-            p.get('rot_axis', (0.0, 0.0, 1.0)),
-            p.get('rot_angle', 0.0),
-            p.get('phase', 0.0),
-        )
+    if kind in ('sin2_pick_place', 'sin2_pose'):
+        move = (p.get('r0', p.get('center')), p.get('a', p.get('e1')), p.get('b', p.get('e2')), p['frequency'])
+        if kind == 'sin2_pick_place':
+            return Sin2PickPlace(*move, p.get('phase', 0.0))
+        return Sin2PoseMove(*move, p.get('rot_axis', (0.0, 0.0, 1.0)), p.get('rot_angle', 0.0), p.get('phase', 0.0))
     raise InputError(f"unknown profile '{kind}' (sinusoid, waypoints, circle, sin2_pick_place, sin2_pose)")
 
 
@@ -585,7 +580,7 @@ class RollProfile(PoseProfile):
         return (X[0], V[:, 0]) if scalar else (X, V)
 
 
-class PoseSegments(PoseProfile):
+class PoseSegments(_Segments, PoseProfile):
     """Rest-to-rest pose moves through ``poses`` (K, 4, 4) (K >= 2, world) with ``durations``
     (K - 1,) [s], starting at ``t0`` [s]; before / after: at rest at the first / last pose.
 
@@ -624,22 +619,13 @@ class PoseSegments(PoseProfile):
         self.dp = np.einsum('kji,kj->ki', R[:-1], p[1:] - p[:-1])  # R_i^T dp (body)
         self.xi = log_se3(np.linalg.solve(self.poses[:-1], self.poses[1:]))  # (K-1, 6)
 
-    @property
-    def duration(self):
-        """Total duration [s]."""
-        return float(self.times[-1] - self.t0)
-
     def __call__(self, t, order=4):
         from math import comb
 
         from robot_dynamics.spatial.lie import exp_se3, exp_so3
 
-        t = _t_array(t)
-        scalar = t.ndim == 0
-        tt = np.atleast_1d(t)
-        seg = np.clip(np.searchsorted(self.times, tt, side='right') - 1, 0, len(self.durations) - 1)
-        T = self.durations[seg]
-        s = rest_to_rest_profile(np.clip((tt - self.times[seg]) / T, 0.0, 1.0), order)
+        tt, scalar, seg, T, s = self._locate(t)
+        s = rest_to_rest_profile(s, order)
         s = s / T ** np.arange(order + 1)[:, None]  # time derivatives of s
         s[1:, (tt < self.times[0]) | (tt > self.times[-1])] = 0.0
         C = self.poses[seg]

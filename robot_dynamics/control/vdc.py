@@ -1,5 +1,6 @@
 """Virtual decomposition control of hydraulic parallel-serial booms (seed 001, eq. 8, 36-48,
-70-77, 90-93), on the structure model of :mod:`robot_dynamics.algorithms.vdc`.
+70-77, 90-93), on the structure model of :mod:`robot_dynamics.algorithms.vdc`; the law ``vdc``
+of the control loop (:class:`VDCController`).
 
 One control step (:meth:`VDCController.step`), all quantities at the MEASURED configuration::
 
@@ -9,7 +10,9 @@ One control step (:meth:`VDCController.step`), all quantities at the MEASURED co
     f_cr (eq. 76 = 68 on required wrenches), F_r,Bc (eq. 77) tip -> base
     f_pr = f_cr + f_f(xd_r)                                 (friction at the REQUIRED rate)
     u_fr = f_pr'/beta + (A_a^2/V_a + A_b^2/V_b) xd + k_x (xd_r - xd) + k_f (f_pr - f_p)  (eq. 90)
-    u    = valve_inverse(u_fr), saturated to +-u_max                        (eq. 89/91)
+    u    = valve_inverse(u_fr)                                              (eq. 89/91)
+
+The valve saturation +-u_max (eq. 91) is the loop's limit (``command_limit``) and the valve's.
 
 ``f_pr'`` (never specified by the paper): ``fdot='difference'`` the backward difference at the
 control period (default, as the brief's run), or pass ``fpr_dot`` explicitly (oracle / analytic).
@@ -22,30 +25,98 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_dynamics.errors import InputError, RobotDynamicsError
-from robot_dynamics.algorithms.hydraulics import A_A, A_B, UMAX, chamber_volumes, friction, valve_inverse
-from robot_dynamics.algorithms.vdc import _body_wrenches, _bwd, _fwd, _task_reference
+from robot_dynamics.algorithms.hydraulics import (
+    A_A,
+    A_B,
+    UMAX,
+    chamber_volumes,
+    friction,
+    hydraulic_params_from_model,
+    valve_inverse,
+)
+from robot_dynamics.algorithms.vdc import Structure, _body_wrenches, _bwd, _fwd, _task_reference, structure_from_model
 from robot_dynamics.control.loop import Law, LawOutput, Reference, State
+from robot_dynamics.errors import InputError, RobotDynamicsError
 
 
-class VDCController:
-    """VDC + pressure/flow controller for a :class:`~robot_dynamics.algorithms.vdc.Structure`.
+class VDCController(Law):
+    """VDC + pressure/flow controller of a hydraulic parallel-serial boom, and the law ``vdc`` of
+    the control loop (:class:`~robot_dynamics.control.loop.ControlLoop`).
 
-    ``params``: the controller's :class:`~robot_dynamics.plants.hydraulic.HydraulicParams` (may
-    differ from the plant's: robustness). ``step(q, qd, pa, pb, ref, FD=None, fpr_dot=None)``
-    -> valve voltages (ns,). ``diag`` holds the last diagnostics (dict of arrays).
+    ``model``: a :class:`~robot_dynamics.model.Model` or its
+    :class:`~robot_dynamics.algorithms.vdc.Structure` (e.g. a scaled copy: model mismatch);
+    ``params``: the controller's :class:`~robot_dynamics.algorithms.hydraulics.HydraulicParams`
+    (default the model's; may differ from the plant's: robustness). :meth:`step` is the step on
+    the segment coordinates, ``step(q, qd, pa, pb, ref, FD=None, fpr_dot=None)`` -> valve
+    voltages (ns,); ``diag`` holds the last diagnostics (dict of arrays).
+
+    As a loop law (:meth:`update`):
+
+    * reference coordinates ``coords`` = the segment joints (URDF names, e.g. lift_joint,
+      tilt_joint; positions in URDF joint coordinates), from ``reference/joint_trajectory``;
+    * command ``joints`` = the cylinders' rod joints (default the model's actuated order), volts;
+      ``command_limit`` = the valves' input limits (replacing the URDF effort limits);
+    * extra named measurements of the state message (``extra_names``): ``<cyl>/p_a``,
+      ``<cyl>/p_b`` [Pa] per cylinder, plausible in [0, 10 p_s];
+    * ``safe_command`` = 0 V (valves closed), whatever the loop's ``safe`` mode;
+    * f_pr' by backward difference over the time ``dt`` between the states the law computed: the
+      control period ``dt`` when they are one period apart (to 1 us; lock-step and offline runs
+      are then bit-identical), else their difference if within [0.2, 5] periods (skipped
+      states); after a longer gap (stalled input), a stamp jump back or at the first state it
+      restarts (f_pr' = 0 for one step) instead of dividing a long change by a short time;
+    * tool wrench ``F_D`` (what the tool exerts on the environment, tool frame):
+      :meth:`set_tool_wrench`, used while its stamp is within ``wrench_timeout`` s of the state's.
     """
 
-    def __init__(self, structure, params, lam=5.0, k_scale=10.0, kf_pole=50.0, kx_ratio=1e4, dt=1e-3, dp_min=1e5):
-        self.st, self.hp = structure, params
-        ns = self.ns = structure.ns
+    name = 'vdc'
+
+    def __init__(
+        self,
+        model,
+        params=None,
+        lam=5.0,
+        k_scale=10.0,
+        kf_pole=50.0,
+        kx_ratio=1e4,
+        dt=1e-3,
+        dp_min=1e5,
+        joints=None,
+        wrench_timeout=0.1,
+    ):
+        st = model if isinstance(model, Structure) else structure_from_model(model)
+        model = st.model
+        if model is None:
+            raise InputError('VDCController needs a structure built from a model (structure_from_model)')
+        hp = params or hydraulic_params_from_model(model, st)
+        rod = {(s.rod_joint if s.kind == 'revolute' else s.joint): k for k, s in enumerate(st.segments)}
+        joints = list(model.actuated) if joints is None else list(joints)
+        if sorted(joints) != sorted(rod):
+            raise InputError(f'vdc: joints {joints} must be the cylinder joints {sorted(rod)}')
+        super().__init__(model, joints)
+        self.st, self.hp = st, hp
+        ns = self.ns = st.ns
         self.lam = np.broadcast_to(np.asarray(lam, float), (ns,)).copy()
         if np.any(self.lam <= 0) or k_scale <= 0 or kf_pole <= 0 or kx_ratio <= 0 or dt <= 0:
             raise InputError('VDC gains lam, k_scale, kf_pole, kx_ratio and dt must be > 0')
-        self.Kb = np.ascontiguousarray(k_scale * structure.Mb)
-        self.kf = np.full(ns, kf_pole / params.beta)
+        self.Kb = np.ascontiguousarray(k_scale * st.Mb)
+        self.kf = np.full(ns, kf_pole / hp.beta)
         self.kx = kx_ratio * self.kf
-        self.dt, self.dp_min = float(dt), float(dp_min)
+        self.period = self.dt = float(dt)
+        self.dp_min = float(dp_min)
+        self.wrench_timeout = float(wrench_timeout)
+        # the loop law: command order, segment joints, pressures
+        self.order = np.array([rod[j] for j in self.joints], dtype=np.int64)
+        self.coords = _segment_joints(st)
+        self.required_joints = list(self.coords)
+        self._seg = np.array([model.joint_index(j) for j in self.coords], dtype=np.int64)
+        self.offsets = np.array([s.offset for s in st.segments])
+        self._pa = [f'{c}/p_a' for c in hp.names]
+        self._pb = [f'{c}/p_b' for c in hp.names]
+        self.extra_names = self._pa + self._pb
+        self.extra_limits = {n: (0.0, 10.0 * hp.p_s) for n in self.extra_names}
+        self.command_limit = hp.P[self.order, UMAX].astype(float)
+        self.FD, self.FD_stamp = None, None
+        # work arrays of the recursion
         self._V = np.zeros((ns, 6, 6))
         self._Vd = np.zeros((ns, 6, 6))
         self._Vr = np.zeros((ns, 6, 6))
@@ -79,44 +150,9 @@ class VDCController:
             raise InputError(f'need q, qd ({self.ns},) and ref (3, {self.ns})')
         qd_r = ref[1] + self.lam * (ref[0] - q)
         qdd_r = ref[2] + self.lam * (ref[1] - qd)
-        _fwd(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            q,
-            qd,
-            qd,
-            self._zn,
-            self._z6,
-            self._z6,
-            self._V,
-            self._Vd,
-            self._Rw,
-            self._pw,
-            self._clo,
-        )
-        _fwd(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            q,
-            qd,
-            qd_r,
-            qdd_r,
-            self._z6,
-            self._z6,
-            self._Vr,
-            self._Vdr,
-            self._Rw,
-            self._pw,
-            self._clor,
-        )
+        z6 = self._z6
+        _fwd(*st.chain, q, qd, qd, self._zn, z6, z6, self._V, self._Vd, self._Rw, self._pw, self._clo)  # actual
+        _fwd(*st.chain, q, qd, qd_r, qdd_r, z6, z6, self._Vr, self._Vdr, self._Rw, self._pw, self._clor)  # required
         _body_wrenches(
             st.Mb, st.mb, st.cb, st.Ib, self.Kb, st.gravity, self._Vr, self._Vdr, self._V, self._Rw, True, self._Fs
         )
@@ -130,7 +166,8 @@ class VDCController:
         return fpr, xd_r, xd, x
 
     def step(self, q, qd, pa, pb, ref, FD=None, fpr_dot=None):
-        """One control step -> valve voltages u (ns,) [V], saturated to +-u_max."""
+        """One control step -> valve voltages u (ns,) [V] (``diag['saturated']``: beyond the
+        valve's +-u_max, where the loop and the valve saturate them)."""
         fpr, xd_r, xd, x = self.required(q, qd, ref, FD)
         hp, P = self.hp, self.hp.P
         pa = np.asarray(pa, float)
@@ -150,9 +187,6 @@ class VDCController:
                 + self.kf[k] * (fpr[k] - fp[k])
             )
             u[k] = valve_inverse(P[k], uf[k], x[k], pa[k], pb[k], hp.p_s, hp.p_r, self.dp_min)
-        us = np.clip(u, -P[:, UMAX], P[:, UMAX])
-        if not np.all(np.isfinite(us)):
-            us[:] = 0.0  # never output NaN: close the valves
         self.diag = dict(
             fpr=fpr,
             fp=fp,
@@ -160,11 +194,11 @@ class VDCController:
             xd=xd,
             x=x,
             uf=uf,
-            u=us,
+            u=u,
             saturated=np.abs(u) > P[:, UMAX],
             fpr_dot=np.asarray(fpr_dot, float),
         )
-        return us
+        return u
 
     def lyapunov(self, fpr=None, fp=None):
         """Accompanying function sum_A 1/2 e_A^T M_A e_A + sum (f_pr - f_p)^2 / (2 beta k_x)
@@ -181,6 +215,53 @@ class VDCController:
         """sum_A e_A^T K_A e_A (the mechanical part of the Lyapunov dissipation) of the last step."""
         e = self._Vr[:, :4] - self._V[:, :4]
         return float(np.einsum('kai,kaij,kaj->', e, self.Kb, e))
+
+    # ------------------------------------------------------------------ the loop law
+    def set_tool_wrench(self, F, stamp):
+        """Tool wrench F_D (6,) [force, moment] in the tool frame, measured at ``stamp`` [s]."""
+        self.FD, self.FD_stamp = np.asarray(F, float).copy(), float(stamp)
+
+    def segment_state(self, state):
+        return state.q[self._seg] + self.offsets, state.qd[self._seg]
+
+    def update(self, state, ref, dt=None):
+        """Valve voltages (command order) for ``state`` (joints + chamber pressures) and ``ref``
+        (segment joints); ``dt``: see the class doc (f_pr')."""
+        q, qd = self.segment_state(state)
+        self.st.check_q(q)
+        h = self.period
+        if dt is not None and abs(dt - h) < 1e-6:
+            self.dt = h
+        elif dt is not None and 0.2 * h <= dt <= 5.0 * h:
+            self.dt = dt
+        else:  # the first state, a gap (stalled input) or a reset: restart the difference
+            self.fpr_prev = None
+        r = np.array([ref.pos + self.offsets, ref.vel, ref.acc])
+        pa = np.array([state.extra[n] for n in self._pa])
+        pb = np.array([state.extra[n] for n in self._pb])
+        FD = (
+            self.FD if (self.FD_stamp is not None and abs(state.stamp - self.FD_stamp) <= self.wrench_timeout) else None
+        )
+        u = self.step(q, qd, pa, pb, r, FD=FD)
+        return LawOutput(u[self.order], ref.pos + self.offsets - q, ref.vel - qd, {'segment_ref': r, 'q': q})
+
+    def safe_command(self, state, mode, damping):
+        return np.zeros(len(self.joints))
+
+    def current_coordinates(self, q):
+        return q[self._seg]
+
+    def prepare(self):
+        m = self.model
+        q = m.reference_q()
+        extra = {n: (60e5 if n in self._pa else 40e5) for n in self.extra_names}
+        st = State(0.0, q, np.zeros(m.nq), 0.0, extra=extra)
+        k = len(self.coords)
+        try:
+            self.update(st, Reference(0.0, q[self._seg], np.zeros(k), np.zeros(k)), None)
+        except RobotDynamicsError:
+            pass
+        self.reset()
 
 
 def quintic_legs(points, durations, t):
@@ -270,18 +351,7 @@ class TaskReference:
         out = np.empty((3, st.ns))
         # the steps of ik() + the J^-1 maps below, in one compiled call (same arithmetic)
         if not _task_reference(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            self._axes,
-            np.ascontiguousarray(self.q, dtype=float),
-            Pa[:3],
-            1e-12,
-            30,
-            out,
+            *st.chain, self._axes, np.ascontiguousarray(self.q, dtype=float), Pa[:3], 1e-12, 30, out
         ):
             raise InputError(f'IK did not converge for tool point {P[0]}')
         self.q = out[0].copy()
@@ -343,118 +413,3 @@ class BoomTaskProfile:
         r = self.task(t)
         r[0] -= self.offsets
         return r
-
-
-class VdcLaw(Law):
-    """``vdc`` (seed 001): virtual decomposition control + pressure/flow control of a hydraulic
-    parallel-serial boom, hosted by :class:`~robot_dynamics.control.loop.ControlLoop`: the
-    :class:`VDCController` step on the measured segment joints and chamber pressures -> valve
-    voltages of the cylinders.
-
-    * reference coordinates ``coords`` = the segment joints (URDF names, e.g. lift_joint,
-      tilt_joint; positions in URDF joint coordinates), from ``reference/joint_trajectory``;
-    * command ``joints`` = the cylinders' rod joints (default the model's actuated order), volts;
-      ``command_limit`` = the valves' input limits (replacing the URDF effort limits);
-    * extra named measurements of the state message (``extra_names``): ``<cyl>/p_a``,
-      ``<cyl>/p_b`` [Pa] per cylinder, plausible in [0, 10 p_s];
-    * ``safe_command`` = 0 V (valves closed), whatever the loop's ``safe`` mode;
-    * f_pr' by backward difference over the time between the answered states: the control
-      period ``dt`` when the stamps are one period apart (to 1 us; lock-step and offline runs are
-      then bit-identical), else the stamp difference if within [0.2, 5] periods (skipped
-      states); after a longer gap (stalled input) or a stamp jump back it restarts (f_pr' = 0
-      for one step, as at the first state) instead of dividing a long change by a short time;
-    * tool wrench ``F_D`` (what the tool exerts on the environment, tool frame):
-      :meth:`set_tool_wrench`, used while its stamp is within ``wrench_timeout`` s of the state's.
-    """
-
-    name = 'vdc'
-
-    def __init__(
-        self,
-        model,
-        joints=None,
-        lam=5.0,
-        k_scale=10.0,
-        kf_pole=50.0,
-        kx_ratio=1e4,
-        dt=1e-3,
-        dp_min=1e5,
-        wrench_timeout=0.1,
-        params=None,
-    ):
-        from robot_dynamics.algorithms.hydraulics import hydraulic_params_from_model
-        from robot_dynamics.algorithms.vdc import structure_from_model
-
-        st = structure_from_model(model)
-        hp = params or hydraulic_params_from_model(model, st)
-        rod = {(s.rod_joint if s.kind == 'revolute' else s.joint): k for k, s in enumerate(st.segments)}
-        joints = list(model.actuated) if joints is None else list(joints)
-        if sorted(joints) != sorted(rod):
-            raise InputError(f'vdc: joints {joints} must be the cylinder joints {sorted(rod)}')
-        super().__init__(model, joints)
-        self.st, self.hp = st, hp
-        self.order = np.array([rod[j] for j in self.joints], dtype=np.int64)
-        self.coords = _segment_joints(st)
-        self.required_joints = list(self.coords)
-        self._seg = np.array([model.joint_index(j) for j in self.coords], dtype=np.int64)
-        self.offsets = np.array([s.offset for s in st.segments])
-        self._pa = [f'{c}/p_a' for c in hp.names]
-        self._pb = [f'{c}/p_b' for c in hp.names]
-        self.extra_names = self._pa + self._pb
-        self.extra_limits = {n: (0.0, 10.0 * hp.p_s) for n in self.extra_names}
-        self.command_limit = hp.P[self.order, UMAX].astype(float)
-        self.period = float(dt)
-        self.wrench_timeout = float(wrench_timeout)
-        self.ctrl = VDCController(
-            st, hp, lam=lam, k_scale=k_scale, kf_pole=kf_pole, kx_ratio=kx_ratio, dt=dt, dp_min=dp_min
-        )
-        self.FD, self.FD_stamp = None, None
-        self._prev = None
-
-    def set_tool_wrench(self, F, stamp):
-        """Tool wrench F_D (6,) [force, moment] in the tool frame, measured at ``stamp`` [s]."""
-        self.FD, self.FD_stamp = np.asarray(F, float).copy(), float(stamp)
-
-    def segment_state(self, state):
-        return state.q[self._seg] + self.offsets, state.qd[self._seg]
-
-    def compute(self, state, ref):
-        q, qd = self.segment_state(state)
-        self.st.check_q(q)
-        if self._prev is not None:
-            d, h = state.stamp - self._prev, self.period
-            if abs(d - h) < 1e-6:
-                self.ctrl.dt = h
-            elif 0.2 * h <= d <= 5.0 * h:
-                self.ctrl.dt = d
-            else:  # a gap (stalled input) or a reset: restart the difference
-                self.ctrl.fpr_prev = None
-        r = np.array([ref.pos + self.offsets, ref.vel, ref.acc])
-        pa = np.array([state.extra[n] for n in self._pa])
-        pb = np.array([state.extra[n] for n in self._pb])
-        FD = (
-            self.FD if (self.FD_stamp is not None and abs(state.stamp - self.FD_stamp) <= self.wrench_timeout) else None
-        )
-        u = self.ctrl.step(q, qd, pa, pb, r, FD=FD)
-        self._prev = state.stamp
-        return LawOutput(u[self.order], ref.pos + self.offsets - q, ref.vel - qd, {'segment_ref': r, 'q': q})
-
-    def safe_command(self, state, mode, damping):
-        return np.zeros(len(self.joints))
-
-    def current_coordinates(self, q):
-        return q[self._seg]
-
-    def prepare(self):
-        m = self.model
-        q = m.reference_q()
-        extra = {n: (60e5 if n in self._pa else 40e5) for n in self.extra_names}
-        st = State(0.0, q, np.zeros(m.nq), 0.0, extra=extra)
-        k = len(self.coords)
-        ref = Reference(0.0, q[self._seg], np.zeros(k), np.zeros(k))
-        try:
-            self.compute(st, ref)
-        except RobotDynamicsError:
-            pass
-        self.ctrl.reset()
-        self._prev = None

@@ -294,6 +294,30 @@ def _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb):
 
 
 @njit(cache=True)
+def _task_space_work():
+    """The work arrays of :func:`_task_space_1`: P, TH, W, JIK, st, Mt, bb."""
+    return (
+        np.empty((3, 5, 2)),
+        np.empty((3, 5, 3, 2)),
+        np.empty((3, 3, 2)),
+        np.empty((3, 3, 3, 2)),
+        np.empty(3, np.int64),
+        np.empty((2, 2)),
+        np.empty(2),
+    )
+
+
+@njit(cache=True)
+def _task_acceleration(JIK, u, Mt, bb, pdd):
+    """pdd (2,) = M_t^-1 (J_IK^T u - b) from the work arrays of :func:`_task_space_1` and the
+    spring torques u (3,) (the link side of the SEA-PKM). Returns False if M_t is singular."""
+    r = np.empty(2)
+    for i in range(2):
+        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
+    return _solve2(Mt, r, pdd)
+
+
+@njit(cache=True)
 def _cross3(x, y, out, scale):
     """out += scale * (x cross y) for 3-vectors."""
     out[0] += scale * (x[1] * y[2] - x[2] * y[1])

@@ -159,72 +159,25 @@ def _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, 
 @njit(cache=True)
 def _rk4(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, h, nsub, aux):
     n = X.shape[0]
-    k1 = np.zeros(n)
-    k2 = np.zeros(n)
-    k3 = np.zeros(n)
-    k4 = np.zeros(n)
+    K = np.zeros((4, n))  # the stages' derivatives k1 .. k4
+    Xs = np.empty(n)
     bad = 0
     for _ in range(nsub):
-        b = _deriv_ext(
-            kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, k1, aux
-        )
-        b += _deriv_ext(
-            kind,
-            geo,
-            RE,
-            rE,
-            Rc1,
-            pc1,
-            Mb,
-            mb,
-            cb,
-            Ib,
-            g,
-            H,
-            ps,
-            pr,
-            beta,
-            X + 0.5 * h * k1,
-            ucmd,
-            FD,
-            tau_ext,
-            eps,
-            k2,
-            aux,
-        )
-        b += _deriv_ext(
-            kind,
-            geo,
-            RE,
-            rE,
-            Rc1,
-            pc1,
-            Mb,
-            mb,
-            cb,
-            Ib,
-            g,
-            H,
-            ps,
-            pr,
-            beta,
-            X + 0.5 * h * k2,
-            ucmd,
-            FD,
-            tau_ext,
-            eps,
-            k3,
-            aux,
-        )
-        b += _deriv_ext(
-            kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X + h * k3, ucmd, FD, tau_ext, eps, k4, aux
-        )
+        b = 0
+        for s in range(4):
+            if s == 0:
+                Xs[:] = X
+            else:
+                Xs[:] = X + (h if s == 3 else 0.5 * h) * K[s - 1]
+            b += _deriv_ext(
+                kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, Xs, ucmd, FD, tau_ext, eps, K[s], aux
+            )
         if b and not bad:
             bad = b
         for i in range(n):
-            X[i] += h / 6.0 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i])
+            X[i] += h / 6.0 * (K[0, i] + 2 * K[1, i] + 2 * K[2, i] + K[3, i])
     # aux at the end state
-    _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, k1, aux)
+    _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, X, ucmd, FD, tau_ext, eps, K[0], aux)
     return bad
 
 
@@ -392,30 +345,7 @@ class HydraulicPlant(Plant):
     def _aux(self):
         st, hp = self.st, self.hp
         dX = np.zeros_like(self.X)
-        _deriv_ext(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            st.Mb,
-            st.mb,
-            st.cb,
-            st.Ib,
-            st.gravity,
-            hp.P,
-            hp.p_s,
-            hp.p_r,
-            hp.beta,
-            self.X,
-            self.u,
-            self._FD_eff,
-            self._tau_ext,
-            st.eps,
-            dX,
-            self.aux,
-        )
+        _deriv_ext(*st.chain, *st.inertia, *hp.fluid, self.X, self.u, self._FD_eff, self._tau_ext, st.eps, dX, self.aux)
         self.dX = dX
 
     @property
@@ -518,31 +448,8 @@ class HydraulicPlant(Plant):
         h = (self.dt if dt is None else float(dt)) / self.substeps
         self.u = self.valve_input(tau)
         self._FD_eff, self._tau_ext = self._loads()
-        bad = _rk4(
-            st.kind,
-            st.geo,
-            st.RE,
-            st.rE,
-            st.Rc1,
-            st.pc1,
-            st.Mb,
-            st.mb,
-            st.cb,
-            st.Ib,
-            st.gravity,
-            hp.P,
-            hp.p_s,
-            hp.p_r,
-            hp.beta,
-            self.X,
-            self.u,
-            self._FD_eff,
-            self._tau_ext,
-            st.eps,
-            h,
-            self.substeps,
-            self.aux,
-        )
+        loads = (self._FD_eff, self._tau_ext)
+        bad = _rk4(*st.chain, *st.inertia, *hp.fluid, self.X, self.u, *loads, st.eps, h, self.substeps, self.aux)
         self.t += h * self.substeps
         if not np.all(np.isfinite(self.X)):
             raise HydraulicError(f'hydraulic plant state became non-finite at t = {self.t:.4f} s')

@@ -717,49 +717,13 @@ class ConstrainedPlant(Plant):
         args = (self._vcode, self.gamma, self.eps)
         substeps = 1
         ev = []
+        # the step's projection settings and output arrays (both RK4 routes)
+        tail = (self.pos_proj, self.nr_tol, self.nr_max_iter, self._vp, q1, v1, a0, a1, F, lam, s, phi)
         if self._fast:
-            st, rmin, it, ok, viol, r, T, U = FK.sim_step_rk4_fast(
-                *self._pack,
-                q0,
-                v0,
-                tau,
-                dt,
-                self.eps,
-                self.pos_proj,
-                self.nr_tol,
-                self.nr_max_iter,
-                self._vp,
-                q1,
-                v1,
-                a0,
-                a1,
-                F,
-                lam,
-                s,
-                phi,
-            )
+            st, rmin, it, ok, viol, r, T, U = FK.sim_step_rk4_fast(*self._pack, q0, v0, tau, dt, self.eps, *tail)
             self._check(st)
         elif self.integrator == 'rk4':
-            st, rmin, it, ok, viol, r, T, U = PK.sim_step_rk4(
-                *self._pack,
-                q0,
-                v0,
-                tau,
-                dt,
-                *args,
-                self.pos_proj,
-                self.nr_tol,
-                self.nr_max_iter,
-                self._vp,
-                q1,
-                v1,
-                a0,
-                a1,
-                F,
-                lam,
-                s,
-                phi,
-            )
+            st, rmin, it, ok, viol, r, T, U = PK.sim_step_rk4(*self._pack, q0, v0, tau, dt, *args, *tail)
             self._check(st)
         else:
             q1, v1, a0, it, ok, rmin, substeps, under, over, last_sub = self._dopri(q0, v0, tau, dt)

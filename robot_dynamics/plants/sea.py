@@ -21,11 +21,18 @@ from numba import njit
 
 from robot_dynamics.errors import InputError, RobotDynamicsError
 from robot_dynamics.pkm.sea import SEAPKM, sea_limbs, sea_params_from_model
-from robot_dynamics.pkm.planar_sea import Planar3RRR, _solve2, _task_space_1
+from robot_dynamics.pkm.planar_sea import Planar3RRR, _task_acceleration, _task_space_1, _task_space_work
 from robot_dynamics.plants.registry import register_plant
 from robot_dynamics.plants.rigid import Plant, StepInfo
 
 __all__ = ['SEAPlant', 'GeneralSEAPlant']
+
+
+def _step_info(t, q, qd, tau):
+    """The :class:`~robot_dynamics.plants.rigid.StepInfo` of an SEA plant: the state and the applied
+    tau; no constraint solve behind it (no multipliers, rank or energy diagnostics)."""
+    z = np.zeros(len(q))
+    return StepInfo(t, q, qd, z, tau, 0.0, 0, 0, np.inf, 0.0, 0.0, 0.0, z, np.zeros(0), 0, True, 0.0, 0.0, 0.0, 1, ())
 
 
 @njit(cache=True)
@@ -42,11 +49,8 @@ def _sea_derivative(A, a, b, BR, Bp, X, M, g, c, x, tau_m, out, P, TH, W, JIK, s
     for l in range(3):
         Jpd = JIK[0, 0, l, 0] * pd0 + JIK[0, 0, l, 1] * pd1
         u[l] = K * (x[4 + l] - TH[0, 0, l, 0]) + D * (x[7 + l] - Jpd)
-    r = np.empty(2)
-    for i in range(2):
-        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
     pdd = np.empty(2)
-    if not _solve2(Mt, r, pdd):
+    if not _task_acceleration(JIK, u, Mt, bb, pdd):
         return 4
     out[0], out[1] = pd0, pd1
     out[2], out[3] = pdd[0], pdd[1]
@@ -61,13 +65,7 @@ def _sea_rk4(A, a, b, BR, Bp, X, M, g, c, x, tau_m, h, substeps):
     """``substeps`` RK4 steps of size h of :func:`_sea_derivative` (same arithmetic as the
     numpy route :meth:`SEAPlant._step_reference`); x (10,) updated in place. Returns the
     status (0 = ok; x is then unspecified and the caller re-runs the reference route)."""
-    P = np.empty((3, 5, 2))
-    TH = np.empty((3, 5, 3, 2))
-    W = np.empty((3, 3, 2))
-    JIK = np.empty((3, 3, 3, 2))
-    st = np.empty(3, np.int64)
-    Mt = np.empty((2, 2))
-    bb = np.empty(2)
+    P, TH, W, JIK, st, Mt, bb = _task_space_work()
     k1 = np.empty(10)
     k2 = np.empty(10)
     k3 = np.empty(10)
@@ -150,15 +148,7 @@ class SEAPlant(Plant):
         self.events = []
         pr = self.params
         self._c = np.array([pr.stiffness, pr.damping, pr.motor_damping, pr.motor_inertia])
-        self._work = (
-            np.empty((3, 5, 2)),
-            np.empty((3, 5, 3, 2)),
-            np.empty((3, 3, 2)),
-            np.empty((3, 3, 3, 2)),
-            np.empty(3, np.int64),
-            np.empty((2, 2)),
-            np.empty(2),
-        )
+        self._work = _task_space_work()
         self.q0 = model.reference_q() if q0 is None else np.asarray(q0, float)
         self.reset()
 
@@ -321,37 +311,13 @@ class SEAPlant(Plant):
         return tau
 
     def _info(self, tau):
-        n = self.model.nq
-        z = np.zeros(n)
-        return StepInfo(
-            self.t,
-            self.true_q,
-            self.true_qd,
-            z,
-            tau,
-            0.0,
-            0,
-            0,
-            np.inf,
-            0.0,
-            0.0,
-            0.0,
-            z,
-            np.zeros(0),
-            0,
-            True,
-            0.0,
-            0.0,
-            0.0,
-            1,
-            (),
-        )
+        return _step_info(self.t, self.true_q, self.true_qd, tau)
 
 
 def _factory(model, q0=None, dt=1e-3, route='auto', **options):
     """Plant kind ``'sea'``: ``route='planar'`` the closed-form planar 3RRR plant
     (:class:`SEAPlant`, robots of its class), ``'general'`` any SEA-PKM through the general
-    2nd-order route (:class:`robot_dynamics.pkm.sea.GeneralSEAPlant`; options
+    2nd-order route (:class:`GeneralSEAPlant`; options
     ``substeps`` only), ``'auto'`` the planar one when the model is in its class, else the
     general one."""
     if route not in ('auto', 'planar', 'general'):
@@ -363,7 +329,6 @@ def _factory(model, q0=None, dt=1e-3, route='auto', **options):
         except InputError:
             if route == 'planar':
                 raise
-
     bad = sorted(set(options) - {'substeps'})
     if bad:
         raise InputError(f"model '{model.name}': the general SEA plant has no option(s) {bad}")
@@ -490,29 +455,5 @@ class GeneralSEAPlant(Plant):
         return tau
 
     def _info(self, tau):
-        n = self.model.nq
-        z = np.zeros(n)
         q, qd = self._true_state()
-        return StepInfo(
-            self.t,
-            q.copy(),
-            qd.copy(),
-            z,
-            tau,
-            0.0,
-            0,
-            0,
-            np.inf,
-            0.0,
-            0.0,
-            0.0,
-            z,
-            np.zeros(0),
-            0,
-            True,
-            0.0,
-            0.0,
-            0.0,
-            1,
-            (),
-        )
+        return _step_info(self.t, q.copy(), qd.copy(), tau)

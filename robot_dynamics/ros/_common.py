@@ -17,34 +17,21 @@ import math
 import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-QOS_STATE = QoSProfile(
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-    history=HistoryPolicy.KEEP_LAST,
-)
-QOS_COMMAND = QoSProfile(
-    depth=10,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-    history=HistoryPolicy.KEEP_LAST,
-)
+
+def _reliable(depth, durability=DurabilityPolicy.VOLATILE):
+    return QoSProfile(
+        depth=depth, reliability=ReliabilityPolicy.RELIABLE, durability=durability, history=HistoryPolicy.KEEP_LAST
+    )
+
+
+QOS_STATE = _reliable(10)
+QOS_COMMAND = _reliable(10)
 # reference samples (trajectory_node -> ik_node -> controllers): a preview (trajectory_node
-# ``lead``) arrives in bursts of up to lead x rate samples (T1: 26); KEEP_LAST 10 dropped all
-# but the last ten of a burst at a reader that was busy, so the first 64 ms of T1 had no
+# ``lead``) arrives in bursts of up to lead x rate samples (T1: 26); KEEP_LAST 10 would drop all
+# but the last ten of a burst at a reader that is busy, and the first 64 ms of T1 would have no
 # reference at the controller. 100 samples of history on both ends
-QOS_REFERENCE = QoSProfile(
-    depth=100,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-    history=HistoryPolicy.KEEP_LAST,
-)
-QOS_LATCHED = QoSProfile(
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    history=HistoryPolicy.KEEP_LAST,
-)
+QOS_REFERENCE = _reliable(100)
+QOS_LATCHED = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def load_model_param(node):

@@ -2,7 +2,9 @@
 
 Translates messages only; the loop (:class:`robot_dynamics.control.loop.ControlLoop`: parsing,
 staleness, reference matching, limits, safe command, timing) and the law
-(:func:`robot_dynamics.control.laws.make_law`) are core objects. ``law``: ``pidc`` |
+(:func:`robot_dynamics.control.laws.make_law`) are core objects. A ``joint_states`` message
+takes one call: :meth:`ControlLoop.on_state` (which calls the law) returns the command this
+node publishes. ``law``: ``pidc`` |
 ``computed_torque`` (reference ``joint``: ``reference/joint_trajectory``; ``task``:
 ``reference/pose`` + ``reference/twist`` + ``reference/accel``, paired by stamp, selected
 ``task_axes`` of the ``task_frame`` origin) | ``feedforward_pd`` = ``embedding_feedforward`` = ``d2_feedforward``
@@ -55,6 +57,7 @@ from robot_dynamics.ros._common import (
     PublisherWatch,
     declare_params,
     guarded,
+    labelled_array,
     load_model_param,
     spin_node,
     stamp_sec,
@@ -74,9 +77,7 @@ class ControllerNode(Node):
         self.law = self._build_law(p)
         law = self.law.name
         self.loop = ControlLoop.from_params(self.law, p)
-        self.enabled, self.task, self._warned = True, StampedParts(3), {}
-        self._last_cmd = None  # (stamp, efforts) last published (see on_state)
-        self.err_out = Decimator.from_rate(p['error_rate'])  # auxiliary outputs (real time)
+        self.task, self._warned = StampedParts(3), {}
         t0 = time.monotonic()
         self.law.prepare()  # load/compile the kernels now, not on the first state
         self.get_logger().info(f'law prepared in {time.monotonic() - t0:.2f} s')
@@ -94,8 +95,11 @@ class ControllerNode(Node):
             if p['publish_wrenches'] and hasattr(self.law, 'predicted_wrenches')
             else {}
         )
+        if self.LABELLED_DIAGNOSTICS:  # the law's info labels / values on ~/diagnostics
+            self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
+            self.diag_out = Decimator(1.0 / max(float(p['diagnostics_rate']), 1e-3))
         self.create_subscription(JointState, p['state_topic'], guarded(self, self.on_state, 'joint_states'), QOS_STATE)
-        if getattr(self.law, 'reference_order', 2) > 2:
+        if self.law.reference_order > 2:
             # task reference with derivatives up to snap (sea_flatness): the stamped pose and
             # trajectory_node's reference/derivatives (rows 0..order), paired by their position
             self._pending = SamplePairing()
@@ -105,7 +109,7 @@ class ControllerNode(Node):
             self.create_subscription(
                 Float64MultiArray, 'reference/derivatives', guarded(self, self.on_derivs, 'reference'), QOS_REFERENCE
             )
-        elif getattr(self.law, 'reference', 'joint') == 'task':
+        elif self.law.reference == 'task':
             for k, (typ, topic) in enumerate(((PoseStamped, 'pose'), (TwistStamped, 'twist'), (AccelStamped, 'accel'))):
                 self.create_subscription(
                     typ,
@@ -158,8 +162,13 @@ class ControllerNode(Node):
         return make_law_from_params(self.model, p)
 
     def _on_command(self, c):
-        """Hook: a law-specific output after each (non-safe) command."""
+        """A law-specific output after each (non-safe) command: with ``LABELLED_DIAGNOSTICS``,
+        the law's ``info`` labels and values on ``~/diagnostics`` (Float64MultiArray, labels in
+        ``layout.dim[0].label``) at ``diagnostics_rate`` Hz of state time."""
+        if self.LABELLED_DIAGNOSTICS and self.diag_out.due(c.stamp):
+            self.pub_diag.publish(labelled_array(c.info['labels'], c.info['values']))
 
+    LABELLED_DIAGNOSTICS = False
     PARAMS = CONTROLLER_PARAMS
     RUNTIME = RUNTIME
 
@@ -177,23 +186,13 @@ class ControllerNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def on_state(self, msg):
-        now, stamp = self._now(), stamp_sec(msg.header.stamp)
-        why = self.loop.set_state(msg.name, msg.position, msg.velocity, stamp, now, time.monotonic())
+        c, why = self.loop.on_state(
+            msg.name, msg.position, msg.velocity, stamp_sec(msg.header.stamp), self._now(), time.monotonic()
+        )
         if why:
-            return self._warn(f'rejected joint_states: {why}')
-        last = self._last_cmd
-        if self.p['reference_sync'] and last is not None and stamp == last[0]:
-            # lock-step: the plant re-publishes a state it got no command for (its
-            # lockstep_republish): the command answering it was lost (e.g. published before the
-            # plant's subscription had matched this publisher at start-up); the same command
-            # again, or the graph would wait for ever
-            self.pub_cmd.publish(Float64MultiArray(data=last[1]))
-            return self._warn(
-                'lock-step: a state came again without a step (its command was lost): the command sent again'
-            )
-        if now - stamp > (self.p['max_state_age'] or self.loop.period):
-            return  # behind: newer states are queued; the newest is answered (or the timer does)
-        self._answer()
+            self._warn(why)
+        if c is not None:
+            self._send(c)
 
     def on_joint_ref(self, msg):
         if not msg.points:
@@ -218,7 +217,7 @@ class ControllerNode(Node):
         sample = self.task.add(k, (st.sec, st.nanosec), np.array([vec.x, vec.y, vec.z]))
         if sample is None:  # the pose, twist and accel of one stamp, paired
             return
-        ax = self.law.ctrl.task_axes
+        ax = self.law.task_axes
         why = self.loop.set_reference(sample[0][ax], sample[1][ax], sample[2][ax], stamp=stamp_sec(st))
         if why:
             return self._warn(f'rejected task reference: {why}')
@@ -248,13 +247,15 @@ class ControllerNode(Node):
 
     # ------------------------------------------------------------------ output
     def _answer(self):
-        if not self.enabled:
-            return
         c = self.loop.update(self._now(), time.monotonic())
-        if c is None:
-            return
+        if c is not None:
+            self._send(c)
+
+    def _send(self, c):
+        """Publish a command of the loop, and its auxiliary outputs when they are due."""
         self.pub_cmd.publish(Float64MultiArray(data=c.effort.tolist()))
-        self._last_cmd = (c.stamp, c.effort.tolist())
+        if c.repeated:
+            return
         if c.safe:
             return self._warn(f'safe command: {c.reason}')
         if c.clipped:
@@ -262,7 +263,7 @@ class ControllerNode(Node):
         if 'not_controllable' in c.info:
             self._warn(f'not controllable: {c.info["not_controllable"]}')
         self._on_command(c)
-        if c.stamp is not None and not self.err_out.due(c.stamp):
+        if not c.report:
             return
         self.pub_err.publish(Float64MultiArray(data=np.concatenate([c.e, c.ed]).tolist()))
         if self.pub_ff is not None:
@@ -271,16 +272,16 @@ class ControllerNode(Node):
                 Float64MultiArray(data=[c.extrapolated, n_ex, *c.sample.effort.tolist(), *c.info['u'].tolist()])
             )
         if self.pub_w and 'tau' in c.info:
-            stamp = self.get_clock().now().to_msg() if c.stamp is None else time_msg(c.stamp)
-            for name, w in self.law.predicted_wrenches(c.state, c.info['tau']).items():
+            stamp = time_msg(c.stamp)
+            for name, w in self.law.predicted_wrenches(c.state.q, c.state.qd, c.info['tau']).items():
                 self.pub_w[name].publish(wrench_stamped(self.frames[name], w, stamp))
 
     # ------------------------------------------------------------------ services, parameters
     def on_enable(self, request, response):
-        self.enabled = bool(request.data)
-        if not self.enabled:
+        self.loop.active = bool(request.data)
+        if not self.loop.active:
             self.pub_cmd.publish(Float64MultiArray(data=self.loop.safe_effort().tolist()))
-        response.success, response.message = True, f'controller {"enabled" if self.enabled else "disabled"}'
+        response.success, response.message = True, f'controller {"enabled" if self.loop.active else "disabled"}'
         return response
 
     def on_hold(self, request, response):

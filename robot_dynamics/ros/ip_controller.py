@@ -1,7 +1,7 @@
 """ip_controller: modular inertia-partitioning controller (seed 000) in the core control loop.
 
 The generic :mod:`~robot_dynamics.ros.controller_node` with the law ``inertia_partitioning``
-(:class:`robot_dynamics.control.laws.InertiaPartitioningLaw`): the loop owns state parsing,
+(:class:`robot_dynamics.control.inertia_partitioning.IPController`): the loop owns state parsing,
 staleness, reference matching (``reference/joint_trajectory`` of the minimal coordinates, by
 name; extrapolated to the state stamp, or matched by stamp with ``reference_sync``), the URDF
 effort limits and the safe command; this node adds only what is particular to the law:
@@ -22,18 +22,18 @@ Commands ``/<controller>/commands`` in the order of ``joints`` (the minimal coor
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from robot_dynamics.control.inertia_partitioning import LAWS as IP_LAWS
-from robot_dynamics.control.laws import InertiaPartitioningLaw
+from robot_dynamics.control.inertia_partitioning import LAWS as IP_LAWS, IPController
 from robot_dynamics.errors import RobotDynamicsError
-from robot_dynamics.ros._common import QOS_STATE, labelled_array, spin_node
+from robot_dynamics.ros._common import spin_node
 from robot_dynamics.ros.controller_node import ControllerNode
 
 
 class IPControllerNode(ControllerNode):
     """Inertia-partitioning controller node (controller_node + reconfiguration)."""
+
+    LABELLED_DIAGNOSTICS = True
 
     def __init__(self):
         super().__init__('ip_controller')
@@ -46,12 +46,9 @@ class IPControllerNode(ControllerNode):
         )
         self.locked_names = []
         self._apply_payload()
-        self.diag_period = 1.0 / max(float(p['diagnostics_rate']), 1e-3)
-        self.last_diag = -1e9
-        self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
         self.create_service(Trigger, '~/clear_reconfiguration', self.on_clear)
         self.get_logger().info(
-            f'inertia partitioning ({self.law.ctrl.law}), loop map '
+            f'inertia partitioning ({self.law.law}), loop map '
             f'{self.law.pm.loop_map.kind}, bodies {self.law.pm.body_names()}'
         )
 
@@ -76,9 +73,9 @@ class IPControllerNode(ControllerNode):
         )
 
     def _build_law(self, p):
-        return InertiaPartitioningLaw(
+        return IPController(
             self.model,
-            variant=p['law'],
+            law=p['law'],
             kp=p['kp'],
             kv=float(p['kv']),
             joints=p['joints'] or None,
@@ -86,11 +83,6 @@ class IPControllerNode(ControllerNode):
             neglect_bodies=[s for s in p['neglect_bodies'] if s],
             unlock_blend_time=float(p['unlock_blend_time']),
         )
-
-    def _on_command(self, c):
-        if c.stamp - self.last_diag >= self.diag_period - 1e-9 or c.stamp < self.last_diag:
-            self.last_diag = c.stamp
-            self.pub_diag.publish(labelled_array(c.info['labels'], c.info['values']))
 
     # ------------------------------------------------------------------ reconfiguration
     def _apply_payload(self):
@@ -119,7 +111,6 @@ class IPControllerNode(ControllerNode):
         if why:
             return SetParametersResult(successful=False, reason=why)
         old = (dict(self.payload), list(self.locked_names))
-        ctrl = self.law.ctrl
         try:
             for prm in params:
                 if prm.name == 'payload_mass':
@@ -135,11 +126,11 @@ class IPControllerNode(ControllerNode):
                 elif prm.name == 'law':
                     if prm.value not in IP_LAWS:
                         raise RobotDynamicsError(f'law must be one of {IP_LAWS}')
-                    ctrl.law = prm.value
+                    self.law.law = prm.value
                 elif prm.name in ('kp', 'kv'):
                     if not (isinstance(prm.value, (int, float)) and prm.value >= 0):
                         raise RobotDynamicsError(f'{prm.name} must be a number >= 0')
-                    ctrl.set_gains(**{prm.name: float(prm.value)})
+                    self.law.set_gains(**{prm.name: float(prm.value)})
             self._apply_payload()
         except (RobotDynamicsError, TypeError, ValueError) as exc:
             self.payload = old[0]

@@ -2,7 +2,7 @@
 control loop.
 
 The generic :mod:`~robot_dynamics.ros.controller_node` with the law ``sea_flatness``
-(:class:`robot_dynamics.control.flatness_sea.SeaFlatnessLaw`, exactly linearising, EE error
+(:func:`robot_dynamics.control.flatness_sea.make_sea_flatness_law`, exactly linearising, EE error
 poles ``poles``, preload lambda = n^T u to ``preload`` with ``lambda_poles``); kept as its own
 executable for its defaults and one extra output. The loop owns state parsing (one
 ``/joint_states`` with the link-side joints ``armk_joint``, ``armk_elbow`` and the motor joints
@@ -33,20 +33,17 @@ Outputs: ``/<controller>/commands`` (motor torques [N m], order of ``joints``),
 at ``diagnostics_rate`` Hz of state time, ``/diagnostics`` (the loop's report).
 """
 
-from std_msgs.msg import Float64MultiArray
-
-from robot_dynamics.ros._common import QOS_STATE, labelled_array, spin_node
+from robot_dynamics.ros._common import spin_node
 from robot_dynamics.ros.controller_node import ControllerNode
 
 
 class SEAControllerNode(ControllerNode):
     """controller_node with ``law: sea_flatness`` and the labelled ``~/diagnostics``."""
 
+    LABELLED_DIAGNOSTICS = True
+
     def __init__(self):
         super().__init__('sea_controller')
-        self.diag_period = 1.0 / max(float(self.p['diagnostics_rate']), 1e-3)
-        self.last_diag = -1e9
-        self.pub_diag = self.create_publisher(Float64MultiArray, '~/diagnostics', QOS_STATE)
 
     def _params(self, extra=None):
         return super()._params(
@@ -62,11 +59,6 @@ class SEAControllerNode(ControllerNode):
                 **(extra or {}),
             )
         )
-
-    def _on_command(self, c):
-        if c.stamp - self.last_diag >= self.diag_period - 1e-9 or c.stamp < self.last_diag:
-            self.last_diag = c.stamp
-            self.pub_diag.publish(labelled_array(c.info['labels'], c.info['values']))
 
 
 def main(args=None):

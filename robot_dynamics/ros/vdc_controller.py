@@ -1,7 +1,7 @@
 """vdc_controller: virtual decomposition control of a hydraulic parallel-serial boom (seed 001)
 -> servo-valve voltages; the generic controller node with the law ``vdc``.
 
-:mod:`~robot_dynamics.ros.controller_node` hosting :class:`robot_dynamics.control.vdc.VdcLaw`
+:mod:`~robot_dynamics.ros.controller_node` hosting :class:`robot_dynamics.control.vdc.VDCController`
 in the core :class:`~robot_dynamics.control.loop.ControlLoop` (state parsing and plausibility,
 staleness, reference matching/extrapolation, lock-step, the valve limits, the safe command
 0 V = valves closed, timing and ``/diagnostics``). This node only translates messages:
@@ -21,7 +21,8 @@ Outputs ``/<controller>/commands`` (Float64MultiArray, volts, order of ``joints`
 cylinders' rod joints), ``~/tracking_error`` ([e, ed] of the segment joints), ``/diagnostics``
 and ``~/diagnostics`` (Float64MultiArray; ``layout.dim[0].label`` lists the fields: stamp, t
 (s since the first command), e_tcp, ref_x, ref_z, tcp_x, tcp_z, V (accompanying function eq.
-94-98), step_us, stale, then per cylinder f_pr, f_p, u, saturated, p_a, p_b [Pa]) every ``1/diagnostics_rate``
+94-98), step_us, stale, then per cylinder f_pr, f_p, u (commanded), saturated (the law's
+output beyond the valve limit), p_a, p_b [Pa]) every ``1/diagnostics_rate``
 s of state time. Gains: ``lam``, ``k_scale``, ``kf_pole``, ``kx_ratio``, ``dp_min``.
 """
 
@@ -29,7 +30,7 @@ import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.control.vdc import VdcLaw
+from robot_dynamics.control.vdc import VDCController
 from robot_dynamics.ros._common import QOS_STATE, labelled_array, spin_node, stamp_sec
 from robot_dynamics.ros.controller_node import ControllerNode
 
@@ -76,7 +77,7 @@ class VDCControllerNode(ControllerNode):
         )
 
     def _build_law(self, p):
-        return VdcLaw(
+        return VDCController(
             self.model,
             joints=p['joints'] or None,
             lam=float(p['lam']),
@@ -105,19 +106,22 @@ class VDCControllerNode(ControllerNode):
         if self.last_diag <= t < self.last_diag + self.diag_every - 1e-9:
             return
         self.last_diag = t
-        st, ctrl = self.law.st, self.law.ctrl
+        law = self.law
+        st = law.st
         tcp = st.tool_pose(c.info['q'])[1][self.axes]
         pref = st.tool_pose(c.info['segment_ref'][0])[1][self.axes]
-        d = ctrl.diag
+        d = law.diag
         ex = c.state.extra
+        u = np.zeros(st.ns)
+        u[law.order] = c.effort  # the command (limited), per segment
         cyl = np.stack(
             [
                 d['fpr'],
                 d['fp'],
-                d['u'],
+                u,
                 d['saturated'].astype(float),
-                [ex[n] for n in self.law._pa],
-                [ex[n] for n in self.law._pb],
+                [ex[n] for n in law._pa],
+                [ex[n] for n in law._pb],
             ],
             axis=1,
         ).ravel()
@@ -126,7 +130,7 @@ class VDCControllerNode(ControllerNode):
             labelled_array(
                 self.labels,
                 np.concatenate(
-                    [[c.stamp, t, float(np.linalg.norm(tcp - pref)), *pref, *tcp, ctrl.lyapunov(), us, 0.0], cyl]
+                    [[c.stamp, t, float(np.linalg.norm(tcp - pref)), *pref, *tcp, law.lyapunov(), us, 0.0], cyl]
                 ),
             )
         )

@@ -350,16 +350,15 @@ def _controller_node(model, p, ctx):
     q, qd = _state(m, ctx)
     x = obj.current_coordinates(q) if hasattr(obj, 'current_coordinates') else q[obj.cmd_idx]
     k = len(obj.coords)
-    if getattr(obj, 'order', 2) > 2:  # a reference with derivatives (sea_flatness)
-        loop.set_reference(None, stamp=0.0, derivs=np.vstack([x, np.zeros((obj.order, k))]))
+    if obj.reference_order > 2:  # a reference with derivatives (sea_flatness)
+        loop.set_reference(None, stamp=0.0, derivs=np.vstack([x, np.zeros((obj.reference_order, k))]))
     else:
         loop.set_reference(x, np.zeros(k), np.zeros(k), stamp=0.0)
     if obj.needs_feedforward:
         loop.set_feedforward(np.zeros(len(obj.joints)), stamp=0.0)
-    loop.set_state(list(m.joint_names), q.tolist(), qd.tolist(), 0.001, 0.001)
-    c = loop.update(0.001)
+    c, _ = loop.on_state(list(m.joint_names), q.tolist(), qd.tolist(), 0.001, 0.001)
     if c is not None and 'tau' in c.info and m.loops and bool(p.get('publish_wrenches', True)):
-        obj.predicted_wrenches(c.state, c.info['tau'])
+        obj.predicted_wrenches(c.state.q, c.state.qd, c.info['tau'])
 
 
 # --------------------------------------------------------------------------- ik_node
@@ -388,33 +387,36 @@ def _ik_node(model, p, ctx):
 
 # --------------------------------------------------------------------------- ip_controller
 def _ip_controller(model, p, ctx):
-    """ip_controller: partitioned model, the law, lock efforts, run-time reconfiguration."""
+    """ip_controller: partitioned model, the law (lock efforts, re-join blend), run-time
+    reconfiguration."""
     import numpy as np
-    from robot_dynamics.control.inertia_partitioning import IPController, ReferenceRejoin
-    from robot_dynamics.algorithms.partitioning import PartitionedModel
+    from robot_dynamics.control.inertia_partitioning import IPController
+    from robot_dynamics.control.loop import Reference, State
 
     m = model
     q, qd = _state(m, ctx)
-    neglect = [s for s in p.get('neglect_bodies', ['']) if s]
-    pm = PartitionedModel(m, p.get('loop_map', 'auto'), neglect_bodies=neglect)
-    ctrl = IPController(pm, p.get('law', 'paper'), float(p.get('kp', 20.0)), float(p.get('kv', 20.0)))
-    rejoin = ReferenceRejoin(pm.all_coords, float(p.get('unlock_blend_time', 2.0)))
+    ctrl = IPController(
+        m,
+        p.get('law', 'paper'),
+        float(p.get('kp', 20.0)),
+        float(p.get('kv', 20.0)),
+        loop_map=p.get('loop_map', 'auto'),
+        neglect_bodies=[s for s in p.get('neglect_bodies', ['']) if s],
+        unlock_blend_time=float(p.get('unlock_blend_time', 2.0)),
+    )
+    pm = ctrl.pm
 
     def control(t):
-        th_all, thd_all = q[pm.loop_map.idx], qd[pm.loop_map.idx]
-        r0, r1, r2 = th_all.copy(), np.zeros_like(th_all), np.zeros_like(th_all)
-        r0, r1, r2 = rejoin(t, th_all, thd_all, r0, r1, r2)
-        sel = pm.sel
-        out = ctrl.compute(th_all[sel], thd_all[sel], r0[sel], r1[sel], r2[sel], q_guess=q)
-        lock = ctrl.lock_efforts(th_all, thd_all, q_guess=q)
-        ctrl.actuator_efforts(out, lock).tolist()
+        th = ctrl.current_coordinates(q)
+        z = np.zeros_like(th)
+        ctrl.update(State(t, q, qd, t), Reference(t, th, z, z), 1e-3).effort.tolist()
 
     control(0.001)
     # run-time reconfiguration (parameters): a locked DoF, a payload, the other law
     th = q[pm.loop_map.idx]
     pm.lock({pm.all_coords[0]: th[0]})
     control(0.002)
-    rejoin.mark(set(pm.locked))
+    ctrl.rejoin.mark(set(pm.locked))
     pm.unlock()
     pm.add_payload(1.0, np.diag([0.01, 0.01, 0.01]), [0.0, 0.0, 0.0], frame=p.get('payload_frame', 'tool'))
     law = ctrl.law
@@ -431,11 +433,11 @@ def _vdc_controller(model, p, ctx):
     reference, the tool wrench, the safe command) and the diagnostics (tool points, V)."""
     import numpy as np
     from robot_dynamics.control.loop import ControlLoop
-    from robot_dynamics.control.vdc import VdcLaw
+    from robot_dynamics.control.vdc import VDCController
 
     m = model
     rate = float(p.get('rate', 1000.0))
-    law = VdcLaw(
+    law = VDCController(
         m,
         lam=float(p.get('lam', 5.0)),
         k_scale=float(p.get('k_scale', 10.0)),
@@ -459,17 +461,16 @@ def _vdc_controller(model, p, ctx):
     seg = [m.joint_index(j) for j in law.coords]
     k = len(seg)
     for i, t in enumerate((0.0, 0.001, 0.002)):
-        loop.set_state(names, Q.tolist() + list(pres.values()), Qd.tolist() + [0.0] * len(pres), t, t)
         loop.set_reference(Q[seg], np.zeros(k), np.zeros(k), stamp=t, names=law.coords)
         if i == 1:
             law.set_tool_wrench([0.0, 0.0, 100.0, 0.0, 0.0, 0.0], t)
-        c = loop.update(t)
+        c, _ = loop.on_state(names, Q.tolist() + list(pres.values()), Qd.tolist() + [0.0] * len(pres), t, t)
         c.effort.tolist()
     st = law.st
     st.tool_pose(c.info['q'])
     st.tool_pose(c.info['segment_ref'][0])
-    law.ctrl.lyapunov()
-    d = law.ctrl.diag
+    law.lyapunov()
+    d = law.diag
     np.stack([d['fpr'], d['fp'], d['u'], d['saturated'].astype(float)], axis=1).ravel()
     loop.update(1.0)  # stale: the safe command
     loop.diagnostics()
@@ -520,12 +521,12 @@ def warmup_sea_kernels(model=None):
     plant.derivative(x, np.zeros(3))
     plant._derivative_reference(x, np.zeros(3))
     plant.hold_command(0.1)
-    ctrl = SEAFlatnessController(plant.params)
+    ctrl = SEAFlatnessController(model, params=plant.params)
     yd = SinSquaredJerk(plant.p, plant.p + np.array([0.01, 0.0]), 0.3)(0.1)
     ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd, np.array([0.5, 0.0, 0.0]))
     ctrl(plant.p, plant.pd, plant.qm, plant.qdm, yd)
     ctrl._call_reference(plant.p, plant.pd, plant.qm, plant.qdm, yd)
-    SEAFlatnessController(plant.params, feedforward_only=True)(plant.p, plant.pd, plant.qm, plant.qdm, yd)
+    SEAFlatnessController(model, params=plant.params, feedforward_only=True)(plant.p, plant.pd, plant.qm, plant.qdm, yd)
     ctrl.pkm.ik(np.tile(plant.p, (21, 1)))
     return plant
 

@@ -1,4 +1,4 @@
-"""Core of dynamics_node: DynamicsController, hold command, cut-joint wrenches (no ROS)."""
+"""Core of dynamics_node: the DynamicsController law, hold command, cut-joint wrenches (no ROS)."""
 
 import numpy as np
 import pytest
@@ -6,6 +6,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.control import DynamicsController, hold_command, task_coordinates
 from robot_dynamics.control.computed_torque import cut_wrenches
+from robot_dynamics.control.loop import ControlLoop, Reference, State
 from robot_dynamics.plants.rigid import ConstrainedPlant
 
 
@@ -66,12 +67,12 @@ def test_task_space_pidc_closed_loop_decays_analytically(five_bar):
     c = DynamicsController(m, reference='task', task_frame='tool', task_axes=[0, 2], kp=100.0, kd=20.0)
     plant = ConstrainedPlant(m, dt=1e-3)
     x0 = task_coordinates(m, 'tool', [0, 2])(plant.q, plant.qd)[0]
-    c.set_reference(x0 + np.array([0.01, -0.01]))
+    ref = Reference(None, x0 + np.array([0.01, -0.01]), np.zeros(2), np.zeros(2))
     errs = []
     for k in range(1000):
-        out = c.compute(plant.q, plant.qd)
-        assert out.controllable
-        plant.step(out.tau)
+        out = c.update(State(plant.t, plant.q, plant.qd, plant.t), ref)
+        assert 'not_controllable' not in out.info
+        plant.step(out.info['tau'])
         errs.append(np.linalg.norm(out.e))
     t = np.arange(1000) * 1e-3
     analytic = np.hypot(0.01, 0.01) * np.exp(-10 * t) * (1 + 10 * t)
@@ -83,12 +84,10 @@ def test_computed_torque_on_a_tree_and_input_checks():
     m = rd.load_model(rd.data_path('urdf/arm7.urdf'))
     c = DynamicsController(m, law='computed_torque', kp=25.0, kd=10.0)
     q = m.reference_q()
-    c.set_reference(q + 0.01, np.zeros(m.nq), np.ones(m.nq))
-    out = c.compute(q, np.zeros(m.nq))
+    out = c.update(State(0.0, q, np.zeros(m.nq), 0.0), Reference(None, q + 0.01, np.zeros(m.nq), np.ones(m.nq)))
     tau = rd.crba(m, q) @ (np.ones(m.nq) + 25.0 * 0.01) + rd.nonlinear_effects(m, q, np.zeros(m.nq))
-    assert np.allclose(out.tau, tau)
-    with pytest.raises(rd.InputError):
-        c.set_reference([np.nan] * m.nq)
+    assert np.allclose(out.info['tau'], tau) and np.allclose(out.effort, tau[c.cmd_idx])
+    assert ControlLoop(c).set_reference([np.nan] * m.nq) is not None  # the loop checks references
     with pytest.raises(rd.InputError):
         DynamicsController(rd.load_model(rd.data_path('urdf/four_bar.urdf')), law='computed_torque')
     with pytest.raises(rd.InputError):

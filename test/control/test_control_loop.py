@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
+from robot_dynamics.algorithms.projection import pidc
 from robot_dynamics.control import DynamicsController, hold_command
-from robot_dynamics.control.laws import FeedforwardPDLaw, ProjectedIDLaw, make_law
+from robot_dynamics.control.feedforward_pd import FeedforwardPDLaw
+from robot_dynamics.control.laws import make_law
 from robot_dynamics.control.loop import ControlLoop, Law, LawOutput, StampedParts
 from robot_dynamics.errors import InputError
 from robot_dynamics.plants.rigid import ConstrainedPlant
@@ -36,7 +38,7 @@ class Echo(Law):
         super().__init__(model)
         self.out, self.raise_, self.seen = out, raise_, []
 
-    def compute(self, state, ref):
+    def update(self, state, ref, dt=None):
         self.seen.append((state.stamp, None if ref is None else ref.pos.copy()))
         if self.raise_:
             raise self.raise_
@@ -177,6 +179,44 @@ def test_limits_law_errors_and_non_finite_output_give_safe_commands(five_bar):
         ControlLoop(Echo(m), state_timeout=-1.0)
     with pytest.raises(InputError):
         ControlLoop(Echo(m), safe='banana')
+
+
+def test_a_command_is_clipped_once_by_the_loop(five_bar):
+    """A law output beyond the limit and a reference extrapolated to the state: the law gets the
+    extrapolated reference and returns its efforts unclipped; the loop's limit (min of the URDF's
+    and max_effort) is the only change to them."""
+    m = five_bar
+    law = DynamicsController(m, kp=3000.0, kd=20.0)
+    seen = []
+    law_update = law.update
+
+    def spy(state, ref, dt=None):
+        out = law_update(state, ref, dt)
+        seen.append((ref, out))
+        return out
+
+    law.update = spy
+    for max_effort in ((3.0, 100.0), None):
+        loop = ControlLoop(law, safe='zero', max_effort=max_effort)
+        q, z = m.reference_q(), np.zeros(m.nq)
+        x0 = law.current_coordinates(q)
+        d, v, a = np.array([0.05 if max_effort else 1.0, 0.0]), np.array([0.2, 0.0]), np.array([1.0, 0.0])
+        loop.set_reference(x0 + d, v, a, stamp=0.0)
+        _state(loop, m, q, z, 0.004)
+        c = loop.update(0.004)
+        ref, out = seen[-1]
+        h = 0.004
+        np.testing.assert_allclose(ref.pos, x0 + d + v * h + 0.5 * a * h * h, rtol=1e-15)
+        np.testing.assert_allclose(ref.vel, v + a * h, rtol=1e-15)
+        assert c.extrapolated == pytest.approx(h) and loop.count['extrapolated'] == 1
+        lim = loop.effort_limit
+        assert np.all(lim == np.minimum(np.asarray(m.effort_limit)[law.cmd_idx], max_effort or np.inf))
+        assert np.abs(out.effort[0]) > lim[0]  # the law does not clip
+        np.testing.assert_array_equal(out.effort, out.info['tau'][law.cmd_idx])
+        np.testing.assert_array_equal(c.effort, np.clip(out.effort, -lim, lim))
+        assert c.clipped and loop.count['clipped'] == 1
+        assert np.any(np.abs(c.effort) < lim)  # only the components beyond the limit change
+        np.testing.assert_array_equal(c.effort[np.abs(out.effort) < lim], out.effort[np.abs(out.effort) < lim])
 
 
 def test_reference_matching_extrapolation_and_staleness(five_bar):
@@ -376,9 +416,9 @@ def test_overrun_and_latency_accounting(five_bar):
     t = [0.0]
 
     class Slow(Echo):
-        def compute(self, state, ref):
+        def update(self, state, ref, dt=None):
             t[0] += 0.003  # the law "takes" 3 ms
-            return super().compute(state, ref)
+            return super().update(state, ref, dt)
 
     loop = ControlLoop(Slow(m), period=0.002, safe='zero', clock=lambda: t[0])
     loop.set_reference([0.0, 0.0], stamp=0.0)
@@ -392,30 +432,31 @@ def test_overrun_and_latency_accounting(five_bar):
 
 
 def test_pidc_through_the_loop_equals_the_controller_in_closed_loop(five_bar):
-    """The loop adds nothing to the law: the five-bar closed loop through ControlLoop equals
-    DynamicsController called directly (1e-12), with the reference sampled at 100 Hz and
-    extrapolated to 1 kHz states in both."""
+    """The loop adds nothing to the law but the reference's extrapolation: the five-bar closed
+    loop through ControlLoop equals pidc called directly (1e-12) with the reference sampled at
+    100 Hz and extrapolated by hand (2nd order) to the 1 kHz states."""
     m = five_bar
     law = make_law(m, 'pidc', kp=100.0, kd=20.0, reference='task', task_frame='tool', task_axes=[0, 2])
+    assert isinstance(law, DynamicsController)
     loop = ControlLoop(law, safe='zero')
-    direct = DynamicsController(m, reference='task', task_frame='tool', task_axes=[0, 2], kp=100.0, kd=20.0)
     pa, pb = ConstrainedPlant(m, dt=1e-3), ConstrainedPlant(m, dt=1e-3)
-    x0 = direct.theta(pa.q, pa.qd)[0]
+    x0 = law.theta(pa.q, pa.qd)[0]
     for k in range(300):
         t = k * 1e-3
         if k % 10 == 0:
+            t0 = t
             r = x0 + 0.01 * np.array([np.sin(t), 1 - np.cos(t)])
             rv = 0.01 * np.array([np.cos(t), np.sin(t)])
             ra = 0.01 * np.array([-np.sin(t), np.cos(t)])
             loop.set_reference(r, rv, ra, stamp=t)
-            direct.set_reference(r, rv, ra, stamp=t)
         _state(loop, m, pa.q, pa.qd, t)
         c = loop.update(t)
         assert not c.safe
         tau = np.zeros(m.nq)
         tau[m.actuated_indices] = c.effort
         pa.step(tau)
-        pb.step(direct.compute(pb.q, pb.qd, stamp=t).tau)
+        h = t - t0
+        pb.step(pidc(m, pb.q, pb.qd, r + rv * h + 0.5 * ra * h * h, rv + ra * h, ra, 100.0, 20.0, theta=law.theta).tau)
     assert np.abs(pa.q - pb.q).max() < 1e-12
 
 
@@ -427,7 +468,7 @@ def test_make_law_rejects_unknown_laws_and_parameters(five_bar, arm7):
     with pytest.raises(InputError):
         make_law(five_bar, 'feedforward_pd', kp=-1)
     law = make_law(arm7, 'computed_torque', kp=10.0, kd=1.0)
-    assert isinstance(law, ProjectedIDLaw) and law.coords == list(arm7.joint_names)
+    assert isinstance(law, DynamicsController) and law.coords == list(arm7.joint_names)
 
 
 def test_reference_at_stamps_exact_interpolated_or_none():

@@ -1,5 +1,5 @@
-"""The SEA flatness law (seed 004) in the core control loop, without ROS: SeaFlatnessLaw through
-ControlLoop equals SEAFlatnessController called directly (1e-12), the loop's safe command on
+"""The SEA flatness law (seed 004) in the core control loop, without ROS: SEAFlatnessController
+through ControlLoop equals its own step called directly (1e-12), the loop's safe command on
 stale input, the 4th-order extrapolation of a reference with derivatives up to snap, and the
 goal profile that trajectory_node runs (GoalMoves)."""
 
@@ -44,7 +44,7 @@ def test_law_through_the_loop_equals_the_controller_in_closed_loop(model):
     plant = make_plant('sea', model, dt=1e-3)
     plant.reset(p0=P1)
     prof = SinSquaredJerk(P1, P2, 0.5, t0=0.05)
-    ctrl = SEAFlatnessController(plant.params, poles=30.0, lambda_poles=30.0)
+    ctrl = SEAFlatnessController(model, params=plant.params, poles=30.0, lambda_poles=30.0)
     lam_d = np.array([2.0, 0.0, 0.0])
     names = list(model.joint_names)
     ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))

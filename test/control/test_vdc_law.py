@@ -1,5 +1,5 @@
-"""The seed 001 VDC law on the one control loop, without ROS (robot_dynamics.control.vdc.VdcLaw
-in robot_dynamics.control.loop.ControlLoop): equal to the VDC controller called directly, the
+"""The seed 001 VDC law on the one control loop, without ROS (robot_dynamics.control.vdc.VDCController
+in robot_dynamics.control.loop.ControlLoop): equal to its step called directly, the
 A-B-C-D task reference as a joint reference (BoomTaskProfile) equal to the task mapping, the
 chamber pressures parsed as named measurements of the state message, and the safe command
 0 V (valves closed) on stale, NaN, missing or implausible input."""
@@ -9,7 +9,7 @@ import pytest
 
 from robot_dynamics.control.laws import LAWS, make_law
 from robot_dynamics.control.loop import ControlLoop
-from robot_dynamics.control.vdc import BoomTaskProfile, TaskReference, VDCController, VdcLaw, quintic_legs
+from robot_dynamics.control.vdc import BoomTaskProfile, TaskReference, VDCController, quintic_legs
 from robot_dynamics.plants.registry import make_plant
 from robot_dynamics.algorithms.vdc import segment_q
 
@@ -43,7 +43,7 @@ def test_law_in_the_loop_equals_the_vdc_controller_called_directly(boom):
     """Closed loop (plant + loop + law) over the approach and the first leg; at every step the
     controller called directly with the same measurements and reference gives the same volts."""
     law = make_law(boom, 'vdc', dt=1e-3)
-    assert isinstance(law, VdcLaw) and 'vdc' in LAWS
+    assert isinstance(law, VDCController) and 'vdc' in LAWS
     loop = _loop(law)
     ref_ctrl = VDCController(law.st, law.hp, dt=1e-3)
     plant = make_plant('hydraulic', boom, boom.reference_q(), dt=1e-3)
@@ -83,7 +83,7 @@ def test_lockstep_twin_tracks_the_task(boom):
     P = np.array([np.r_[a, b] for a, b in pres])
     print(f'\nlock-step twin: max {max(err) * 1e3:.3f} mm, p [{P.min() / 1e5:.1f}, {P.max() / 1e5:.1f}] bar')
     assert max(err) < 4e-3
-    hp = VdcLaw(boom).hp
+    hp = VDCController(boom).hp
     assert P.min() > hp.p_r and P.max() < hp.p_s and np.abs(cmds).max() < 10.0
 
 
@@ -100,7 +100,7 @@ def _state(boom, law, p=None, stamp=0.0, drop=None):
 
 @pytest.mark.parametrize('bad', ['nan', 'negative', 'huge', 'missing'])
 def test_bad_pressure_is_rejected_and_the_valves_close(boom, bad):
-    law = VdcLaw(boom)
+    law = VDCController(boom)
     loop = _loop(law)
     names, pos, vel = _state(boom, law)
     loop.set_state(names, pos, vel, 0.0, 0.0)
@@ -122,7 +122,7 @@ def test_bad_pressure_is_rejected_and_the_valves_close(boom, bad):
 
 
 def test_stale_reference_and_no_reference_give_zero_volts(boom):
-    law = VdcLaw(boom)
+    law = VDCController(boom)
     loop = _loop(law)
     names, pos, vel = _state(boom, law)
     loop.set_state(names, pos, vel, 0.0, 0.0)
@@ -137,7 +137,7 @@ def test_stale_reference_and_no_reference_give_zero_volts(boom):
 
 
 def test_valve_limits_and_lockstep_waits_for_the_first_reference(boom):
-    law = VdcLaw(boom)
+    law = VDCController(boom)
     loop = ControlLoop(law, period=1e-3, sync=True, ref_wait=0.01, wait_first_reference=True)
     assert np.allclose(loop.effort_limit, 10.0)  # valve input limits, not URDF forces
     names, pos, vel = _state(boom, law)

@@ -22,21 +22,14 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.control.flatness_sea import (
-    GeneralSeaFlatnessLaw,
-    SEAFlatnessController,
-    SeaFlatnessLaw,
-    sea_state_from_joints,
-)
+from robot_dynamics.control.flatness_sea import GeneralSEAFlatness, SEAFlatnessController, sea_state_from_joints
 from robot_dynamics.control.laws import make_law
-from robot_dynamics.control.loop import Reference, State
+from robot_dynamics.control.loop import State
 from robot_dynamics.errors import InputError
-from robot_dynamics.control.trajectories import SinSquaredJerk
 from robot_dynamics.plants.registry import make_plant
-from robot_dynamics.plants.sea import SEAPlant
-from robot_dynamics.control.flatness_sea import GeneralSEAFlatness
+from robot_dynamics.plants.sea import GeneralSEAPlant, SEAPlant
 from robot_dynamics.pkm.sea import SEAPKM, preload_direction
-from robot_dynamics.plants.sea import GeneralSEAPlant
+from sea_offline import sea_move
 
 HERE = suite_paths.TEST_DIR
 FIVE_BAR_SEA = os.path.join(HERE, 'data', 'five_bar_sea.urdf')
@@ -73,7 +66,7 @@ def test_general_law_equals_planar_law(rrr):
         plant.step(np.array([0.3, -0.2, 0.1]))
     P = plant.params
     s = SEAPKM(rrr)
-    planar = SEAFlatnessController(P, poles=25.0, lambda_poles=40.0)
+    planar = SEAFlatnessController(rrr, params=P, poles=25.0, lambda_poles=40.0)
     gen = GeneralSEAFlatness(s, poles=25.0, lambda_poles=40.0)
     q, qd = plant.true_q, plant.true_qd
     x, xd = s.measure(q, qd)
@@ -233,32 +226,15 @@ def test_gough_stewart_sea_law_tracks_a_pose_move(gss):
         law(plant.x, plant.xd, plant.qm, plant.qdm, (X, V * np.nan))
 
 
-def _run(model, law, plant, goal_offset, T=0.5, n=800, norm=False):
-    """1 kHz sampled loop (ZOH) on a sin^2-jerk move: (max error: largest component, or the
-    Euclidean norm with ``norm``, last LawOutput)."""
-    x0 = law.current_coordinates(plant.q)
-    prof = SinSquaredJerk(x0, x0 + goal_offset, T, 0.05)
-    emax, out = 0.0, None
-    for _ in range(n):
-        t = plant.t
-        yd = prof(t)
-        ref = Reference(t, yd[0], yd[1], yd[2], None)
-        ref.derivs = yd
-        out = law.compute(State(t, plant.q, plant.qd, t), ref)
-        plant.step(out.effort)
-        emax = max(emax, np.linalg.norm(out.e) if norm else np.abs(out.e).max())
-    return emax, out
-
-
 def test_five_bar_sea_law_tracks_in_closed_loop(fbs):
     """1 kHz sampled loop (ZOH) on a 36 mm / 0.5 s sin^2-jerk move in the vertical plane: the
     error stays within the ZOH bound of the planar robot's core test (1e-4 m) and decays to
     < 5e-6 m at rest 0.3 s after the move (poles -30)."""
     law = make_law(fbs, 'sea_flatness', poles=30.0, lambda_poles=30.0)
-    assert isinstance(law, GeneralSeaFlatnessLaw)
+    assert isinstance(law, GeneralSEAFlatness)
     assert law.coords == ['x', 'z'] and law.task_axes == (0, 2)
     plant = make_plant('sea', fbs, dt=1e-3)
-    emax, out = _run(fbs, law, plant, np.array([0.03, 0.02]))
+    emax, out = sea_move(law, plant, np.array([0.03, 0.02]))
     assert emax < 1e-4
     assert np.abs(out.e).max() < 5e-6
     assert np.isnan(out.info['lambda'])
@@ -267,9 +243,9 @@ def test_five_bar_sea_law_tracks_in_closed_loop(fbs):
 
 def test_general_law_tracks_planar_robot_with_preload(rrr):
     law = make_law(rrr, 'sea_flatness', poles=30.0, lambda_poles=30.0, preload=0.5, route='general')
-    assert isinstance(law, GeneralSeaFlatnessLaw)
-    assert isinstance(make_law(rrr, 'sea_flatness'), SeaFlatnessLaw)  # auto: the planar fast path
-    emax, out = _run(rrr, law, make_plant('sea', rrr, dt=1e-3), np.array([0.03, 0.02]))
+    assert isinstance(law, GeneralSEAFlatness)
+    assert isinstance(make_law(rrr, 'sea_flatness'), SEAFlatnessController)  # auto: the planar fast path
+    emax, out = sea_move(law, make_plant('sea', rrr, dt=1e-3), np.array([0.03, 0.02]))
     assert emax < 1e-4 and np.abs(out.e).max() < 5e-6
     assert abs(out.info['lambda'] - 0.5) < 1e-3
 

@@ -109,7 +109,7 @@ def test_closed_loop_exact_tracking_and_preload(model):
     prof = SinSquaredJerk([-0.05, 0.0], [0.05, 0.0], 0.5)
     plant = make_plant('sea', model, dt=2e-4)
     plant.reset(p0=np.array([-0.05, 0.0]))
-    ctrl = SEAFlatnessController(plant.params, poles=30.0)
+    ctrl = SEAFlatnessController(model, params=plant.params, poles=30.0)
     e, _, _ = _run(ctrl, plant, prof, 0.5, dt=5e-4)
     assert np.max(np.abs(e)) < 1e-9, np.max(np.abs(e))
     # preload lambda_d = 10 from a lambda = 0 equilibrium: lambda converges, tracking unaffected
@@ -127,7 +127,7 @@ def test_closed_loop_error_decay_is_4th_order_polynomial(model):
     e0 = np.array([-1e-3, 0.5e-3])
     plant.reset(p0=np.array([-0.05, 0.0]) + e0)
     # start at rest in the spring equilibrium of the offset pose (e_dot = e_ddot = e_dddot = 0)
-    ctrl = SEAFlatnessController(plant.params, poles=p)
+    ctrl = SEAFlatnessController(model, params=plant.params, poles=p)
     e, _, _ = _run(ctrl, plant, prof, 0.21, dt=5e-4)
     for t in (0.11, 0.21):
         k = int(round(t / 5e-4)) - 1
@@ -140,7 +140,7 @@ def test_feedforward_only(model):
     prof = SinSquaredJerk([-0.05, 0.0], [0.05, 0.0], 0.5)
     plant = make_plant('sea', model, dt=2e-4)
     plant.reset(p0=np.array([-0.05, 0.0]))
-    ff = SEAFlatnessController(plant.params, feedforward_only=True)
+    ff = SEAFlatnessController(model, params=plant.params, feedforward_only=True)
     e, _, _ = _run(ff, plant, prof, 0.3, dt=5e-4)
     assert np.max(np.abs(e)) < 1e-9
 
@@ -174,7 +174,7 @@ def _sampled_loop(model, quant, noise, lam_d, pole=30.0, dt=1e-3, n=800, sens=Fa
     plant = make_plant('sea', model, dt=dt, quantization=quant, noise=noise, seed=3)
     plant.reset(p0=np.array([-0.05, 0.0]))
     prof = SinSquaredJerk([-0.05, 0.0], [0.05, 0.0], 0.5, t0=0.05)
-    ctrl = SEAFlatnessController(plant.params, poles=pole, lambda_poles=pole)
+    ctrl = SEAFlatnessController(model, params=plant.params, poles=pole, lambda_poles=pole)
     names = model.joint_names
     ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
     e, lam_err, Sq, Sqd = [], [], [], []

@@ -105,7 +105,7 @@ def test_controller_matches_reference(model):
     plant = make_plant('sea', model, model.reference_q(), dt=1e-3)
     rng = np.random.default_rng(6)
     for params in (Planar3RRRParams(), Planar3RRRParams(motor_damping=0.02, stiffness=50.0)):
-        ctrl = SEAFlatnessController(params, poles=25.0, lambda_poles=35.0)
+        ctrl = SEAFlatnessController(model, params=params, poles=25.0, lambda_poles=35.0)
         move = SinSquaredJerk(plant.p, plant.p + np.array([0.02, -0.01]), 0.3)
         for x, _ in _random_states(plant, rng, 40):
             yd = move(rng.uniform(0, 0.3))
@@ -128,11 +128,10 @@ def test_warmup_covers_the_run_time_calls(model):
     types) compile nothing new."""
     from robot_dynamics.plants import sea
     from robot_dynamics.control import flatness_sea as fs
+    from robot_dynamics.tools.warmup import warmup_sea_kernels
     from robot_dynamics.control.flatness_sea import SEAFlatnessController, sea_state_from_joints
     from robot_dynamics.pkm import planar_sea as ps
     from robot_dynamics.control.trajectories import SinSquaredJerk
-
-    from robot_dynamics.tools.warmup import warmup_sea_kernels
 
     warmup_sea_kernels(model)
     kernels = [
@@ -151,7 +150,7 @@ def test_warmup_covers_the_run_time_calls(model):
     plant = make_plant('sea', model, model.reference_q(), dt=1e-3)
     names = list(model.joint_names)
     ia, ie, im = ([names.index(f'arm{k}_{s}') for k in (1, 2, 3)] for s in ('joint', 'elbow', 'motor'))
-    ctrl = SEAFlatnessController(plant.params)
+    ctrl = SEAFlatnessController(model, params=plant.params)
     move = SinSquaredJerk(plant.p, plant.p + np.array([0.01, 0.0]), 0.3, t0=0.0)
     for k in range(3):
         pos, pd, qm, qdm = sea_state_from_joints(plant.params, plant.q, plant.qd, ia, ie, im)

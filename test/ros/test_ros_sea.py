@@ -264,12 +264,11 @@ def test_five_bar_sea_goal_lockstep_general_route(tmp_path):
         k = min(np.searchsorted(T, t0 + move + SETTLE), len(T) - 1)
         rest = np.hypot(*(X[k] - target))
         # the same move in the offline 1 kHz sampled loop (core law + plant, ZOH)
-        from test_sea_general import _run
         from robot_dynamics.control.laws import make_law
         from robot_dynamics.plants.registry import make_plant
+        from sea_offline import sea_move
 
-        e_zoh = _run(
-            model,
+        e_zoh = sea_move(
             make_law(model, 'sea_flatness'),
             make_plant('sea', model, dt=1e-3),
             target - start,
@@ -364,7 +363,7 @@ def test_gough_stewart_sea_pose_move_lockstep_general_route():
             )
             r = Reference(t, yd[0], yd[1], yd[2], None)
             r.derivs = yd
-            plant.step(law.compute(State(t, plant.q, plant.qd, t), r).effort)
+            plant.step(law.update(State(t, plant.q, plant.qd, t), r).effort)
         k = min(np.searchsorted(T, end - 1e-9), len(T) - 1)
         print(
             f'\ngough_stewart_sea: {len(T)} lock-step steps, pose error max {E.max():.2e} '
