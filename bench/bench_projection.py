@@ -39,7 +39,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # benchmark the source tree (as the tests do)
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics import _projection_kernels as PK  # noqa: E402
+from robot_dynamics.algorithms import _projection_kernels as PK  # noqa: E402
 from robot_dynamics import projection as pj  # noqa: E402
 
 

@@ -26,8 +26,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # benchmark the source tree (as the tests do)
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics import _fast_kernels as FK  # noqa: E402
-from robot_dynamics import _projection_kernels as PK  # noqa: E402
+from robot_dynamics.plants import _rigid_kernels as FK  # noqa: E402
+from robot_dynamics.algorithms import _projection_kernels as PK  # noqa: E402
 from robot_dynamics.ros.bringup import load_bringup  # noqa: E402
 from robot_dynamics.control import hold_command  # noqa: E402
 from robot_dynamics.plants.rigid import ConstrainedPlant  # noqa: E402

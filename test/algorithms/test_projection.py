@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import _projection_kernels as PK
+from robot_dynamics.algorithms import _projection_kernels as PK
 from robot_dynamics import projection as pj
 from robot_dynamics.errors import AssemblyError, ConstraintRankError, InputError
 from projection_helpers import PinClosedChain, admissible_state, model, sc_A, sc_h, sc_M, sidecar

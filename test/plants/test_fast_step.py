@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import _fast_kernels as FK
-from robot_dynamics import _projection_kernels as PK
+from robot_dynamics.plants import _rigid_kernels as FK
+from robot_dynamics.algorithms import _projection_kernels as PK
 from robot_dynamics.ros.bringup import load_bringup
 from robot_dynamics.control import hold_command
 from robot_dynamics.algorithms.projection import _pack
