@@ -34,7 +34,9 @@ from robot_dynamics.errors import InputError
 from robot_dynamics.control.trajectories import SinSquaredJerk
 from robot_dynamics.plants.registry import make_plant
 from robot_dynamics.plants.sea import SEAPlant
-from robot_dynamics.pkm.sea import GeneralSEAFlatness, GeneralSEAPlant, SEAPKM, preload_direction
+from robot_dynamics.control.flatness_sea import GeneralSEAFlatness
+from robot_dynamics.plants.sea import GeneralSEAPlant
+from robot_dynamics.pkm.sea import SEAPKM, preload_direction
 
 HERE = suite_paths.TEST_DIR
 FIVE_BAR_SEA = os.path.join(HERE, 'data', 'five_bar_sea.urdf')
