@@ -435,8 +435,6 @@ class GeneralSeaFlatnessLaw(Law):
     preload = SeaFlatnessLaw.preload  # lambda set-point (lam_d = [preload, 0, 0])
 
     def __init__(self, model, poles=30.0, lambda_poles=30.0, preload=0.0, joints=None):
-        from robot_dynamics.pkm.sea import GeneralSEAFlatness, SEAPKM
-
         super().__init__(model, joints)
         self.sea = SEAPKM(model)
         self.ctrl = GeneralSEAFlatness(self.sea, poles=poles, lambda_poles=lambda_poles)

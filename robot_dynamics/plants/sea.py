@@ -363,8 +363,6 @@ def _factory(model, q0=None, dt=1e-3, route='auto', **options):
         except InputError:
             if route == 'planar':
                 raise
-    from robot_dynamics.pkm.sea import GeneralSEAPlant
-
     bad = sorted(set(options) - {'substeps'})
     if bad:
         raise InputError(f"model '{model.name}': the general SEA plant has no option(s) {bad}")
