@@ -24,6 +24,7 @@ from robot_dynamics.plants.hydraulic import A_A, A_B, HydraulicPlant, _deriv_ext
 from robot_dynamics.algorithms.kinematics import frame_wrench_to_joint
 from robot_dynamics.algorithms.projection import constrained_forward_dynamics, projected_inverse_dynamics
 from robot_dynamics.plants.rigid import ConstrainedPlant, external_generalized_force
+from robot_dynamics.plants.registry import make_plant
 from robot_dynamics.algorithms.vdc import full_q
 from projection_helpers import admissible_state, model
 
@@ -317,7 +318,7 @@ def test_plants_without_load_input_and_hydraulic_reset_balance(boom):
     for _ in range(300):
         pl.step(None)
     assert np.abs(pl.qs - q0).max() < 1e-9 and np.abs(pl.qds).max() < 1e-8
-    sea = rd.plants.make_plant('sea', model('planar_3rrr_sea'), None)
+    sea = make_plant('sea', model('planar_3rrr_sea'), None)
     assert not sea.supports_external_wrench
     with pytest.raises(InputError, match='no external-load input'):
         sea.set_external_wrench('world', np.ones(6))
