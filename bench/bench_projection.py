@@ -196,7 +196,7 @@ def main(argv=None):
                 'ours constrained_forward_dynamics (Mc_gamma)',
                 lambda: rd.constrained_forward_dynamics(model, q, qd, tau, 'Mc_gamma'),
             ),
-            ('ours compiled core cfd_qdd (Mc)', lambda: PK.cfd_qdd(*pack, q, qd, tau, 0, 0.0, pj.DEFAULT_EPS, out)),
+            ('ours compiled core cfd_qdd (Mc)', lambda: PK.cfd_qdd(pack, q, qd, tau, 0, 0.0, pj.DEFAULT_EPS, out)),
             ('ours ConstrainedPlant.step (RK4 + proj.)', lambda: plant.step(tau)),
             ('pinocchio constraintDynamics', lambda: P.qdd(pq, v, t)),
         ]

@@ -74,36 +74,23 @@ def main(argv=None):
             n, mm = m.nq, m.nconstraints
             out = [np.empty(n) for _ in range(5)] + [np.empty(mm), np.zeros(min(n, mm)), np.empty(mm)]
             q, qd = p.q.copy(), p.qd.copy()
-            if kernel == 'fast':
-                call = lambda: FK.sim_step_rk4_fast(
-                    *p._pack,
-                    q,
-                    qd,
-                    tau,
-                    1.0 / rate,
-                    p.eps,
-                    True,  # noqa: E731
-                    p.nr_tol,
-                    p.nr_max_iter,
-                    PK.VP_EUCLIDEAN,
-                    *out,
-                )
-            else:
-                call = lambda: PK.sim_step_rk4(
-                    *p._pack,
-                    q,
-                    qd,
-                    tau,
-                    1.0 / rate,
-                    PK.VARIANT_MC,
-                    0.0,  # noqa: E731
-                    p.eps,
-                    True,
-                    p.nr_tol,
-                    p.nr_max_iter,
-                    PK.VP_EUCLIDEAN,
-                    *out,
-                )
+            fast = kernel == 'fast'
+            call = lambda: FK.sim_step_rk4(
+                p._pack,
+                q,
+                qd,
+                tau,
+                1.0 / rate,
+                PK.VARIANT_MC,
+                0.0,
+                p.eps,
+                fast,
+                True,
+                p.nr_tol,
+                p.nr_max_iter,
+                PK.VP_EUCLIDEAN,
+                *out,
+            )  # noqa: E731
             call()
             row['kernel', kernel] = per_call(call, lambda: None, a.steps, a.repeats)
         f = lambda k: f'{row[k][0]:6.1f} / {row[k][1]:6.1f}'  # noqa: E731

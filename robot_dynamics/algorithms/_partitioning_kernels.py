@@ -25,8 +25,23 @@ from numba import njit
 
 from robot_dynamics.algorithms import _tree_kernels as K
 from robot_dynamics.algorithms import _projection_kernels as PK
+from robot_dynamics.spatial.linalg import matmul3, matvec3_tuple, svd_pinv_apply
 
 _C = True
+
+
+@njit(cache=_C, inline='always')
+def _inv_adjoint_col(R, p, S, D, c):
+    """Column c of D (6, .) = Ad(T^-1) column c of S (6, .), T = (R, p): the twist (v, w) in
+    the frame T, ``(R^T (v - p x w), R^T w)`` (linear first)."""
+    v0, v1, v2 = S[0, c], S[1, c], S[2, c]
+    w0, w1, w2 = S[3, c], S[4, c], S[5, c]
+    u0 = v0 - (p[1] * w2 - p[2] * w1)
+    u1 = v1 - (p[2] * w0 - p[0] * w2)
+    u2 = v2 - (p[0] * w1 - p[1] * w0)
+    for a in range(3):
+        D[a, c] = R[0, a] * u0 + R[1, a] * u1 + R[2, a] * u2
+        D[3 + a, c] = R[0, a] * w0 + R[1, a] * w1 + R[2, a] * w2
 
 
 @njit(cache=_C)
@@ -42,28 +57,12 @@ def partition_terms(par, geo, sl, bj, bR, bp, bM, bm, bc, bsup, grav, q, G, H, R
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for i in range(n):
-        K._local_transform(geo, i, q[i], Rl, pl)
+        K._world_place(par, geo, i, q[i], Rl, pl, Rj, pj)
         lam = par[i]
-        if lam < 0:
-            for a in range(3):
-                for b in range(3):
-                    Rj[i, a, b] = Rl[a, b]
-                pj[i, a] = pl[a]
-        else:
-            for a in range(3):
-                for b in range(3):
-                    Rj[i, a, b] = Rj[lam, a, 0] * Rl[0, b] + Rj[lam, a, 1] * Rl[1, b] + Rj[lam, a, 2] * Rl[2, b]
-                pj[i, a] = pj[lam, a] + (Rj[lam, a, 0] * pl[0] + Rj[lam, a, 1] * pl[1] + Rj[lam, a, 2] * pl[2])
+        if lam >= 0:
             # Jj[i] = Ad(T_l^-1) Jj[lam]: w' = Rl^T w, v' = Rl^T (v - pl x w)
             for c in range(lam + 1):
-                v0, v1, v2 = Jj[lam, 0, c], Jj[lam, 1, c], Jj[lam, 2, c]
-                w0, w1, w2 = Jj[lam, 3, c], Jj[lam, 4, c], Jj[lam, 5, c]
-                u0 = v0 - (pl[1] * w2 - pl[2] * w1)
-                u1 = v1 - (pl[2] * w0 - pl[0] * w2)
-                u2 = v2 - (pl[0] * w1 - pl[1] * w0)
-                for a in range(3):
-                    Jj[i, a, c] = Rl[0, a] * u0 + Rl[1, a] * u1 + Rl[2, a] * u2
-                    Jj[i, 3 + a, c] = Rl[0, a] * w0 + Rl[1, a] * w1 + Rl[2, a] * w2
+                _inv_adjoint_col(Rl, pl, Jj[lam], Jj[i], c)
         for a in range(6):
             Jj[i, a, i] += sl[i, a]
     Jb = np.empty((6, n))
@@ -80,20 +79,12 @@ def partition_terms(par, geo, sl, bj, bR, bp, bM, bm, bc, bsup, grav, q, G, H, R
     for bi in range(nb):
         j = bj[bi]
         Rb, pb = bR[bi], bp[bi]
-        for a in range(3):
-            for b in range(3):
-                R[bi, a, b] = Rj[j, a, 0] * Rb[0, b] + Rj[j, a, 1] * Rb[1, b] + Rj[j, a, 2] * Rb[2, b]
-            p[bi, a] = pj[j, a] + Rj[j, a, 0] * pb[0] + Rj[j, a, 1] * pb[1] + Rj[j, a, 2] * pb[2]
+        matmul3(Rj[j], Rb, R[bi])
+        x0, x1, x2 = matvec3_tuple(Rj[j], pb)
+        p[bi, 0], p[bi, 1], p[bi, 2] = pj[j, 0] + x0, pj[j, 1] + x1, pj[j, 2] + x2
         # tree Jacobian of the body frame (6, n): Ad(T_b^-1) Jj[j]
         for c in range(n):
-            v0, v1, v2 = Jj[j, 0, c], Jj[j, 1, c], Jj[j, 2, c]
-            w0, w1, w2 = Jj[j, 3, c], Jj[j, 4, c], Jj[j, 5, c]
-            u0 = v0 - (pb[1] * w2 - pb[2] * w1)
-            u1 = v1 - (pb[2] * w0 - pb[0] * w2)
-            u2 = v2 - (pb[0] * w1 - pb[1] * w0)
-            for a in range(3):
-                Jb[a, c] = Rb[0, a] * u0 + Rb[1, a] * u1 + Rb[2, a] * u2
-                Jb[3 + a, c] = Rb[0, a] * w0 + Rb[1, a] * w1 + Rb[2, a] * w2
+            _inv_adjoint_col(Rb, pb, Jj[j], Jb, c)
         # J = Jb G ; dJ = sum_(l < jj in support) ad(Jb_l) Jb_jj G_l G_jj^T + Jb H
         for a in range(6):
             for c in range(k):
@@ -183,25 +174,7 @@ def partition_terms(par, geo, sl, bj, bR, bp, bM, bm, bc, bsup, grav, q, G, H, R
 
 
 @njit(cache=_C)
-def _solve_dep(U, s, Vt, r, b, out):
-    """out = Vt[:r].T @ ((U[:, :r].T @ b) / s[:r])."""
-    m = U.shape[0]
-    nd = Vt.shape[1]
-    for c in range(nd):
-        out[c] = 0.0
-    for i in range(r):
-        acc = 0.0
-        for j in range(m):
-            acc += U[j, i] * b[j]
-        acc /= s[i]
-        for c in range(nd):
-            out[c] += Vt[i, c] * acc
-
-
-@njit(cache=_C)
-def numeric_loop_map(
-    par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, free, idx, dep, tol, max_iter, eps, rank_tol, G, H, s_out
-):
+def numeric_loop_map(kin, q, free, idx, dep, tol, max_iter, eps, rank_tol, G, H, s_out):
     """Numeric loop map at the independent values already in ``q`` (the start guess, in
     place): Newton assembly with the joints ``~free`` fixed, then ``G`` (n, k) and ``H``
     (n, k, k). ``s_out`` (min(m, nd),): singular values of the dependent block.
@@ -209,11 +182,11 @@ def numeric_loop_map(
     Returns (status, rank): 0 ok, 1 Newton did not converge (q is the last iterate),
     2 rank-deficient dependent block (loop singularity; G, H not filled)."""
     n = q.shape[0]
-    m = rkind.shape[0]
+    m = kin[7].shape[0]
     k = idx.shape[0]
     nd = dep.shape[0]
     phi = np.empty(m)
-    it, res, rr, ok = PK.nr_project(par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, free, tol, max_iter, eps, phi)
+    it, res, rr, ok = PK.nr_project(kin, q, free, tol, max_iter, eps, False, phi)
     if not ok:
         return 1, rr
     A = np.empty((m, n))
@@ -221,7 +194,7 @@ def numeric_loop_map(
     Rw = np.empty((n, 3, 3))
     pw = np.empty((n, 3))
     zero = np.zeros(n)
-    PK._constraints(par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, zero, True, False, phi, A, bias, Rw, pw)
+    PK._constraints(kin, q, zero, True, False, phi, A, bias, Rw, pw)
     Au = np.empty((m, nd))
     for i in range(m):
         for c in range(nd):
@@ -243,7 +216,7 @@ def numeric_loop_map(
         G[idx[c], c] = 1.0
         for i in range(m):
             b[i] = -A[i, idx[c]]
-        _solve_dep(U, s, Vt, r, b, x)
+        svd_pinv_apply(U, s, Vt, r, b, x)
         for a in range(nd):
             G[dep[a], c] = x[a]
     Bd = np.empty((k, m))
@@ -251,22 +224,22 @@ def numeric_loop_map(
     for a in range(k):
         for i in range(n):
             v[i] = G[i, a]
-        PK._constraints(par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, v, False, True, phi, A, bias, Rw, pw)
+        PK._constraints(kin, q, v, False, True, phi, A, bias, Rw, pw)
         for i in range(m):
             Bd[a, i] = bias[i]
     for a in range(k):
         for i in range(m):
             b[i] = -Bd[a, i]
-        _solve_dep(U, s, Vt, r, b, x)
+        svd_pinv_apply(U, s, Vt, r, b, x)
         for c in range(nd):
             H[dep[c], a, a] = x[c]
         for bb in range(a + 1, k):
             for i in range(n):
                 v[i] = G[i, a] + G[i, bb]
-            PK._constraints(par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw, q, v, False, True, phi, A, bias, Rw, pw)
+            PK._constraints(kin, q, v, False, True, phi, A, bias, Rw, pw)
             for i in range(m):
                 b[i] = -(0.5 * (bias[i] - Bd[a, i] - Bd[bb, i]))
-            _solve_dep(U, s, Vt, r, b, x)
+            svd_pinv_apply(U, s, Vt, r, b, x)
             for c in range(nd):
                 H[dep[c], a, bb] = x[c]
                 H[dep[c], bb, a] = x[c]

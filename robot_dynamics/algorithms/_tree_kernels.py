@@ -15,6 +15,16 @@ inputs and loop over samples. Status codes: 0 ok, 1 non-finite input, 2 + k sing
 import numpy as np
 from numba import njit
 
+from robot_dynamics.spatial.linalg import (
+    chol_factor,
+    chol_solve,
+    cross3,
+    matmul3,
+    matTvec3_tuple,
+    matvec3_tuple,
+    rodrigues,
+)
+
 _CACHE = True
 
 
@@ -23,17 +33,7 @@ def _local_transform(geo, i, qi, R, p):
     """R, p (written in place) = placement of joint i in its parent frame at q_i."""
     ax0, ax1, ax2 = geo[i, 12], geo[i, 13], geo[i, 14]
     if geo[i, 15] == 0.0:
-        s, c = np.sin(qi), np.cos(qi)
-        t = 1.0 - c
-        J00 = c + t * ax0 * ax0
-        J01 = t * ax0 * ax1 - s * ax2
-        J02 = t * ax0 * ax2 + s * ax1
-        J10 = t * ax0 * ax1 + s * ax2
-        J11 = c + t * ax1 * ax1
-        J12 = t * ax1 * ax2 - s * ax0
-        J20 = t * ax0 * ax2 - s * ax1
-        J21 = t * ax1 * ax2 + s * ax0
-        J22 = c + t * ax2 * ax2
+        J00, J01, J02, J10, J11, J12, J20, J21, J22 = rodrigues(ax0, ax1, ax2, np.cos(qi), np.sin(qi))
         for r in range(3):
             f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
             R[r, 0] = f0 * J00 + f1 * J10 + f2 * J20
@@ -47,6 +47,29 @@ def _local_transform(geo, i, qi, R, p):
             R[r, 1] = f1
             R[r, 2] = f2
             p[r] = geo[i, 9 + r] + (f0 * ax0 + f1 * ax1 + f2 * ax2) * qi
+
+
+@njit(cache=_CACHE, inline='always')
+def _force_to_parent(R, p, f0, f1, f2, n0, n1, n2):
+    """The wrench (f, n) of a joint frame expressed in its parent frame, the frame placed at
+    (R, p) in it: ``(R f, R n + p x R f)`` (6 scalars)."""
+    g0, g1, g2 = matvec3_tuple(R, (f0, f1, f2))
+    t0, t1, t2 = matvec3_tuple(R, (n0, n1, n2))
+    return g0, g1, g2, t0 + p[1] * g2 - p[2] * g1, t1 + p[2] * g0 - p[0] * g2, t2 + p[0] * g1 - p[1] * g0
+
+
+@njit(cache=_CACHE, inline='always')
+def _inertia_mul(m, h0, h1, h2, I, v0, v1, v2, w0, w1, w2):
+    """The spatial inertia (mass m, first moment h = m c, inertia I (3, 3) about the frame
+    origin) times the twist (v, w): ``(m v - h x w, h x v + I w)`` (6 scalars)."""
+    return (
+        m * v0 - (h1 * w2 - h2 * w1),
+        m * v1 - (h2 * w0 - h0 * w2),
+        m * v2 - (h0 * w1 - h1 * w0),
+        h1 * v2 - h2 * v1 + I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2,
+        h2 * v0 - h0 * v2 + I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2,
+        h0 * v1 - h1 * v0 + I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2,
+    )
 
 
 @njit(cache=_CACHE)
@@ -74,18 +97,10 @@ def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, ta
         c1 = bl1 + al2 * p0 - al0 * p2
         c2 = bl2 + al0 * p1 - al1 * p0
         Ri = R[i]
-        v0 = Ri[0, 0] * u0 + Ri[1, 0] * u1 + Ri[2, 0] * u2
-        v1 = Ri[0, 1] * u0 + Ri[1, 1] * u1 + Ri[2, 1] * u2
-        v2 = Ri[0, 2] * u0 + Ri[1, 2] * u1 + Ri[2, 2] * u2
-        w0 = Ri[0, 0] * wl0 + Ri[1, 0] * wl1 + Ri[2, 0] * wl2
-        w1 = Ri[0, 1] * wl0 + Ri[1, 1] * wl1 + Ri[2, 1] * wl2
-        w2 = Ri[0, 2] * wl0 + Ri[1, 2] * wl1 + Ri[2, 2] * wl2
-        b0 = Ri[0, 0] * c0 + Ri[1, 0] * c1 + Ri[2, 0] * c2
-        b1 = Ri[0, 1] * c0 + Ri[1, 1] * c1 + Ri[2, 1] * c2
-        b2 = Ri[0, 2] * c0 + Ri[1, 2] * c1 + Ri[2, 2] * c2
-        e0 = Ri[0, 0] * al0 + Ri[1, 0] * al1 + Ri[2, 0] * al2
-        e1 = Ri[0, 1] * al0 + Ri[1, 1] * al1 + Ri[2, 1] * al2
-        e2 = Ri[0, 2] * al0 + Ri[1, 2] * al1 + Ri[2, 2] * al2
+        v0, v1, v2 = matTvec3_tuple(Ri, (u0, u1, u2))
+        w0, w1, w2 = matTvec3_tuple(Ri, (wl0, wl1, wl2))
+        b0, b1, b2 = matTvec3_tuple(Ri, (c0, c1, c2))
+        e0, e1, e2 = matTvec3_tuple(Ri, (al0, al1, al2))
         ax0, ax1, ax2 = geo[i, 12], geo[i, 13], geo[i, 14]
         sd, sdd = qd[i], qdd[i]
         if geo[i, 15] == 0.0:
@@ -113,20 +128,9 @@ def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, ta
         m = geo[i, 16]
         h0, h1, h2 = geo[i, 17], geo[i, 18], geo[i, 19]
         I = ine[i]
-        # momentum: [m v - h x w ; h x v + I w]
-        l0 = m * v0 - (h1 * w2 - h2 * w1)
-        l1 = m * v1 - (h2 * w0 - h0 * w2)
-        l2 = m * v2 - (h0 * w1 - h1 * w0)
-        k0 = h1 * v2 - h2 * v1 + I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2
-        k1 = h2 * v0 - h0 * v2 + I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2
-        k2 = h0 * v1 - h1 * v0 + I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2
-        # I a
-        f0 = m * b0 - (h1 * e2 - h2 * e1)
-        f1 = m * b1 - (h2 * e0 - h0 * e2)
-        f2 = m * b2 - (h0 * e1 - h1 * e0)
-        n0 = h1 * b2 - h2 * b1 + I[0, 0] * e0 + I[0, 1] * e1 + I[0, 2] * e2
-        n1 = h2 * b0 - h0 * b2 + I[1, 0] * e0 + I[1, 1] * e1 + I[1, 2] * e2
-        n2 = h0 * b1 - h1 * b0 + I[2, 0] * e0 + I[2, 1] * e1 + I[2, 2] * e2
+        # momentum I v, then I a
+        l0, l1, l2, k0, k1, k2 = _inertia_mul(m, h0, h1, h2, I, v0, v1, v2, w0, w1, w2)
+        f0, f1, f2, n0, n1, n2 = _inertia_mul(m, h0, h1, h2, I, b0, b1, b2, e0, e1, e2)
         # + v x* (I v) = [w x l ; v x l + w x k]
         f0 += w1 * l2 - w2 * l1
         f1 += w2 * l0 - w0 * l2
@@ -150,20 +154,9 @@ def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, ta
             tau[i] = ax0 * F[i, 0] + ax1 * F[i, 1] + ax2 * F[i, 2]
         lam = par[i]
         if lam >= 0:
-            Ri = R[i]
-            g0 = Ri[0, 0] * F[i, 0] + Ri[0, 1] * F[i, 1] + Ri[0, 2] * F[i, 2]
-            g1 = Ri[1, 0] * F[i, 0] + Ri[1, 1] * F[i, 1] + Ri[1, 2] * F[i, 2]
-            g2 = Ri[2, 0] * F[i, 0] + Ri[2, 1] * F[i, 1] + Ri[2, 2] * F[i, 2]
-            t0 = Ri[0, 0] * F[i, 3] + Ri[0, 1] * F[i, 4] + Ri[0, 2] * F[i, 5]
-            t1 = Ri[1, 0] * F[i, 3] + Ri[1, 1] * F[i, 4] + Ri[1, 2] * F[i, 5]
-            t2 = Ri[2, 0] * F[i, 3] + Ri[2, 1] * F[i, 4] + Ri[2, 2] * F[i, 5]
-            p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
-            F[lam, 0] += g0
-            F[lam, 1] += g1
-            F[lam, 2] += g2
-            F[lam, 3] += t0 + p1 * g2 - p2 * g1
-            F[lam, 4] += t1 + p2 * g0 - p0 * g2
-            F[lam, 5] += t2 + p0 * g1 - p1 * g0
+            x = _force_to_parent(R[i], p[i], F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5])
+            for a in range(6):
+                F[lam, a] += x[a]
 
 
 @njit(cache=_CACHE)
@@ -175,18 +168,26 @@ def _all_finite(x):
 
 
 @njit(cache=_CACHE)
+def _inputs_finite(Q, QD, Y, FEXT, has_fext):
+    """Q, QD, Y (and FEXT if has_fext) all finite."""
+    if not (_all_finite(Q) and _all_finite(QD) and _all_finite(Y)):
+        return False
+    return not has_fext or _all_finite(FEXT)
+
+
+@njit(cache=_CACHE)
+def rnea_buffers(n):
+    """Scratch (R, p, V, A, F) of :func:`_rnea_one` for n joints."""
+    return np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+
+
+@njit(cache=_CACHE)
 def rnea_batch(par, geo, ine, Q, QD, QDD, FEXT, has_fext, grav, out):
     """out[k] = RNEA(Q[k], QD[k], QDD[k], FEXT[k]) for every sample k. Returns a status."""
-    if not (_all_finite(Q) and _all_finite(QD) and _all_finite(QDD)):
-        return 1
-    if has_fext and not _all_finite(FEXT):
+    if not _inputs_finite(Q, QD, QDD, FEXT, has_fext):
         return 1
     N, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    V = np.empty((n, 6))
-    A = np.empty((n, 6))
-    F = np.empty((n, 6))
+    R, p, V, A, F = rnea_buffers(n)
     for k in range(N):
         _rnea_one(par, geo, ine, Q[k], QD[k], QDD[k], FEXT[k if has_fext else 0], has_fext, grav, R, p, V, A, F, out[k])
     return 0
@@ -223,18 +224,7 @@ def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
             M[i, i] = ax0 * F0 + ax1 * F1 + ax2 * F2
         j = i
         while par[j] >= 0:
-            Rj = R[j]
-            g0 = Rj[0, 0] * F0 + Rj[0, 1] * F1 + Rj[0, 2] * F2
-            g1 = Rj[1, 0] * F0 + Rj[1, 1] * F1 + Rj[1, 2] * F2
-            g2 = Rj[2, 0] * F0 + Rj[2, 1] * F1 + Rj[2, 2] * F2
-            t0 = Rj[0, 0] * F3 + Rj[0, 1] * F4 + Rj[0, 2] * F5
-            t1 = Rj[1, 0] * F3 + Rj[1, 1] * F4 + Rj[1, 2] * F5
-            t2 = Rj[2, 0] * F3 + Rj[2, 1] * F4 + Rj[2, 2] * F5
-            p0, p1, p2 = p[j, 0], p[j, 1], p[j, 2]
-            F0, F1, F2 = g0, g1, g2
-            F3 = t0 + p1 * g2 - p2 * g1
-            F4 = t1 + p2 * g0 - p0 * g2
-            F5 = t2 + p0 * g1 - p1 * g0
+            F0, F1, F2, F3, F4, F5 = _force_to_parent(R[j], p[j], F0, F1, F2, F3, F4, F5)
             j = par[j]
             bx0, bx1, bx2 = geo[j, 12], geo[j, 13], geo[j, 14]
             if geo[j, 15] == 0.0:
@@ -289,22 +279,38 @@ def crba_batch(par, geo, ine, Q, out):
 
 
 @njit(cache=_CACHE)
+def mass_matrix(par, geo, ine, q, M):
+    """M (n, n) = the joint-space inertia matrix at q (one sample, CRBA)."""
+    n = q.shape[0]
+    for a in range(n):
+        for b in range(n):
+            M[a, b] = 0.0
+    _crba_one(
+        par, geo, ine, q, np.empty((n, 3, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), M
+    )
+
+
+@njit(cache=_CACHE)
+def mass_and_bias(par, geo, ine, grav, q, qd, M, h):
+    """M (n, n) = the inertia matrix and h (n,) = RNEA(q, qd, qdd = 0) with gravity (no
+    external forces) at one state."""
+    n = q.shape[0]
+    mass_matrix(par, geo, ine, q, M)
+    R, p, V, A, F = rnea_buffers(n)
+    _rnea_one(par, geo, ine, q, qd, np.zeros(n), np.zeros((1, 6)), False, grav, R, p, V, A, F, h)
+
+
+@njit(cache=_CACHE)
 def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol):
     """Tree forward dynamics qdd = M^-1 (tau - b) by CRBA + RNEA bias + Cholesky.
 
     Returns 0, 1 (non-finite input) or 2 + k (pivot k not positive: joint k drives no
     inertia), and writes M (overwritten by its Cholesky factor) into Mout[k].
     """
-    if not (_all_finite(Q) and _all_finite(QD) and _all_finite(TAU)):
-        return 1
-    if has_fext and not _all_finite(FEXT):
+    if not _inputs_finite(Q, QD, TAU, FEXT, has_fext):
         return 1
     N, n = Q.shape
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    V = np.empty((n, 6))
-    A = np.empty((n, 6))
-    F = np.empty((n, 6))
+    R, p, V, A, F = rnea_buffers(n)
     mc = np.empty(n)
     hc = np.empty((n, 3))
     Ic = np.empty((n, 3, 3))
@@ -328,48 +334,36 @@ def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol
 
 
 @njit(cache=_CACHE)
-def chol_factor(Mat, L, tol):
-    """Lower Cholesky factor of symmetric Mat into L (L may be Mat itself: in place).
-
-    Returns -1, or the index of the first pivot that is not > tol (Mat not positive definite
-    at that tolerance). Only the lower triangle of Mat is read.
-    """
-    n = Mat.shape[0]
-    for j in range(n):
-        s = Mat[j, j]
-        for c in range(j):
-            s -= L[j, c] * L[j, c]
-        if not s > tol:
-            return j
-        d = np.sqrt(s)
-        L[j, j] = d
-        for r in range(j + 1, n):
-            s2 = Mat[r, j]
-            for c in range(j):
-                s2 -= L[r, c] * L[j, c]
-            L[r, j] = s2 / d
-    return -1
+def world_buffers(n):
+    """Outputs (Rw, pw, W, Vo, Al, Ao) of :func:`world_kinematics` for n joints."""
+    return np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
 
 
 @njit(cache=_CACHE)
-def chol_solve(L, rhs, out):
-    """Solve L L^T out = rhs (forward and back substitution with the factor of chol_factor)."""
-    n = L.shape[0]
-    for i in range(n):
-        s = rhs[i]
-        for c in range(i):
-            s -= L[i, c] * out[c]
-        out[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        for r in range(i + 1, n):
-            s -= L[r, i] * out[r]
-        out[i] = s / L[i, i]
+def _world_place(par, geo, i, qi, Rl, pl, Rw, pw):
+    """World placement Rw[i], pw[i] of joint i at q_i from its parent's (Rl (3, 3), pl (3,):
+    scratch, left holding the local placement). Returns r = pw[i] - pw[parent] (world axes)."""
+    _local_transform(geo, i, qi, Rl, pl)
+    lam = par[i]
+    if lam < 0:
+        for a in range(3):
+            for b in range(3):
+                Rw[i, a, b] = Rl[a, b]
+            pw[i, a] = pl[a]
+        return pl[0], pl[1], pl[2]
+    matmul3(Rw[lam], Rl, Rw[i])
+    r0 = Rw[lam, 0, 0] * pl[0] + Rw[lam, 0, 1] * pl[1] + Rw[lam, 0, 2] * pl[2]
+    r1 = Rw[lam, 1, 0] * pl[0] + Rw[lam, 1, 1] * pl[1] + Rw[lam, 1, 2] * pl[2]
+    r2 = Rw[lam, 2, 0] * pl[0] + Rw[lam, 2, 1] * pl[1] + Rw[lam, 2, 2] * pl[2]
+    pw[i, 0] = pw[lam, 0] + r0
+    pw[i, 1] = pw[lam, 1] + r1
+    pw[i, 2] = pw[lam, 2] + r2
+    return r0, r1, r2
 
 
 @njit(cache=_CACHE)
 def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
-    """World-frame placement and motion of every joint frame (one sample).
+    """World-frame placement and motion of every joint frame (one sample), allocation-free.
 
     Writes Rw (n,3,3), pw (n,3), angular velocity W (n,3), origin velocity Vo (n,3),
     angular acceleration Al (n,3) and classical origin acceleration Ao (n,3), all in world
@@ -379,51 +373,49 @@ def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for i in range(n):
-        _local_transform(geo, i, q[i], Rl, pl)
+        r0, r1, r2 = _world_place(par, geo, i, q[i], Rl, pl, Rw, pw)
         lam = par[i]
         if lam < 0:
-            for a in range(3):
-                for b in range(3):
-                    Rw[i, a, b] = Rl[a, b]
-                pw[i, a] = pl[a]
-            wl = np.zeros(3)
-            vl = np.zeros(3)
-            al = np.zeros(3)
-            aol = np.zeros(3)
-            r = pl.copy()
+            w0 = w1 = w2 = 0.0
+            v0 = v1 = v2 = 0.0
+            l0 = l1 = l2 = 0.0
+            c0 = c1 = c2 = 0.0
         else:
-            for a in range(3):
-                for b in range(3):
-                    Rw[i, a, b] = Rw[lam, a, 0] * Rl[0, b] + Rw[lam, a, 1] * Rl[1, b] + Rw[lam, a, 2] * Rl[2, b]
-            r = np.empty(3)
-            for a in range(3):
-                r[a] = Rw[lam, a, 0] * pl[0] + Rw[lam, a, 1] * pl[1] + Rw[lam, a, 2] * pl[2]
-                pw[i, a] = pw[lam, a] + r[a]
-            wl = W[lam].copy()
-            vl = Vo[lam].copy()
-            al = Al[lam].copy()
-            aol = Ao[lam].copy()
-        ax = np.empty(3)
-        for a in range(3):
-            ax[a] = Rw[i, a, 0] * geo[i, 12] + Rw[i, a, 1] * geo[i, 13] + Rw[i, a, 2] * geo[i, 14]
-        wxr = np.cross(wl, r)
-        wxwxr = np.cross(wl, wxr)
-        axr = np.cross(al, r)
-        wxa = np.cross(wl, ax)
+            w0, w1, w2 = W[lam, 0], W[lam, 1], W[lam, 2]
+            v0, v1, v2 = Vo[lam, 0], Vo[lam, 1], Vo[lam, 2]
+            l0, l1, l2 = Al[lam, 0], Al[lam, 1], Al[lam, 2]
+            c0, c1, c2 = Ao[lam, 0], Ao[lam, 1], Ao[lam, 2]
+        ax0 = Rw[i, 0, 0] * geo[i, 12] + Rw[i, 0, 1] * geo[i, 13] + Rw[i, 0, 2] * geo[i, 14]
+        ax1 = Rw[i, 1, 0] * geo[i, 12] + Rw[i, 1, 1] * geo[i, 13] + Rw[i, 1, 2] * geo[i, 14]
+        ax2 = Rw[i, 2, 0] * geo[i, 12] + Rw[i, 2, 1] * geo[i, 13] + Rw[i, 2, 2] * geo[i, 14]
+        # w x r, alpha x r, w x (w x r), w x a (the parent's w)
+        x0, x1, x2 = cross3(w0, w1, w2, r0, r1, r2)
+        e0, e1, e2 = cross3(l0, l1, l2, r0, r1, r2)
+        f0, f1, f2 = cross3(w0, w1, w2, x0, x1, x2)
+        y0, y1, y2 = cross3(w0, w1, w2, ax0, ax1, ax2)
+        Vo[i, 0] = v0 + x0
+        Vo[i, 1] = v1 + x1
+        Vo[i, 2] = v2 + x2
+        Ao[i, 0] = c0 + e0 + f0
+        Ao[i, 1] = c1 + e1 + f1
+        Ao[i, 2] = c2 + e2 + f2
+        W[i, 0], W[i, 1], W[i, 2] = w0, w1, w2
+        Al[i, 0], Al[i, 1], Al[i, 2] = l0, l1, l2
         sd, sdd = qd[i], qdd[i]
-        for a in range(3):
-            Vo[i, a] = vl[a] + wxr[a]
-            W[i, a] = wl[a]
-            Al[i, a] = al[a]
-            Ao[i, a] = aol[a] + axr[a] + wxwxr[a]
         if geo[i, 15] == 0.0:
-            for a in range(3):
-                W[i, a] += ax[a] * sd
-                Al[i, a] += wxa[a] * sd + ax[a] * sdd
+            W[i, 0] += ax0 * sd
+            W[i, 1] += ax1 * sd
+            W[i, 2] += ax2 * sd
+            Al[i, 0] += y0 * sd + ax0 * sdd
+            Al[i, 1] += y1 * sd + ax1 * sdd
+            Al[i, 2] += y2 * sd + ax2 * sdd
         else:
-            for a in range(3):
-                Vo[i, a] += ax[a] * sd
-                Ao[i, a] += 2.0 * wxa[a] * sd + ax[a] * sdd
+            Vo[i, 0] += ax0 * sd
+            Vo[i, 1] += ax1 * sd
+            Vo[i, 2] += ax2 * sd
+            Ao[i, 0] += 2.0 * y0 * sd + ax0 * sdd
+            Ao[i, 1] += 2.0 * y1 * sd + ax1 * sdd
+            Ao[i, 2] += 2.0 * y2 * sd + ax2 * sdd
 
 
 @njit(cache=_CACHE)
@@ -434,19 +426,57 @@ def fk_batch(par, geo, Q, Rw, pw):
     pl = np.empty(3)
     for k in range(N):
         for i in range(n):
-            _local_transform(geo, i, Q[k, i], Rl, pl)
-            lam = par[i]
-            if lam < 0:
-                for a in range(3):
-                    for b in range(3):
-                        Rw[k, i, a, b] = Rl[a, b]
-                    pw[k, i, a] = pl[a]
-            else:
-                for a in range(3):
-                    for b in range(3):
-                        Rw[k, i, a, b] = (
-                            Rw[k, lam, a, 0] * Rl[0, b] + Rw[k, lam, a, 1] * Rl[1, b] + Rw[k, lam, a, 2] * Rl[2, b]
-                        )
-                    pw[k, i, a] = pw[k, lam, a] + (
-                        Rw[k, lam, a, 0] * pl[0] + Rw[k, lam, a, 1] * pl[1] + Rw[k, lam, a, 2] * pl[2]
-                    )
+            _world_place(par, geo, i, Q[k, i], Rl, pl, Rw[k], pw[k])
+
+
+@njit(cache=_CACHE)
+def frame_state(par, geo, Rw, pw, W, Vo, Al, Ao, fj, fRo, fpo, Rf, Sf, J):
+    """World state of a frame placed at (fRo (3, 3), fpo (3,)) in joint frame fj (-1: the
+    world), from the joint states of :func:`world_kinematics`: Rf (3, 3); Sf (5, 3) rows:
+    origin position, angular velocity, origin velocity, angular acceleration, classical
+    origin acceleration; J (6, n) its Jacobian in the local world aligned reference (linear rows
+    first, zero outside the frame's support).
+    """
+    n = J.shape[1]
+    for a in range(6):
+        for c in range(n):
+            J[a, c] = 0.0
+    if fj < 0:
+        for a in range(3):
+            for b in range(3):
+                Rf[a, b] = fRo[a, b]
+            Sf[0, a] = fpo[a]
+            for k in range(1, 5):
+                Sf[k, a] = 0.0
+        return
+    r0 = Rw[fj, 0, 0] * fpo[0] + Rw[fj, 0, 1] * fpo[1] + Rw[fj, 0, 2] * fpo[2]
+    r1 = Rw[fj, 1, 0] * fpo[0] + Rw[fj, 1, 1] * fpo[1] + Rw[fj, 1, 2] * fpo[2]
+    r2 = Rw[fj, 2, 0] * fpo[0] + Rw[fj, 2, 1] * fpo[1] + Rw[fj, 2, 2] * fpo[2]
+    matmul3(Rw[fj], fRo, Rf)
+    w0, w1, w2 = W[fj, 0], W[fj, 1], W[fj, 2]
+    l0, l1, l2 = Al[fj, 0], Al[fj, 1], Al[fj, 2]
+    x0, x1, x2 = cross3(w0, w1, w2, r0, r1, r2)
+    e0, e1, e2 = cross3(l0, l1, l2, r0, r1, r2)
+    f0, f1, f2 = cross3(w0, w1, w2, x0, x1, x2)
+    Sf[0, 0], Sf[0, 1], Sf[0, 2] = pw[fj, 0] + r0, pw[fj, 1] + r1, pw[fj, 2] + r2
+    Sf[1, 0], Sf[1, 1], Sf[1, 2] = w0, w1, w2
+    Sf[2, 0], Sf[2, 1], Sf[2, 2] = Vo[fj, 0] + x0, Vo[fj, 1] + x1, Vo[fj, 2] + x2
+    Sf[3, 0], Sf[3, 1], Sf[3, 2] = l0, l1, l2
+    Sf[4, 0], Sf[4, 1], Sf[4, 2] = Ao[fj, 0] + e0 + f0, Ao[fj, 1] + e1 + f1, Ao[fj, 2] + e2 + f2
+    j = fj
+    while j >= 0:
+        ax0 = Rw[j, 0, 0] * geo[j, 12] + Rw[j, 0, 1] * geo[j, 13] + Rw[j, 0, 2] * geo[j, 14]
+        ax1 = Rw[j, 1, 0] * geo[j, 12] + Rw[j, 1, 1] * geo[j, 13] + Rw[j, 1, 2] * geo[j, 14]
+        ax2 = Rw[j, 2, 0] * geo[j, 12] + Rw[j, 2, 1] * geo[j, 13] + Rw[j, 2, 2] * geo[j, 14]
+        if geo[j, 15] == 0.0:
+            J[0, j], J[1, j], J[2, j] = cross3(
+                ax0, ax1, ax2, Sf[0, 0] - pw[j, 0], Sf[0, 1] - pw[j, 1], Sf[0, 2] - pw[j, 2]
+            )
+            J[3, j] = ax0
+            J[4, j] = ax1
+            J[5, j] = ax2
+        else:
+            J[0, j] = ax0
+            J[1, j] = ax1
+            J[2, j] = ax2
+        j = par[j]

@@ -351,7 +351,7 @@ class NumericLoopMap:
         s = np.zeros(min(self.model.nconstraints, nd))
         q = guess.copy()
         st, _ = PK.numeric_loop_map(
-            *_kin_pack(_pack(self.model)),
+            _kin_pack(_pack(self.model)),
             q,
             self._free,
             self._idx,

@@ -35,6 +35,7 @@ from collections import namedtuple
 import numpy as np
 
 from robot_dynamics.algorithms import _projection_kernels as PK
+from robot_dynamics.spatial.linalg import svd_projector
 from robot_dynamics.errors import (
     AssemblyError,
     ConstraintRankError,
@@ -121,7 +122,7 @@ def pinv_abs(A, eps=None):
     P = np.empty((n, n))
     Ap = np.zeros((n, m))
     s = np.zeros(min(m, n))
-    r = PK._projector(np.ascontiguousarray(A), _eps(eps), P, Ap, s)
+    r = svd_projector(np.ascontiguousarray(A), _eps(eps), P, Ap, s)
     return PInv(Ap, P, int(r), s)
 
 
@@ -243,7 +244,7 @@ def _cfd_raw(model, pack, q, qd, tau, variant_code, gamma, eps):
         np.empty((n, m)),
         np.empty(n),
     )
-    st, r, T, U, g = PK.cfd(*pack, q, qd, tau, variant_code, gamma, eps, *out)
+    st, r, T, U, g = PK.cfd(pack, q, qd, tau, variant_code, gamma, eps, *out)
     if st == 1:
         raise InputError('constrained_forward_dynamics: q, qd or tau contains non-finite values')
     if st == 2:
@@ -458,7 +459,7 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
     if not np.all(np.isfinite(q)):
         raise InputError('assemble: start configuration contains non-finite values')
     phi = np.empty(model.nconstraints)
-    it, res, r, ok = PK.nr_project(*_kin_pack(pack), q, ~mask, float(tol), int(max_iter), _eps(eps), phi)
+    it, res, r, ok = PK.nr_project(_kin_pack(pack), q, ~mask, float(tol), int(max_iter), _eps(eps), False, phi)
     if ok:
         return AssemblyResult(q, int(it), float(res), int(r))
     fixed_names = [model.joint_names[i] for i in idx]
@@ -485,7 +486,7 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
         )
         q2 = q.copy()
         q2[free] = sol.x
-        it2, res2, r2, ok2 = PK.nr_project(*_kin_pack(pack), q2, free, float(tol), 10, _eps(eps), phi)
+        it2, res2, r2, ok2 = PK.nr_project(_kin_pack(pack), q2, free, float(tol), 10, _eps(eps), False, phi)
         if ok2:
             return AssemblyResult(q2, int(it + sol.nfev + it2), float(res2), int(r2))
         gnorm = float(np.linalg.norm(sol.grad)) if sol.grad is not None else np.inf
@@ -526,7 +527,7 @@ def project_velocity(model, q, qd, mode='euclidean', eps=None):
     q = _vec(q, n, 'q')
     v = _vec(qd, n, 'qd').copy()
     pack = _pack(model)
-    PK.vel_project(pack[0], pack[1], pack[2], *pack[4:], q, v, _VP[mode], _eps(eps))
+    PK.vel_project(pack, q, v, _VP[mode], _eps(eps))
     return v
 
 

@@ -56,6 +56,7 @@ import numpy as np
 from numba import njit
 
 from robot_dynamics.errors import RobotDynamicsError
+from robot_dynamics.spatial.linalg import hat, matmul3
 
 __all__ = [
     'StructureError',
@@ -186,13 +187,6 @@ def q_from_length(L, L1, c, sign=-1.0):
 
 # ----------------------------------------------------------------------------- numba kernels
 @njit(cache=True)
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit(cache=True)
 def _ut(R, r, V, out):
     """out = U(R, r)^T V = [R^T (v + w x r); R^T w]."""
     t0 = V[0] + V[4] * r[2] - V[5] * r[1]
@@ -232,14 +226,6 @@ def _uf(R, r, F, out):
 
 
 @njit(cache=True)
-def _mm3(A, B, out):
-    """out = A @ B (3, 3) without a BLAS call (out must not alias A or B)."""
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
-
-
-@njit(cache=True)
 def _pmv3(p, A, v, out):
     """out = p + A @ v (3,) without a BLAS call (out may alias p, not v)."""
     for i in range(3):
@@ -258,6 +244,12 @@ def _rzd(a, ad, R):
     c, s = math.cos(a), math.sin(a)
     R[:, :] = 0.0
     R[0, 0], R[0, 1], R[1, 0], R[1, 1] = -s * ad, -c * ad, c * ad, -s * ad
+
+
+@njit(cache=True)
+def fwd_buffers(ns):
+    """Outputs (V, Vd, Rw, pw, clo) of :func:`_fwd` for ns segments (zeros)."""
+    return np.zeros((ns, 6, 6)), np.zeros((ns, 6, 6)), np.zeros((ns, 6, 3, 3)), np.zeros((ns, 6, 3)), np.zeros((ns, 12))
 
 
 @njit(cache=True)
@@ -317,7 +309,7 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _ut(R, r, Vdc, Vd[k, 1])
             _dut(Rd, R, r, rd, Vc, Vd[k, 1])
             Vd[k, 1, 5] += qddu[k]
-            _mm3(Rc, R, Rw[k, 1])
+            matmul3(Rc, R, Rw[k, 1])
             _pmv3(pc, Rc, r, pw[k, 1])
             # B3: R = Rz(q1), r = 0
             _rz(q1, R)
@@ -328,7 +320,7 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
             _ut(R, r, Vdc, Vd[k, 2])
             _dut(Rd, R, r, rd, Vc, Vd[k, 2])
             Vd[k, 2, 5] += q1ddu
-            _mm3(Rc, R, Rw[k, 2])
+            matmul3(Rc, R, Rw[k, 2])
             pw[k, 2] = pc
             # B4: R = I, r = (c - lc, 0, 0), rd = (cd, 0, 0)
             r[0] = c - lc
@@ -377,7 +369,7 @@ def _fwd(kind, geo, RE, rE, Rc1, pc1, q, qdm, qdu, qddu, V0, Vd0, V, Vd, Rw, pw,
         # E (slot 4): constant pose in T (revolute) / B5 (prismatic)
         _ut(RE[k], rE[k], V[k, 5], V[k, 4])
         _ut(RE[k], rE[k], Vd[k, 5], Vd[k, 4])
-        _mm3(Rw[k, 5], RE[k], Rw[k, 4])
+        matmul3(Rw[k, 5], RE[k], Rw[k, 4])
         for i in range(3):
             tmp[i] = rE[k, i]
         _pmv3(pw[k, 5], Rw[k, 5], tmp, pw[k, 4])
@@ -394,13 +386,7 @@ def _body_wrenches(Mb, mb, cb, Ib, Kb, g, V, Vd, Vm, Rw, use_gain, Fs):
     ``V``/``Vd`` the propagated (actual or required) velocities, ``Vm`` the measured ones
     (their angular part enters C_A; with ``use_gain`` the gain term is added)."""
     ns = Mb.shape[0]
-    W = np.zeros((3, 3))
-    C = np.zeros((3, 3))
-    WC = np.empty((3, 3))
-    CW = np.empty((3, 3))
-    CWC = np.empty((3, 3))
-    WI = np.empty((3, 3))
-    IW = np.empty((3, 3))
+    W, C, WC, CW, CWC, WI, IW = np.zeros((7, 3, 3))
     Cmat = np.empty((6, 6))
     gl = np.zeros(3)
     for k in range(ns):
@@ -420,15 +406,15 @@ def _body_wrenches(Mb, mb, cb, Ib, Kb, g, V, Vd, Vm, Rw, use_gain, Fs):
                     F[i] += acc
             w = Vm[k, a, 3:6]
             c = cb[k, a]
-            W[0, 1], W[0, 2], W[1, 0], W[1, 2], W[2, 0], W[2, 1] = -w[2], w[1], w[2], -w[0], -w[1], w[0]
-            C[0, 1], C[0, 2], C[1, 0], C[1, 2], C[2, 0], C[2, 1] = -c[2], c[1], c[2], -c[0], -c[1], c[0]
+            hat(w, W)
+            hat(c, C)
             v = V[k, a, 0:3]
             om = V[k, a, 3:6]
-            _mm3(W, C, WC)
-            _mm3(C, W, CW)
-            _mm3(C, WC, CWC)
-            _mm3(W, Ib[k, a], WI)
-            _mm3(Ib[k, a], W, IW)
+            matmul3(W, C, WC)
+            matmul3(C, W, CW)
+            matmul3(C, WC, CWC)
+            matmul3(W, Ib[k, a], WI)
+            matmul3(Ib[k, a], W, IW)
             for i in range(3):
                 for j in range(3):
                     Cmat[i, j] = m * W[i, j]
@@ -543,11 +529,7 @@ def _task_reference(kind, geo, RE, rE, Rc1, pc1, axes, q0, P, tol, it, out):
     not converge in ``it`` iterations (out untouched)."""
     ns = kind.shape[0]
     d = axes.shape[0]
-    V = np.zeros((ns, 6, 6))
-    Vd = np.zeros((ns, 6, 6))
-    Rw = np.zeros((ns, 6, 3, 3))
-    pw = np.zeros((ns, 6, 3))
-    clo = np.zeros((ns, 12))
+    V, Vd, Rw, pw, clo = fwd_buffers(ns)
     p = np.empty(d)
     J = np.empty((d, ns))
     acc = np.empty(d)
@@ -579,11 +561,7 @@ def _mass_matrix(kind, geo, RE, rE, Rc1, pc1, Mb, q, Mq):
     """Kane assembly M_q = sum_A J_A^T M_A J_A (J_A: partial velocities of every slot)."""
     ns = kind.shape[0]
     J = np.zeros((ns, ns, 6, 6))
-    V = np.zeros((ns, 6, 6))
-    Vd = np.zeros((ns, 6, 6))
-    Rw = np.zeros((ns, 6, 3, 3))
-    pw = np.zeros((ns, 6, 3))
-    clo = np.zeros((ns, 12))
+    V, Vd, Rw, pw, clo = fwd_buffers(ns)
     z = np.zeros(ns)
     e = np.zeros(ns)
     z6 = np.zeros(6)

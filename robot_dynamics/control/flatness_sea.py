@@ -32,17 +32,16 @@ from numba import njit
 from robot_dynamics.errors import InputError, RobotDynamicsError
 from robot_dynamics.pkm.sea import SEAPKM, preload_direction
 from robot_dynamics.control.loop import Law, LawOutput
+from robot_dynamics.spatial.linalg import solve
 from robot_dynamics.pkm.planar_sea import (
     Planar3RRR,
     Planar3RRRParams,
     _planar_batch,
     _preload_n,
-    _solve2,
-    _solve3,
-    _task_acceleration,
     _task_space_1,
-    _task_space_work,
     solve_preload,
+    task_accel,
+    task_space_buffers,
 )
 
 __all__ = [
@@ -104,7 +103,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         for j in range(2):
             if not np.isfinite(yd[i, j]):
                 return 3
-    P, TH, W, JIK, st, Mt, bb = _task_space_work()
+    P, TH, W, JIK, st, Mt, bb = task_space_buffers()
     # pass 1: theta, J_IK, b, M_t
     status = _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb)
     if status != 0:
@@ -115,7 +114,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         u[l] = K * (q_m[l] - TH[0, 0, l, 0])
         ud[l] = K * (qd_m[l] - (JIK[0, 0, l, 0] * pd[0] + JIK[0, 0, l, 1] * pd[1]))
     pdd = np.empty(2)
-    if not _task_acceleration(JIK, u, Mt, bb, pdd):
+    if not task_accel(JIK[0, 0], u, bb, Mt, pdd):
         return 4
     J = JIK[0, 0].copy()
     # pass 2: b1 = wd(pddd = 0) and Jd_IK at (p, pd, pdd)
@@ -137,7 +136,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
             - W2[0, 1, i]
         )
     pddd = np.empty(2)
-    if not _solve2(Mt, r, pddd):
+    if not solve(Mt, r, pddd):
         return 4
     nu = np.empty(2)
     for i in range(2):
@@ -177,7 +176,7 @@ def _flatness_step(A, a, b, BR, Bp, X, M, g, c, p, pd, q_m, qd_m, yd, lam_d, tau
         - 2 * (n[1, 0] * ud[0] + n[1, 1] * ud[1] + n[1, 2] * ud[2])
     )
     udd = np.empty(3)
-    if not _solve3(Am, rhs, udd):
+    if not solve(Am, rhs, udd):
         return 4
     for l in range(3):
         tau[l] = u[l] + Mm * (TH2[0, 2, l, 0] + udd[l] / K) + Dm * qd_m[l]

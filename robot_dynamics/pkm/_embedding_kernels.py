@@ -31,8 +31,16 @@ import math
 import numpy as np
 from numba import njit
 
-from robot_dynamics.algorithms._tree_kernels import _crba_one, _rnea_one
-from robot_dynamics.algorithms._projection_kernels import _world_kin
+from robot_dynamics.algorithms._tree_kernels import (
+    _rnea_one,
+    frame_state,
+    mass_matrix,
+    rnea_buffers,
+    world_buffers,
+    world_kinematics,
+)
+from robot_dynamics.algorithms._projection_kernels import loop_row
+from robot_dynamics.spatial.linalg import dot3, lu_factor, lu_solve, matmul, matvec
 
 _C = True
 
@@ -40,78 +48,22 @@ _C = True
 # --------------------------------------------------------------------------- small algebra
 @njit(cache=_C)
 def _lu(A):
-    """LU with partial pivoting of a copy of A (k, k). Returns (LU, piv, sign, ok)."""
+    """LU (:func:`robot_dynamics.spatial.linalg.lu_factor`) of a copy of the square A. Returns
+    (LU, piv, sign of det A, ok); ok False (sign 0) if a pivot is 0 or not finite."""
     k = A.shape[0]
     LU = A.copy()
-    piv = np.arange(k)
-    sign = 1.0
-    for c in range(k):
-        r = c
-        big = abs(LU[c, c])
-        for i in range(c + 1, k):
-            if abs(LU[i, c]) > big:
-                big = abs(LU[i, c])
-                r = i
-        if big == 0.0 or not np.isfinite(big):
-            return LU, piv, 0.0, False
-        if r != c:
-            for j in range(k):
-                t = LU[c, j]
-                LU[c, j] = LU[r, j]
-                LU[r, j] = t
-            t2 = piv[c]
-            piv[c] = piv[r]
-            piv[r] = t2
-            sign = -sign
-        d = LU[c, c]
-        if d < 0:
-            sign = -sign
-        for i in range(c + 1, k):
-            f = LU[i, c] / d
-            LU[i, c] = f
-            for j in range(c + 1, k):
-                LU[i, j] -= f * LU[c, j]
-    return LU, piv, sign, True
+    piv = np.empty(k, dtype=np.int64)
+    dmin, dmax, sign = lu_factor(LU, k, k, piv)
+    ok = dmin > 0.0 and dmax < np.inf
+    return LU, piv, sign if ok else 0.0, ok
 
 
 @njit(cache=_C)
 def _lu_solve(LU, piv, b):
-    k = LU.shape[0]
-    x = np.empty(k)
-    for i in range(k):
-        x[i] = b[piv[i]]
-    for i in range(k):
-        s = x[i]
-        for j in range(i):
-            s -= LU[i, j] * x[j]
-        x[i] = s
-    for i in range(k - 1, -1, -1):
-        s = x[i]
-        for j in range(i + 1, k):
-            s -= LU[i, j] * x[j]
-        x[i] = s / LU[i, i]
+    """x = A^-1 b (a new array) from the factors of :func:`_lu`."""
+    x = b.copy()
+    lu_solve(LU, piv, x)
     return x
-
-
-@njit(cache=_C)
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-@njit(cache=_C)
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(cache=_C)
-def _mv(R, v):
-    return np.array(
-        [
-            R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2],
-            R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2],
-            R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2],
-        ]
-    )
 
 
 @njit(cache=_C)
@@ -127,94 +79,6 @@ def _absmax(x):
 
 # --------------------------------------------------------------------------- kinematics
 @njit(cache=_C)
-def _cross_to(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit(cache=_C)
-def _mv_to(R, v, out):
-    out[0] = R[0, 0] * v[0] + R[0, 1] * v[1] + R[0, 2] * v[2]
-    out[1] = R[1, 0] * v[0] + R[1, 1] * v[1] + R[1, 2] * v[2]
-    out[2] = R[2, 0] * v[0] + R[2, 1] * v[1] + R[2, 2] * v[2]
-
-
-@njit(cache=_C)
-def _fstate(kp, f, Rw, pw, W, Vo, Al, Ao, vel):
-    """World (R, p, w, v, alpha, a) of packed frame f."""
-    R = np.empty((3, 3))
-    p = np.empty(12)
-    w = np.empty(3)
-    v = np.empty(3)
-    al = np.empty(3)
-    ac = np.empty(3)
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    t3 = np.empty(3)
-    _fstate_to(kp, f, Rw, pw, W, Vo, Al, Ao, vel, R, p, w, v, al, ac, t1, t2, t3)
-    return R, p, w, v, al, ac
-
-
-@njit(cache=_C)
-def _fstate_to(kp, f, Rw, pw, W, Vo, Al, Ao, vel, R, p, w, v, al, ac, r, wr, t):
-    """:func:`_fstate` into caller buffers (r, wr, t: scratch (3,))."""
-    j = kp[4][f]
-    Ro, po = kp[5][f], kp[6][f]
-    if j < 0:
-        for a in range(3):
-            for b in range(3):
-                R[a, b] = Ro[a, b]
-            p[a] = po[a]
-            w[a] = 0.0
-            v[a] = 0.0
-            al[a] = 0.0
-            ac[a] = 0.0
-        return
-    Rj = Rw[j]
-    _mv_to(Rj, po, r)
-    for a in range(3):
-        for b in range(3):
-            R[a, b] = Rj[a, 0] * Ro[0, b] + Rj[a, 1] * Ro[1, b] + Rj[a, 2] * Ro[2, b]
-        p[a] = pw[j, a] + r[a]
-        w[a] = W[j, a]
-        al[a] = Al[j, a]
-    if not vel:
-        for a in range(3):
-            v[a] = Vo[j, a]
-            ac[a] = Ao[j, a]
-        return
-    _cross_to(w, r, wr)
-    for a in range(3):
-        v[a] = Vo[j, a] + wr[a]
-    _cross_to(al, r, t)
-    for a in range(3):
-        ac[a] = Ao[j, a] + t[a]
-    _cross_to(w, wr, t)
-    for a in range(3):
-        ac[a] = ac[a] + t[a]
-
-
-@njit(cache=_C)
-def _jac(kp, j, p, pw, ax, J):
-    """LWA Jacobian (6, n) (written into zeroed J) of a frame on joint j with origin p."""
-    par, geo = kp[0], kp[1]
-    k = j
-    while k >= 0:
-        if geo[k, 15] == 0.0:
-            d0, d1, d2 = p[0] - pw[k, 0], p[1] - pw[k, 1], p[2] - pw[k, 2]
-            J[0, k] = ax[k, 1] * d2 - ax[k, 2] * d1
-            J[1, k] = ax[k, 2] * d0 - ax[k, 0] * d2
-            J[2, k] = ax[k, 0] * d1 - ax[k, 1] * d0
-            for a in range(3):
-                J[3 + a, k] = ax[k, a]
-        else:
-            for a in range(3):
-                J[a, k] = ax[k, a]
-        k = par[k]
-
-
-@njit(cache=_C)
 def nrows(kp):
     LI = kp[7]
     m = 0
@@ -227,100 +91,42 @@ def nrows(kp):
 def terms(kp, th, thd, vel, p, J, acc0, phi, A, bias):
     """Platform position p (3,), LWA Jacobian J (6, n), Jdot thd (6,) (vel), closure
     phi (m,), A (m, n), bias = Adot thd (m,) (vel) of the limb at (th, thd)."""
-    par, geo = kp[0], kp[1]
+    par, geo, fpar, fR, fp = kp[0], kp[1], kp[4], kp[5], kp[6]
     n = th.shape[0]
-    Rw = np.empty((n, 3, 3))
-    pw = np.empty((n, 3))
-    W = np.empty((n, 3))
-    Vo = np.empty((n, 3))
-    Al = np.empty((n, 3))
-    Ao = np.empty((n, 3))
-    _world_kin(par, geo, th, thd, Rw, pw, W, Vo, Al, Ao)  # qdd = 0, allocation-free
-    ax = np.empty((n, 3))
-    for i in range(n):
-        for a in range(3):
-            ax[i, a] = Rw[i, a, 0] * geo[i, 12] + Rw[i, a, 1] * geo[i, 13] + Rw[i, a, 2] * geo[i, 14]
-    S = np.empty((15, 3))  # frame states and scratch (no per-row allocation)
-    Ra = np.empty((3, 3))
-    Rb = np.empty((3, 3))
-    pa, wa, va, ala, aa = S[0], S[1], S[2], S[3], S[4]
-    pb, wb, vb, alb, ab = S[5], S[6], S[7], S[8], S[9]
-    t1, t2, t3 = S[10], S[11], S[12]
-    nw, ww = S[13], S[14]
-    c3 = np.empty(3)
-    nd = np.empty(3)
-    ndd = np.empty(3)
-    d = np.empty(3)
-    wd = np.empty(3)
-    udd = np.empty(3)
-    wdd = np.empty(3)
-    _fstate_to(kp, 0, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa, t1, t2, t3)
+    Rw, pw, W, Vo, Al, Ao = world_buffers(n)
+    world_kinematics(par, geo, th, thd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
+    FR = np.empty((2, 3, 3))
+    FS = np.empty((2, 5, 3))
+    FJ = np.empty((2, 6, n))
+    t = np.empty((9, 3))
+    frame_state(par, geo, Rw, pw, W, Vo, Al, Ao, fpar[0], fR[0], fp[0], FR[0], FS[0], J)
     for a in range(3):
-        p[a] = pa[a]
+        p[a] = FS[0, 0, a]
         for b in range(3):
-            p[3 + 3 * a + b] = Ra[a, b]
-    J[:, :] = 0.0
-    _jac(kp, kp[4][0], pa, pw, ax, J)
+            p[3 + 3 * a + b] = FR[0, a, b]
     if vel:
         for a in range(3):
-            acc0[a] = aa[a]
-            acc0[3 + a] = ala[a]
+            acc0[a] = FS[0, 4, a]
+            acc0[3 + a] = FS[0, 3, a]
     LI, LD, LR = kp[7], kp[8], kp[9]
-    Ja = np.empty((6, n))
-    Jb = np.empty((6, n))
     for l in range(LI.shape[0]):
         npos, nrot, r = LI[l, 0], LI[l, 1], LI[l, 2]
-        _fstate_to(kp, 1 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Ra, pa, wa, va, ala, aa, t1, t2, t3)
-        _fstate_to(kp, 2 + 2 * l, Rw, pw, W, Vo, Al, Ao, vel, Rb, pb, wb, vb, alb, ab, t1, t2, t3)
-        Ja[:, :] = 0.0
-        Jb[:, :] = 0.0
-        _jac(kp, kp[4][1 + 2 * l], pa, pw, ax, Ja)
-        _jac(kp, kp[4][2 + 2 * l], pb, pw, ax, Jb)
-        for a in range(3):
-            d[a] = pb[a] - pa[a]
+        for k in range(2):
+            f = 1 + 2 * l + k
+            frame_state(par, geo, Rw, pw, W, Vo, Al, Ao, fpar[f], fR[f], fp[f], FR[k], FS[k], FJ[k])
         for i in range(npos):
-            _mv_to(Ra, LD[l, i], nw)
-            phi[r] = _dot(nw, d)
-            _cross_to(nw, d, c3)
-            for c in range(n):
-                A[r, c] = (
-                    nw[0] * (Jb[0, c] - Ja[0, c])
-                    + nw[1] * (Jb[1, c] - Ja[1, c])
-                    + nw[2] * (Jb[2, c] - Ja[2, c])
-                    + c3[0] * Ja[3, c]
-                    + c3[1] * Ja[4, c]
-                    + c3[2] * Ja[5, c]
-                )
-            if vel:
-                _cross_to(wa, nw, nd)
-                _cross_to(ala, nw, t1)
-                _cross_to(wa, nd, t2)
-                for a in range(3):
-                    ndd[a] = t1[a] + t2[a]
-                    t3[a] = vb[a] - va[a]
-                    c3[a] = ab[a] - aa[a]
-                bias[r] = _dot(ndd, d) + 2.0 * _dot(nd, t3) + _dot(nw, c3)
+            loop_row(0, LD[l, i], LD[l, i], FR, FS, FJ, True, vel, r, phi, A, bias, t)
             r += 1
         for i in range(nrot):
-            _mv_to(Ra, LR[l, i, 0], nw)  # u (world)
-            _mv_to(Rb, LR[l, i, 1], ww)
-            phi[r] = _dot(nw, ww)
-            _cross_to(nw, ww, c3)
-            for c in range(n):
-                A[r, c] = c3[0] * (Ja[3, c] - Jb[3, c]) + c3[1] * (Ja[4, c] - Jb[4, c]) + c3[2] * (Ja[5, c] - Jb[5, c])
-            if vel:
-                _cross_to(wa, nw, nd)  # ud
-                _cross_to(wb, ww, wd)
-                _cross_to(ala, nw, t1)
-                _cross_to(wa, nd, t2)
-                for a in range(3):
-                    udd[a] = t1[a] + t2[a]
-                _cross_to(alb, ww, t1)
-                _cross_to(wb, wd, t2)
-                for a in range(3):
-                    wdd[a] = t1[a] + t2[a]
-                bias[r] = _dot(udd, ww) + 2.0 * _dot(nd, wd) + _dot(nw, wdd)
+            loop_row(1, LR[l, i, 0], LR[l, i, 1], FR, FS, FJ, True, vel, r, phi, A, bias, t)
             r += 1
+
+
+@njit(cache=_C)
+def _workspace(kp, n):
+    """Buffers (p, J, acc0, phi, A, bias) of :func:`terms` for a limb of n joints."""
+    m = nrows(kp)
+    return np.empty(12), np.empty((6, n)), np.empty(6), np.empty(m), np.empty((m, n)), np.empty(m)
 
 
 @njit(cache=_C)
@@ -418,7 +224,7 @@ def pose_err(target, p, e):
         for a in range(3):
             ax[a] = 0.5 * (E[a, k] + E[k, a]) / (2.0 * B[k]) if a != k else B[k]
         vv = np.array([v0, v1, v2])
-        if _dot(ax, vv) < 0.0:
+        if dot3(ax, vv) < 0.0:
             for a in range(3):
                 ax[a] = -ax[a]
         for a in range(3):
@@ -469,22 +275,16 @@ def _linear(kp, th):
 def resolve(kp, th, tol, kmax):
     """Close every loop of the limb at fixed independent joints (reconstructed Alg. 2), in
     place. Returns (status, iterations, residual)."""
-    n = th.shape[0]
-    m = nrows(kp)
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
-    st, its, res, fresh = _resolve_ws(kp, th, tol, kmax, p, J, acc0, phi, A, bias)
+    st, its, res, fresh = _resolve_ws(kp, th, tol, kmax, _workspace(kp, th.shape[0]))
     return st, its, res
 
 
 @njit(cache=_C)
-def _resolve_ws(kp, th, tol, kmax, p, J, acc0, phi, A, bias):
+def _resolve_ws(kp, th, tol, kmax, ws):
     """:func:`resolve` on caller buffers. The 4th value is True when the buffers hold
-    ``terms`` at the returned th (the converged iterate), so the caller need not recompute."""
+    ``terms`` at the returned th (the converged iterate), so the caller need not recompute.
+    ws: the buffers of :func:`_workspace`."""
+    p, J, acc0, phi, A, bias = ws
     LI, LY, LS, Ltol = kp[7], kp[10], kp[12], kp[16]
     _linear(kp, th)
     nl = LI.shape[0]
@@ -525,22 +325,16 @@ def limb_ik(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner):
     """IK of one limb (nested Alg. 1 + inner Newton, or compound Alg. 3 with eq. 33), from
     ``seed`` into ``th``; ``inner[k]`` = inner iterations of outer step k.
     Returns (status, outer iterations, task error, closure residual, inner residual)."""
-    n = seed.shape[0]
-    m = nrows(kp)
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
-    return _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias)
+    ws = _workspace(kp, seed.shape[0])
+    return _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, ws)
 
 
 @njit(cache=_C)
-def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias):
+def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, ws):
     """:func:`limb_ik` on caller buffers; on success they hold ``terms`` at the solution.
     The terms of the converged inner loop closure are those of the next outer iterate (the
     same th): they are reused instead of evaluated twice (identical numbers)."""
+    p, J, acc0, phi, A, bias = ws
     LI, LY, LQ, LS = kp[7], kp[10], kp[11], kp[12]
     qi, qcol = kp[18], kp[19]
     n = seed.shape[0]
@@ -585,7 +379,7 @@ def _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inne
                 for c in range(d):
                     s2 += H[i, c] * dq[c]
                 th[i] += s2  # predictor on the tangent space
-            st, its, res, fresh = _resolve_ws(kp, th, tol, max_inner, p, J, acc0, phi, A, bias)
+            st, its, res, fresh = _resolve_ws(kp, th, tol, max_inner, ws)
             if st != 0:
                 return st, k, dxm, gmax, res
             inner[k] = its
@@ -633,21 +427,16 @@ def limb_post(kp, th, target3, sig, F):
     Newton loop (NaN otherwise), F = L_t^-1 D_t. Returns (ok, cond F, task error,
     closure residual)."""
     n = th.shape[0]
-    m = nrows(kp)
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
-    terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
+    ws = _workspace(kp, n)
+    terms(kp, th, np.zeros(n), False, *ws)
     d = kp[18].shape[0]
-    return _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, np.empty((n, d)), np.empty((d, d)))
+    return _limb_post_ws(kp, th, target3, sig, F, ws, np.empty((n, d)), np.empty((d, d)))
 
 
 @njit(cache=_C)
-def _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt):
-    """:func:`limb_post` with the terms (p, J, phi, A) at th given; fills H and L_t too."""
+def _limb_post_ws(kp, th, target3, sig, F, ws, H, Lt):
+    """:func:`limb_post` with the terms (ws of :func:`_workspace`) at th given; fills H and L_t too."""
+    p, J, acc0, phi, A, bias = ws
     LI = kp[7]
     d = kp[18].shape[0]
     m = nrows(kp)
@@ -700,22 +489,13 @@ def limb_solve(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner
 def limb_solve_hl(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, sig, F, out, H, Lt):
     """:func:`limb_solve` that also returns H (n, d) and L_t (d, d) at the solution (for
     :func:`limb_motion_hl`: the position-level half of the velocity IK at the same th)."""
-    n = seed.shape[0]
-    m = nrows(kp)
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
-    st, k, dxm, gmax, res = _limb_ik_ws(
-        kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, p, J, acc0, phi, A, bias
-    )
+    ws = _workspace(kp, seed.shape[0])
+    st, k, dxm, gmax, res = _limb_ik_ws(kp, target3, seed, compound, tol, max_outer, max_inner, th, inner, ws)
     out[0], out[1], out[2], out[3] = k, dxm, gmax, res
     if st != 0:
         return st
     # the buffers hold the terms at th (limb_ik returns right after evaluating them)
-    ok, c, tres, lres = _limb_post_ws(kp, th, target3, sig, F, p, J, phi, A, H, Lt)
+    ok, c, tres, lres = _limb_post_ws(kp, th, target3, sig, F, ws, H, Lt)
     out[1], out[2], out[4] = tres, lres, c
     return 0 if ok else 5
 
@@ -726,13 +506,7 @@ def limb_motion(kp, th, xd, xdd, thd, thdd, H, F, Lt):
     (ok, cond F)."""
     n = th.shape[0]
     d = kp[18].shape[0]
-    m = nrows(kp)
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
+    p, J, acc0, phi, A, bias = _workspace(kp, n)
     dx = np.empty(d)
     terms(kp, th, np.zeros(n), False, p, J, acc0, phi, A, bias)
     if not build_H(kp, A, H):
@@ -766,12 +540,7 @@ def _limb_motion_vel(kp, th, xd, xdd, thd, thdd, H, F, LU, piv):
     d = kp[18].shape[0]
     m = nrows(kp)
     D = kp[21]
-    p = np.empty(12)
-    J = np.empty((6, n))
-    acc0 = np.empty(6)
-    phi = np.empty(m)
-    A = np.empty((m, n))
-    bias = np.empty(m)
+    p, J, acc0, phi, A, bias = _workspace(kp, n)
     qd = np.empty(d)
     for i in range(d):
         acc = 0.0
@@ -818,15 +587,12 @@ def limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt):
     gravity) to Q, b, g and (HF)^T M_l (HF) to Mt (limb RNEA / CRBA, eqs. 39-45)."""
     par, geo, ine, grav = kp[0], kp[1], kp[2], kp[3]
     n = th.shape[0]
-    R = np.empty((n, 3, 3))
-    pp = np.empty((n, 3))
-    V = np.empty((n, 6))
-    Aa = np.empty((n, 6))
-    Fo = np.empty((n, 6))
+    R, pp, V, Aa, Fo = rnea_buffers(n)
     fext = np.zeros((n, 6))
     z = np.zeros(n)
     tau = np.empty(n)
     nt = HF.shape[1]
+    t = np.empty(nt)
     for pas in range(3):
         if pas == 0:
             _rnea_one(par, geo, ine, th, thd, thdd, fext, False, grav, R, pp, V, Aa, Fo, tau)
@@ -837,29 +603,18 @@ def limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt):
         else:
             _rnea_one(par, geo, ine, th, z, z, fext, False, grav, R, pp, V, Aa, Fo, tau)
             out = g
+        matvec(HF, tau, t, n, nt, True)
         for c in range(nt):
-            s = 0.0
-            for k in range(n):
-                s += HF[k, c] * tau[k]
-            out[c] += s
-    M = np.zeros((n, n))
-    mc = np.empty(n)
-    hc = np.empty((n, 3))
-    Ic = np.empty((n, 3, 3))
-    _crba_one(par, geo, ine, th, R, pp, mc, hc, Ic, M)
+            out[c] += t[c]
+    M = np.empty((n, n))
+    mass_matrix(par, geo, ine, th, M)
     MH = np.empty((n, nt))
-    for i in range(n):
-        for c in range(nt):
-            acc = 0.0
-            for k in range(n):
-                acc += M[i, k] * HF[k, c]
-            MH[i, c] = acc
+    matmul(M, HF, MH, False)
+    T = np.empty((nt, nt))
+    matmul(HF, MH, T, True)
     for a in range(nt):
         for c in range(nt):
-            acc = 0.0
-            for k in range(n):
-                acc += HF[k, a] * MH[k, c]
-            Mt[a, c] += acc
+            Mt[a, c] += T[a, c]
 
 
 @njit(cache=_C)
@@ -868,18 +623,11 @@ def limb_dynamics_hf(kp, th, thd, thdd, H, F, xdd, Q, b, g, Mt):
     n, d = H.shape
     nt = F.shape[1]
     HF = np.empty((n, nt))
-    for i in range(n):
-        for c in range(nt):
-            acc = 0.0
-            for k in range(d):
-                acc += H[i, k] * F[k, c]
-            HF[i, c] = acc
+    matmul(H, F, HF, False)
     thdd0 = np.empty(n)
+    matvec(HF, xdd, thdd0, n, nt, False)
     for i in range(n):
-        acc = 0.0
-        for c in range(nt):
-            acc += HF[i, c] * xdd[c]
-        thdd0[i] = thdd[i] - acc
+        thdd0[i] = thdd[i] - thdd0[i]
     limb_dynamics(kp, th, thd, thdd, thdd0, HF, Q, b, g, Mt)
 
 

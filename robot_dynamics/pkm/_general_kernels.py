@@ -61,12 +61,22 @@ Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come fr
 import numpy as np
 from numba import njit
 
+from robot_dynamics.spatial.linalg import (
+    cross3,
+    hat,
+    householder_apply,
+    householder_qr,
+    lu_factor,
+    lu_perm,
+    lu_tri_solve,
+    matmul3,
+    tri_solve,
+)
 from robot_dynamics.pkm._recursive_kernels import (
     _FM,
     _ad6,
     _axpy6,
     _body_wrench6,
-    _cross,
     _dot6,
     _jp_col,
     _ld6,
@@ -145,7 +155,7 @@ def _exp_update(PR, Pp, V, E, q):
         C = (t - s) / (t2 * t)
     # exp(w^) = I + A W + B W^2, p = (I + B W + C W^2) v; W^2 = w w^T - t2 I
     v0, v1, v2 = V[0], V[1], V[2]
-    c0, c1, c2 = _cross(w0, w1, w2, v0, v1, v2)
+    c0, c1, c2 = cross3(w0, w1, w2, v0, v1, v2)
     wv = w0 * v0 + w1 * v1 + w2 * v2
     q[0] = v0 + B * c0 + C * (w0 * wv - t2 * v0)
     q[1] = v1 + B * c1 + C * (w1 * wv - t2 * v1)
@@ -168,50 +178,18 @@ def _exp_update(PR, Pp, V, E, q):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _lu_rows(A, m, n, perm):
-    """LU with partial (row) pivoting of A[:m, :n] (m >= n) in place: ``P A = [L1; L2] U``
-    (L unit lower below the diagonal, U upper in the first n rows); ``perm[k]`` = the original
-    row of row k. Returns (min |U_kk|, max |U_kk|)."""
-    for r in range(m):
-        perm[r] = r
-    dmin = np.inf
-    dmax = 0.0
-    for k in range(n):
-        p = k
-        best = abs(A[k, k])
-        for r in range(k + 1, m):
-            if abs(A[r, k]) > best:
-                best = abs(A[r, k])
-                p = r
-        if p != k:
-            for c in range(n):
-                t = A[k, c]
-                A[k, c] = A[p, c]
-                A[p, c] = t
-            t2 = perm[k]
-            perm[k] = perm[p]
-            perm[p] = t2
-        dmin = min(dmin, best)
-        dmax = max(dmax, best)
-        if best == 0.0:
-            continue
-        inv = 1.0 / A[k, k]
-        for r in range(k + 1, m):
-            f = A[r, k] * inv
-            A[r, k] = f
-            if f != 0.0:
-                for c in range(k + 1, n):
-                    A[r, c] -= f * A[k, c]
-    return dmin, dmax
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
-    """Limb-elimination factorisation of K (module docstring) by LU: per limb
+def _kfactor(L, Nl, pose, tidx, PR, Pp, CR, Cq, X, Jc, kf):
+    """Limb-elimination factorisation of K (module docstring) at the FK (CR, Cq) and platform
+    pose (PR, Pp): the limb Jacobians Jc (columns as rows, eq. 22), then by LU: per limb
     ``P_l J_l = [L1; L2] U`` (LUl (L, 6, 6), padded with the identity, pl (L, 6)); the
     constraint rows of the limb (left null space of J_l, ``[-L2 L1^-1, I] P_l``) and the task rows T stacked in H0 (mh, 6)
     (``hown[r]`` = limb of row r, or -1 - task row), LU of H0 in LUH, ph. Returns
     (status, limb, mh): 0, 2 (singular limb Jacobian of ``limb``) or 7 (parallel)."""
+    LUl, pl, H0, LUH, ph, hown = kf
+    for l in range(L):
+        for i in range(Nl[l]):
+            _jp_col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
+    ip = np.empty(6, dtype=np.int64)
     mh = 0
     for l in range(L):
         N = Nl[l]
@@ -219,7 +197,8 @@ def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
         for r in range(6):
             for c in range(N):
                 A[r, c] = Jc[l, c, r]
-        dmin, dmax = _lu_rows(A, 6, N, pl[l])
+        dmin, dmax, sg = lu_factor(A, 6, N, ip)
+        lu_perm(ip[:N], 6, pl[l])
         if N > 0 and dmin <= _RCOND * max(1.0, dmax):
             return 2, l, 0
         # padded to the LU of the square [J_l, E_l] (E_l: unit columns of the non-pivot rows):
@@ -261,16 +240,18 @@ def _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown):
     for r in range(mh):
         for c in range(6):
             LUH[r, c] = H0[r, c]
-    dmin, dmax = _lu_rows(LUH, mh, 6, ph)
+    dmin, dmax, sg = lu_factor(LUH, mh, 6, ip)
+    lu_perm(ip, mh, ph)
     if dmin <= _RCOND * max(1.0, dmax):
         return 7, -1, mh
     return 0, -1, mh
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z, hb, y6):
+def _fsolve(L, Nl, off, kf, mh, b, z, hb, y6):
     """z (Nt + 6) = S b: the solution of ``K z = b`` for a consistent b (6 L + d) (factors
     of :func:`_kfactor`; a Newton step for an inconsistent one)."""
+    LUl, pl, H0, LUH, ph, hown = kf
     Nt = off[L]
     for r in range(mh):
         o = hown[r]
@@ -282,39 +263,26 @@ def _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z, hb, y6):
         else:
             hb[r] = b[6 * L - 1 - o]
     for k in range(6):
-        s = hb[ph[k]]
-        for j in range(k):
-            s -= LUH[k, j] * y6[j]
-        y6[k] = s
-    for k in range(5, -1, -1):
-        s = y6[k]
-        for j in range(k + 1, 6):
-            s -= LUH[k, j] * z[Nt + j]
-        z[Nt + k] = s / LUH[k, k]
+        y6[k] = hb[ph[k]]
+    lu_tri_solve(LUH, y6, 6, False)
+    for k in range(6):
+        z[Nt + k] = y6[k]
     for l in range(L):
-        N = Nl[l]
         o = off[l]
-        A = LUl[l]
         P = pl[l]
         # [theta_l; mu] = [J_l, E_l]^-1 (V + b_l) (mu = 0 for a consistent b), fixed 6 x 6
         for k in range(6):
-            s = z[Nt + P[k]] + b[6 * l + P[k]]
-            for j in range(k):
-                s -= A[k, j] * y6[j]
-            y6[k] = s
-        for k in range(5, -1, -1):
-            s = y6[k]
-            for j in range(k + 1, 6):
-                s -= A[k, j] * y6[j]
-            y6[k] = s / A[k, k]
-        for k in range(N):
+            y6[k] = z[Nt + P[k]] + b[6 * l + P[k]]
+        lu_tri_solve(LUl[l], y6, 6, False)
+        for k in range(Nl[l]):
             z[o + k] = y6[k]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, c, y, fin, fout, t6, aV):
+def _asolve(L, Nl, off, d, kf, mh, c, y, fin, fout, t6, aV):
     """y (6 L + d) = S^T c (c (Nt + 6)), the transpose of :func:`_fsolve`. ``fin`` (L,) flags
     the limbs where c may be nonzero (others skipped); ``fout`` (L,) those where y may be."""
+    LUl, pl, H0, LUH, ph, hown = kf
     Nt = off[L]
     for k in range(6):
         aV[k] = c[Nt + k]
@@ -328,35 +296,18 @@ def _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, c, y, fin, fout, t6, 
             continue
         N = Nl[l]
         o = off[l]
-        A = LUl[l]
         P = pl[l]
         # a_l = [J_l, E_l]^-T [c_l; 0] (fixed 6 x 6 loops on the padded LU)
         for k in range(6):
             t6[k] = c[o + k] if k < N else 0.0
-        for k in range(6):  # U^T t = [c_l; 0]
-            s = t6[k]
-            for j in range(k):
-                s -= A[j, k] * t6[j]
-            t6[k] = s / A[k, k]
-        for k in range(5, -1, -1):  # L^T s = t
-            s = t6[k]
-            for j in range(k + 1, 6):
-                s -= A[j, k] * t6[j]
-            t6[k] = s
+        lu_tri_solve(LUl[l], t6, 6, True)
         for k in range(6):
             y[6 * l + P[k]] = t6[k]
             aV[P[k]] += t6[k]
     # h = P_H^T [L1^-T U^-T aV; 0]
     for k in range(6):
-        s = aV[k]
-        for j in range(k):
-            s -= LUH[j, k] * t6[j]
-        t6[k] = s / LUH[k, k]
-    for k in range(5, -1, -1):
-        s = t6[k]
-        for j in range(k + 1, 6):
-            s -= LUH[j, k] * t6[j]
-        t6[k] = s
+        t6[k] = aV[k]
+    lu_tri_solve(LUH, t6, 6, True)
     for k in range(6):
         r = ph[k]
         h = t6[k]
@@ -444,124 +395,63 @@ def _jac_deriv(N, J, J1, J2, J3, th, order):
                 J3[i, c] = -a[c]
 
 
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
-def _hat3(w, W):
-    W[0, 0] = 0.0
-    W[0, 1] = -w[2]
-    W[0, 2] = w[1]
-    W[1, 0] = w[2]
-    W[1, 1] = 0.0
-    W[1, 2] = -w[0]
-    W[2, 0] = -w[1]
-    W[2, 1] = w[0]
-    W[2, 2] = 0.0
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
-def _mm3(A, B, C, alpha):
-    """C += alpha A B (3 x 3)."""
-    for r in range(3):
-        for c in range(3):
-            C[r, c] += alpha * (A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c])
-
-
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _gmat(w, wd, wdd, k, out, S3):
     """G_k (k = 1..3) of the angular task rows: G1 = w^, G2 = w^2 + wd^,
-    G3 = w^3 + 2 w^ wd^ + wd^ w^ + wdd^ (S3 (3, 3, 3) scratch)."""
+    G3 = w^3 + 2 w^ wd^ + wd^ w^ + wdd^ (S3 (4, 3, 3) scratch)."""
     W = S3[0]
     Wd = S3[1]
     W2 = S3[2]
-    _hat3(w, W)
+    T = S3[3]
+    hat(w, W)
     if k == 1:
         for r in range(3):
             for c in range(3):
                 out[r, c] = W[r, c]
         return
-    _hat3(wd, Wd)
-    for r in range(3):
-        for c in range(3):
-            W2[r, c] = 0.0
-    _mm3(W, W, W2, 1.0)
+    hat(wd, Wd)
+    matmul3(W, W, W2)
     if k == 2:
         for r in range(3):
             for c in range(3):
                 out[r, c] = W2[r, c] + Wd[r, c]
         return
-    _hat3(wdd, out)
-    _mm3(W2, W, out, 1.0)
-    _mm3(W, Wd, out, 2.0)
-    _mm3(Wd, W, out, 1.0)
+    hat(wdd, out)
+    matmul3(W2, W, T)
+    _add3(out, T, 1.0)
+    matmul3(W, Wd, T)
+    _add3(out, T, 2.0)
+    matmul3(Wd, W, T)
+    _add3(out, T, 1.0)
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _add3(C, T, alpha):
+    """C += alpha T (3 x 3)."""
+    for r in range(3):
+        for c in range(3):
+            C[r, c] += alpha * T[r, c]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _qrp(A, m, n, piv, beta, rd):
-    """Householder QR with column pivoting of A[:m, :n] (m >= n) in place: A P = Q R.
-    Returns |R_nn| / |R_11| (0 if A = 0)."""
-    for c in range(n):
-        piv[c] = c
-    for k in range(n):
-        best = -1.0
-        bc = k
-        for c in range(k, n):
-            s = 0.0
-            for r in range(k, m):
-                s += A[r, c] * A[r, c]
-            if s > best:
-                best = s
-                bc = c
-        if bc != k:
-            for r in range(m):
-                t = A[r, k]
-                A[r, k] = A[r, bc]
-                A[r, bc] = t
-            t2 = piv[k]
-            piv[k] = piv[bc]
-            piv[bc] = t2
-        alpha = np.sqrt(best)
-        if alpha == 0.0:
-            return 0.0
-        akk = A[k, k]
-        s = -alpha if akk >= 0.0 else alpha
-        A[k, k] = akk - s
-        beta[k] = 1.0 / (alpha * (alpha + abs(akk)))
-        rd[k] = s
-        for c in range(k + 1, n):
-            t = 0.0
-            for r in range(k, m):
-                t += A[r, k] * A[r, c]
-            t *= beta[k]
-            for r in range(k, m):
-                A[r, c] -= t * A[r, k]
-    return abs(rd[n - 1]) / abs(rd[0])
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _ls_apply(A, m, n, piv, beta, rd, b, y, out):
-    """out (m) = Q R^-T P^T b: the solution of J^T u = b (square J) or its least-norm solution
-    (J (m, n), m > n, full column rank), from :func:`_qrp` of J. y: scratch (m,)."""
+def _ls_apply(W, n, piv, V, beta, b, y, out):
+    """out (m,) = Q R^-T P^T b: the solution of J^T u = b (square J) or its least-norm solution
+    (J (m, n), m >= n, full column rank) from the pivoted Householder QR of J
+    (:func:`robot_dynamics.spatial.linalg.householder_qr` of the rows of W = J^T (n, m):
+    R[c, i] = W[i, c]). y: scratch (m,)."""
+    m = V.shape[1]
     for i in range(n):
-        s = b[piv[i]]
-        for c in range(i):
-            s -= A[c, i] * y[c]
-        y[i] = s / rd[i]
+        y[i] = b[piv[i]]
+    tri_solve(W, y, n, True, False, False)  # R^T is the lower triangle of W
     for i in range(n, m):
         y[i] = 0.0
-    for k in range(n - 1, -1, -1):
-        t = 0.0
-        for r in range(k, m):
-            t += A[r, k] * y[r]
-        t *= beta[k]
-        for r in range(k, m):
-            y[r] -= t * A[r, k]
+    householder_apply(V, beta, n, y, False)
     for r in range(m):
         out[r] = y[r]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _adj_chain(
-    L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca, fo, fin, t6, aV, second
-):
+def _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, kf, mh, ya, ca, fo, fin, t6, aV, second):
     """The adjoint chain from ``ya[0] = S^T c``: ``ya[1] = -S^T K'^T ya[0]`` and, with
     ``second``, ``ya[2] = -S^T (K''^T ya[0] + 2 K'^T ya[1])`` (for c = e_a the rows of J_IK',
     J_IK''; for c = sum_a u_a e_a their products with u). ``fo[k]`` flags the limbs where
@@ -569,7 +459,7 @@ def _adj_chain(
     for j in range(ca.shape[0]):
         ca[j] = 0.0
     _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fo[0])
-    _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fo[0], fo[1], t6, aV)
+    _asolve(L, Nl, off, d, kf, mh, ca, ya[1], fo[0], fo[1], t6, aV)
     if second:
         for j in range(ca.shape[0]):
             ca[j] = 0.0
@@ -577,7 +467,7 @@ def _adj_chain(
         _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fo[1])
         for l in range(L):
             fin[l] = fo[0, l] or fo[1, l]
-        _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fin, fo[2], t6, aV)
+        _asolve(L, Nl, off, d, kf, mh, ca, ya[2], fin, fo[2], t6, aV)
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -673,43 +563,50 @@ FP_HEAD = 13  # tol, g (3), Rref (9); then lower (Nt), upper (Nt)
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def _newton(
-    BR,
-    Bp,
-    X,
-    L,
-    Nl,
-    off,
-    pose,
-    tidx,
-    Rref,
-    XIN,
-    nx,
-    th,
-    PR,
-    Pp,
-    CR,
-    Cq,
-    cs,
-    Jc,
-    LUl,
-    pl,
-    H0,
-    LUH,
-    ph,
-    hown,
-    b,
-    z,
-    hb,
-    y6,
-    tv,
-    E3,
-    tp,
-    tol,
-    max_iter,
-):
+def _residual(L, Nl, pose, tidx, Rref, XIN, CR, Cq, PR, Pp, tv, b):
+    """b (6 L + d) = the Newton residual [e; r]: the error twists of the limbs' last bodies
+    (CR, Cq) w.r.t. the platform pose (PR, Pp), then the task rows (pose task: 0; else the task
+    XIN minus the task value of the platform, angles wrapped to (-pi, pi]). tv (d,) scratch."""
+    d = tidx.shape[0]
+    for l in range(L):
+        N = Nl[l]
+        _pose_error(CR[l, N - 1], Cq[l, N - 1], PR, Pp, b, 6 * l)
+    if pose:
+        for r in range(d):
+            b[6 * L + r] = 0.0
+        return
+    _task_value(tidx, Rref, PR, Pp, tv)
+    for r in range(d):
+        b[6 * L + r] = _task_diff(tidx[r], XIN[r], tv[r])
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _task_diff(k, x, x0):
+    """x - x0 of task component k (k >= 3, an angle: wrapped to (-pi, pi])."""
+    e = x - x0
+    if k >= 3:
+        e = e + np.pi
+        e = e - _TWO_PI * np.floor(e / _TWO_PI) - np.pi
+    return e
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _set_pose(R, p, R_out, p_out):
+    """(R_out, p_out) = (R, p) (3 x 3, 3)."""
+    for r in range(3):
+        p_out[r] = p[r]
+        for c in range(3):
+            R_out[r, c] = R[r, c]
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
+def _newton(lim, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq, cs, Jc, kf, sn, tol, max_iter):
     """Newton IK from th (and, non-pose task, the platform pose PR, Pp) on K dz = [e; r].
-    Returns (status, limb or the number of Newton steps, residual); FK (CR, Cq) is left at th."""
+    Returns (status, limb or the number of Newton steps, residual); FK (CR, Cq) is left at th.
+    lim = (BR, Bp, X), kf the factor buffers of :func:`_kfactor`, sn = (b, z, hb, y6, tv, E3, tp)
+    scratch."""
+    BR, Bp, X = lim
+    b, z, hb, y6, tv, E3, tp = sn
     Nt = off[L]
     d = tidx.shape[0]
     nr = 6 * L + d
@@ -720,33 +617,17 @@ def _newton(
         for l in range(L):
             o = off[l]
             _limb_fk(BR[l], Bp[l], X[l], th[o : o + Nl[l]], cs, False, CR[l], Cq[l])
-        for l in range(L):
-            N = Nl[l]
-            _pose_error(CR[l, N - 1], Cq[l, N - 1], PR, Pp, b, 6 * l)
-        if not pose:
-            _task_value(tidx, Rref, PR, Pp, tv)
-            for r in range(d):
-                e = XIN[r] - tv[r]
-                if tidx[r] >= 3:
-                    e = e + np.pi
-                    e = e - _TWO_PI * np.floor(e / _TWO_PI) - np.pi
-                b[6 * L + r] = e
-        else:
-            for r in range(d):
-                b[6 * L + r] = 0.0
+        _residual(L, Nl, pose, tidx, Rref, XIN, CR, Cq, PR, Pp, tv, b)
         res = 0.0
         for r in range(nr):
             res = max(res, abs(b[r]))
         lf = it
         if res < tol or it == max_iter:
             break
-        for l in range(L):
-            for i in range(Nl[l]):
-                _jp_col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
-        st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown)
+        st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Pp, CR, Cq, X, Jc, kf)
         if st != 0:
             break
-        _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z, hb, y6)
+        _fsolve(L, Nl, off, kf, mh, b, z, hb, y6)
         for j in range(Nt):
             th[j] += z[j]
         if not pose:
@@ -840,6 +721,8 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
     LUH = np.empty((mhx, 6))
     ph = np.empty(mhx, dtype=np.int64)
     hown = np.empty(mhx, dtype=np.int64)
+    kf = (LUl, pl, H0, LUH, ph, hown)
+    lim = (BR, Bp, X)
     hb = np.empty(mhx)
     y6 = np.empty(6)
     t6 = np.empty(6)
@@ -860,7 +743,8 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
     relp = np.empty((Nm, 3))
     Q = np.zeros((3, nz))
     JK = np.empty((3, na, d))
-    JA = np.empty((na, d))
+    JW = np.empty((d, na))  # J_IK^T: its rows are the columns QR-factored
+    VQ = np.empty((d, na))
     piv = np.empty(d, dtype=np.int64)
     qb = np.empty(d)
     qr = np.empty(d)
@@ -868,9 +752,8 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
     rv = np.empty(d)
     yv = np.empty((3, na))
     ys = np.empty((3, d))
-    S3 = np.empty((3, 3, 3))
+    S3 = np.empty((4, 3, 3))
     E3 = np.empty((3, 3))
-    sc = np.empty(max(na, d))
     tmp = np.empty(max(na, d))
     mh = 0
     for s in range(s0, s1):
@@ -928,11 +811,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                 else:
                     m = d
                     for r in range(d):
-                        e = XIN[r] - xvp[r]
-                        if tidx[r] >= 3:
-                            e = e + np.pi
-                            e = e - _TWO_PI * np.floor(e / _TWO_PI) - np.pi
-                        DT[r] = e
+                        DT[r] = _task_diff(tidx[r], XIN[r], xvp[r])
                         for k in range(4):
                             TP[k, r] = xprev[k, r]
                 hT, rel = _fit_step(TP, DT, m)
@@ -949,25 +828,9 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             if fact_ok and not taylor:
                 # predictor: one chord step from the previous solution (its FK and factors)
                 if not pose:
-                    for r in range(3):
-                        Pp[r] = Ppo[r]
-                        for c in range(3):
-                            PR[r, c] = PRo[r, c]
-                for l in range(L):
-                    N = Nl[l]
-                    _pose_error(CR[l, N - 1], Cq[l, N - 1], PR, Pp, b, 6 * l)
-                if pose:
-                    for r in range(d):
-                        b[6 * L + r] = 0.0
-                else:
-                    _task_value(tidx, Rref, PR, Pp, tv)
-                    for r in range(d):
-                        e = XIN[r] - tv[r]
-                        if tidx[r] >= 3:
-                            e = e + np.pi
-                            e = e - _TWO_PI * np.floor(e / _TWO_PI) - np.pi
-                        b[6 * L + r] = e
-                _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[0], hb, y6)
+                    _set_pose(PRo, Ppo, PR, Pp)
+                _residual(L, Nl, pose, tidx, Rref, XIN, CR, Cq, PR, Pp, tv, b)
+                _fsolve(L, Nl, off, kf, mh, b, z[0], hb, y6)
                 # 2nd order: the task step dxi = xi' h + xi'' h^2 / 2 + O(h^3) of the previous
                 # sample's motion gives h; add (theta'' - G xi'') h^2 / 2 (= z2 - S [0; xi''])
                 # when dxi is consistent with that motion (else the 1st-order step alone)
@@ -998,7 +861,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                             b[r] = 0.0
                         for r in range(d):
                             b[6 * L + r] = xprev[1, r]
-                        _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, ca, hb, y6)
+                        _fsolve(L, Nl, off, kf, mh, b, ca, hb, y6)
                         hh = 0.5 * h * h
                         for j in range(nz):
                             z[0, j] += hh * (z[2, j] - ca[j])
@@ -1007,10 +870,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                 if not pose:
                     _exp_update(PR, Pp, z[0, Nt:], E3, tp)
             elif not pose and not taylor:
-                for r in range(3):
-                    Pp[r] = Ppo[r]
-                    for c in range(3):
-                        PR[r, c] = PRo[r, c]
+                _set_pose(PRo, Ppo, PR, Pp)
         else:
             sg = s if th0.shape[0] > 1 else 0
             for j in range(Nt):
@@ -1021,40 +881,9 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         # ---- position IK (a warm start that used the predictor and failed, in convergence or
         # joint limits, is retried once from the previous solution itself)
         for attempt in range(2):
+            sn = (b, z[0], hb, y6, tv, E3, tp)
             st, lf, res = _newton(
-                BR,
-                Bp,
-                X,
-                L,
-                Nl,
-                off,
-                pose,
-                tidx,
-                Rref,
-                XIN,
-                nx,
-                th,
-                PR,
-                Pp,
-                CR,
-                Cq,
-                cs,
-                Jc,
-                LUl,
-                pl,
-                H0,
-                LUH,
-                ph,
-                hown,
-                b,
-                z[0],
-                hb,
-                y6,
-                tv,
-                E3,
-                tp,
-                tol,
-                max_iter,
+                lim, L, Nl, off, pose, tidx, Rref, XIN, nx, th, PR, Pp, CR, Cq, cs, Jc, kf, sn, tol, max_iter
             )
             OUT[s, oR] = res
             IST[s, 0] = 0
@@ -1076,17 +905,11 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             for j in range(Nt):
                 th[j] = th_ok[j]
             if not pose:
-                for r in range(3):
-                    Pp[r] = Ppo[r]
-                    for c in range(3):
-                        PR[r, c] = PRo[r, c]
+                _set_pose(PRo, Ppo, PR, Pp)
         if IST[s, 0] != 0:
             continue
         # ---- velocity level: K at the solution (the FK of the last Newton iteration is at th)
-        for l in range(L):
-            for i in range(Nl[l]):
-                _jp_col(PR, Pp, CR[l, i], Cq[l, i], X[l, i], Jc[l, i])
-        st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Jc, LUl, pl, H0, LUH, ph, hown)
+        st, lf, mh = _kfactor(L, Nl, pose, tidx, PR, Pp, CR, Cq, X, Jc, kf)
         if st != 0:
             IST[s, 0] = st
             IST[s, 1] = lf
@@ -1096,7 +919,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             b[r] = 0.0
         for r in range(d):
             b[6 * L + r] = XIN[nx + r]
-        _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[1], hb, y6)
+        _fsolve(L, Nl, off, kf, mh, b, z[1], hb, y6)
         # ---- orders 2..4: K z^(nu) = [0; x^(nu)] - sum_k binom(nu-1, k) K^(k) z^(nu-k)
         for j in range(Nt):
             z[0, j] = th[j]  # z[k, :Nt] = theta^(k), k = 0..4
@@ -1130,7 +953,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                 for k in range(1, nu):
                     coef = 1.0 if k == nu - 1 else float(nu - 1)  # binom(nu - 1, k), nu <= 4
                     _task_mv(L, Nt, tidx, PR, Gk[k - 1], z[nu - k], coef, b)
-            _fsolve(L, Nl, off, LUl, pl, H0, LUH, ph, hown, mh, b, z[nu], hb, y6)
+            _fsolve(L, Nl, off, kf, mh, b, z[nu], hb, y6)
         for k in range(5):
             for j in range(Nt):
                 OUT[s, k * Nt + j] = z[k, j]
@@ -1169,16 +992,16 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         # ---- w = G^T Q, w' = G^T Q' + G'^T Q, ... by adjoint solves (G = S [0; I],
         # G' = -S K' G, G'' = -S (K'' G + 2 K' G')):
         # y0 = S^T Q, y1 = S^T (Q' - K'^T y0), y2 = S^T (Q'' - K''^T y0 - 2 K'^T y1); w^(k) = task part
-        _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, Q[0], ya[0], fall, fo[0], t6, aV)
+        _asolve(L, Nl, off, d, kf, mh, Q[0], ya[0], fall, fo[0], t6, aV)
         for j in range(nz):
             ca[j] = Q[1, j]
         _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[0], -1.0, ca, fall)
-        _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[1], fall, fo[1], t6, aV)
+        _asolve(L, Nl, off, d, kf, mh, ca, ya[1], fall, fo[1], t6, aV)
         for j in range(nz):
             ca[j] = Q[2, j]
         _kT(L, Nl, off, pose, tidx, PR, J2, Gk[1], ya[0], -1.0, ca, fall)
         _kT(L, Nl, off, pose, tidx, PR, J1, Gk[0], ya[1], -2.0, ca, fall)
-        _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[2], fall, fo[2], t6, aV)
+        _asolve(L, Nl, off, d, kf, mh, ca, ya[2], fall, fo[2], t6, aV)
         for k in range(3):
             for c in range(d):
                 wv[k, c] = ya[k, 6 * L + c]
@@ -1195,7 +1018,7 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             ca[ja] = 1.0
             for l in range(L):
                 fin[l] = l == la
-            _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fin, fo[0], t6, aV)
+            _asolve(L, Nl, off, d, kf, mh, ca, ya[0], fin, fo[0], t6, aV)
             if not jikd:
                 for c in range(d):
                     JK[0, a, c] = ya[0, 6 * L + c]
@@ -1203,17 +1026,16 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                     OUT[s, oJ + (na + a) * d + c] = np.nan
                     OUT[s, oJ + (2 * na + a) * d + c] = np.nan
                 continue
-            _adj_chain(
-                L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, LUl, pl, H0, LUH, ph, hown, mh, ya, ca, fo, fin, t6, aV, True
-            )
+            _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, kf, mh, ya, ca, fo, fin, t6, aV, True)
             for k in range(3):
                 for c in range(d):
                     JK[k, a, c] = ya[k, 6 * L + c]
                     OUT[s, oJ + (k * na + a) * d + c] = ya[k, 6 * L + c]
         for a in range(na):
             for c in range(d):
-                JA[a, c] = JK[0, a, c]
-        ratio = _qrp(JA, na, d, piv, qb, qr)
+                JW[c, a] = JK[0, a, c]
+        rq = householder_qr(JW, d, na, True, 0.0, piv, VQ, qb, qr)
+        ratio = abs(qr[d - 1]) / abs(qr[0]) if rq == d else 0.0
         if not ratio > _RCOND:
             IST[s, 0] = 3
             fact_ok = False
@@ -1223,69 +1045,44 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
             # (linear in the row): J1^T u = task part of y1 = -S^T K'^T y0, y0 = S^T c_u (c_u =
             # sum_a u_a e_act(a)), J2^T u = task part of -S^T (K''^T y0 + 2 K'^T y1): 5 solves,
             # not 2 n_a
-            _ls_apply(JA, na, d, piv, qb, qr, wv[0], tmp, yv[0])
+            _ls_apply(JW, d, piv, VQ, qb, wv[0], tmp, yv[0])
             for rep in range(2):
                 for j in range(nz):
                     ca[j] = 0.0
                 for a in range(na):
                     ca[act[a]] = yv[rep, a]
-                _asolve(L, Nl, off, d, LUl, pl, H0, LUH, ph, hown, mh, ca, ya[0], fall, fo[0], t6, aV)
+                _asolve(L, Nl, off, d, kf, mh, ca, ya[0], fall, fo[0], t6, aV)
                 # rep 0: y1 (J1^T u) and y2 (J2^T u, kept in ys[0]); rep 1: y1 (J1^T ud)
-                _adj_chain(
-                    L,
-                    Nl,
-                    off,
-                    d,
-                    pose,
-                    tidx,
-                    PR,
-                    J1,
-                    J2,
-                    Gk,
-                    LUl,
-                    pl,
-                    H0,
-                    LUH,
-                    ph,
-                    hown,
-                    mh,
-                    ya,
-                    ca,
-                    fo,
-                    fin,
-                    t6,
-                    aV,
-                    rep == 0,
-                )
+                _adj_chain(L, Nl, off, d, pose, tidx, PR, J1, J2, Gk, kf, mh, ya, ca, fo, fin, t6, aV, rep == 0)
                 if rep == 0:
                     # ud = J^-T (w1 - J1^T u)
                     for c in range(d):
                         rv[c] = wv[1, c] - ya[1, 6 * L + c]
-                    _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[1])
+                    _ls_apply(JW, d, piv, VQ, qb, rv, tmp, yv[1])
                     for c in range(d):
                         ys[0, c] = ya[2, 6 * L + c]
             # udd = J^-T (w2 - J2^T u - 2 J1^T ud) (ya[1] task part = J1^T ud, ys[0] = J2^T u)
             for c in range(d):
                 rv[c] = wv[2, c] - ys[0, c] - 2.0 * ya[1, 6 * L + c]
-            _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[2])
+            _ls_apply(JW, d, piv, VQ, qb, rv, tmp, yv[2])
             for k in range(3):
                 for a in range(na):
                     OUT[s, oU + k * na + a] = yv[k, a]
         elif na == d:
             # A u = w with A = J_IK^T: u = J^-T w, ud = J^-T (w1 - J1^T u), ...
-            _ls_apply(JA, na, d, piv, qb, qr, wv[0], tmp, yv[0])
+            _ls_apply(JW, d, piv, VQ, qb, wv[0], tmp, yv[0])
             for c in range(d):
                 acc = wv[1, c]
                 for a in range(na):
                     acc -= JK[1, a, c] * yv[0, a]
                 rv[c] = acc
-            _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[1])
+            _ls_apply(JW, d, piv, VQ, qb, rv, tmp, yv[1])
             for c in range(d):
                 acc = wv[2, c]
                 for a in range(na):
                     acc -= JK[2, a, c] * yv[0, a] + 2.0 * JK[1, a, c] * yv[1, a]
                 rv[c] = acc
-            _ls_apply(JA, na, d, piv, qb, qr, rv, tmp, yv[2])
+            _ls_apply(JW, d, piv, VQ, qb, rv, tmp, yv[2])
             for k in range(3):
                 for a in range(na):
                     OUT[s, oU + k * na + a] = yv[k, a]
@@ -1306,16 +1103,11 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
                                     t += JK[m - i, a, e2] * ys[kk2, e2]
                                 acc -= cf * bi * JK[i, a, c] * t
                     rv[c] = acc
+                # R^T R z = P^T rv (R[c, i] = JW[i, c]: R^T is the lower triangle of JW)
                 for i in range(d):
-                    sacc = rv[piv[i]]
-                    for c2 in range(i):
-                        sacc -= JA[c2, i] * sc[c2]
-                    sc[i] = sacc / qr[i]
-                for i in range(d - 1, -1, -1):
-                    sacc = sc[i]
-                    for c2 in range(i + 1, d):
-                        sacc -= JA[i, c2] * tmp[c2]
-                    tmp[i] = sacc / qr[i]
+                    tmp[i] = rv[piv[i]]
+                tri_solve(JW, tmp, d, True, False, False)
+                tri_solve(JW, tmp, d, True, True, False)
                 for i in range(d):
                     ys[k, piv[i]] = tmp[i]
             for k in range(3):
@@ -1346,8 +1138,5 @@ def _id2_range(BR, Bp, X, M, IP, FP, IN, th0, OUT, IST, s0, s1):
         if not pose:
             for r in range(d):
                 xvp[r] = XIN[r]
-        for r in range(3):
-            Ppo[r] = Pp[r]
-            for c in range(3):
-                PRo[r, c] = PR[r, c]
+        _set_pose(PR, Pp, PRo, Ppo)
         have_ok = True

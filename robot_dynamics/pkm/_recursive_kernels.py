@@ -31,70 +31,50 @@ and reassociation; the NaN/inf semantics, and with them the input checks, are ke
 import numpy as np
 from numba import njit
 
+from robot_dynamics.spatial.linalg import (
+    cross3,
+    dot3,
+    lu_factor,
+    lu_inverse,
+    lu_solve,
+    lu_solve_T,
+    matvec3_tuple,
+    rodrigues,
+)
+
 _C = True
 _FM = {'contract', 'reassoc', 'arcp'}  # FMA contraction, reassociation; NaN/inf semantics kept
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
-def _cross(a0, a1, a2, b0, b1, b2):
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def ad_mul(V, Y, out):
     """out = ad_V Y (linear first)."""
-    c0, c1, c2 = _cross(V[3], V[4], V[5], Y[0], Y[1], Y[2])
-    d0, d1, d2 = _cross(V[0], V[1], V[2], Y[3], Y[4], Y[5])
-    e0, e1, e2 = _cross(V[3], V[4], V[5], Y[3], Y[4], Y[5])
-    out[0] = c0 + d0
-    out[1] = c1 + d1
-    out[2] = c2 + d2
-    out[3] = e0
-    out[4] = e1
-    out[5] = e2
+    _put6(out, _ad6(V, Y))
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def adT_mul(V, W, out):
     """out = ad_V^T W = (-w x f, -v x f - w x t)."""
-    c0, c1, c2 = _cross(V[3], V[4], V[5], W[0], W[1], W[2])
-    d0, d1, d2 = _cross(V[0], V[1], V[2], W[0], W[1], W[2])
-    e0, e1, e2 = _cross(V[3], V[4], V[5], W[3], W[4], W[5])
-    out[0] = -c0
-    out[1] = -c1
-    out[2] = -c2
-    out[3] = -d0 - e0
-    out[4] = -d1 - e1
-    out[5] = -d2 - e2
+    _put6(out, _adT6(V, W))
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def Ad_mul(R, p, Y, out):
     """out = Ad_(R,p) Y."""
-    a0 = R[0, 0] * Y[3] + R[0, 1] * Y[4] + R[0, 2] * Y[5]
-    a1 = R[1, 0] * Y[3] + R[1, 1] * Y[4] + R[1, 2] * Y[5]
-    a2 = R[2, 0] * Y[3] + R[2, 1] * Y[4] + R[2, 2] * Y[5]
-    b0 = R[0, 0] * Y[0] + R[0, 1] * Y[1] + R[0, 2] * Y[2]
-    b1 = R[1, 0] * Y[0] + R[1, 1] * Y[1] + R[1, 2] * Y[2]
-    b2 = R[2, 0] * Y[0] + R[2, 1] * Y[1] + R[2, 2] * Y[2]
-    c0, c1, c2 = _cross(p[0], p[1], p[2], a0, a1, a2)
-    out[0] = b0 + c0
-    out[1] = b1 + c1
-    out[2] = b2 + c2
-    out[3] = a0
-    out[4] = a1
-    out[5] = a2
+    _put6(out, _Ad6(R, p, Y))
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def AdT_mul(R, p, W, out):
     """out = Ad_(R,p)^T W = (R^T f, R^T (t - p x f))."""
-    c0, c1, c2 = _cross(p[0], p[1], p[2], W[0], W[1], W[2])
-    t0, t1, t2 = W[3] - c0, W[4] - c1, W[5] - c2
-    f0, f1, f2 = W[0], W[1], W[2]
-    for r in range(3):
-        out[r] = R[0, r] * f0 + R[1, r] * f1 + R[2, r] * f2
-        out[3 + r] = R[0, r] * t0 + R[1, r] * t1 + R[2, r] * t2
+    _put6(out, _AdT6(R, p, W))
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _put6(out, x):
+    """out (6,) = the 6-tuple x."""
+    for r in range(6):
+        out[r] = x[r]
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -173,20 +153,12 @@ def _limb_fk(BR, Bp, X, th, cs, use_cs, CR, Cp):
                 c = np.cos(t)
                 s = np.sin(t)
             u = 1.0 - c
-            e00 = c + u * w0 * w0
-            e01 = u * w0 * w1 - s * w2
-            e02 = u * w0 * w2 + s * w1
-            e10 = u * w0 * w1 + s * w2
-            e11 = c + u * w1 * w1
-            e12 = u * w1 * w2 - s * w0
-            e20 = u * w0 * w2 - s * w1
-            e21 = u * w1 * w2 + s * w0
-            e22 = c + u * w2 * w2
+            e00, e01, e02, e10, e11, e12, e20, e21, e22 = rodrigues(w0, w1, w2, c, s)
             v0 = x[0]
             v1 = x[1]
             v2 = x[2]
-            a0, a1, a2 = _cross(w0, w1, w2, v0, v1, v2)
-            g0, g1, g2 = _cross(w0, w1, w2, a0, a1, a2)
+            a0, a1, a2 = cross3(w0, w1, w2, v0, v1, v2)
+            g0, g1, g2 = cross3(w0, w1, w2, a0, a1, a2)
             f0 = t * v0 + u * a0 + (t - s) * g0
             f1 = t * v1 + u * a1 + (t - s) * g1
             f2 = t * v2 + u * a2 + (t - s) * g2
@@ -218,8 +190,9 @@ def _limb_fk(BR, Bp, X, th, cs, use_cs, CR, Cp):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
-def lu_factor(A, piv):
-    """In-place LU with partial pivoting of the square A; False if singular."""
+def lu_ok(A, piv):
+    """LU (:func:`robot_dynamics.spatial.linalg.lu_factor`) of the square A in place; False if
+    singular: a pivot <= 1e-13 max |A_ij|."""
     n = A.shape[0]
     scale = 0.0
     for r in range(n):
@@ -227,103 +200,8 @@ def lu_factor(A, piv):
             scale = max(scale, abs(A[r, c]))
     if scale == 0.0:
         return False
-    for k in range(n):
-        m = k
-        best = abs(A[k, k])
-        for r in range(k + 1, n):
-            if abs(A[r, k]) > best:
-                best = abs(A[r, k])
-                m = r
-        if best <= 1e-13 * scale:
-            return False
-        piv[k] = m
-        if m != k:
-            for c in range(n):
-                tmp = A[k, c]
-                A[k, c] = A[m, c]
-                A[m, c] = tmp
-        inv = 1.0 / A[k, k]
-        for r in range(k + 1, n):
-            f = A[r, k] * inv
-            A[r, k] = f
-            for c in range(k + 1, n):
-                A[r, c] -= f * A[k, c]
-    return True
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
-def lu_solve(LU, piv, b):
-    """Solve in place (LU from :func:`lu_factor`)."""
-    n = LU.shape[0]
-    for k in range(n):
-        m = piv[k]
-        if m != k:
-            tmp = b[k]
-            b[k] = b[m]
-            b[m] = tmp
-    for r in range(n):
-        s = b[r]
-        for c in range(r):
-            s -= LU[r, c] * b[c]
-        b[r] = s
-    for r in range(n - 1, -1, -1):
-        s = b[r]
-        for c in range(r + 1, n):
-            s -= LU[r, c] * b[c]
-        b[r] = s / LU[r, r]
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
-def lu_solve_T(LU, piv, b):
-    """Solve A^T x = b in place (LU of A from :func:`lu_factor`)."""
-    n = LU.shape[0]
-    # A = P^T L U  ->  A^T = U^T L^T P ; solve U^T y = b, L^T z = y, x = P^T z
-    for r in range(n):
-        s = b[r]
-        for c in range(r):
-            s -= LU[c, r] * b[c]
-        b[r] = s / LU[r, r]
-    for r in range(n - 1, -1, -1):
-        s = b[r]
-        for c in range(r + 1, n):
-            s -= LU[c, r] * b[c]
-        b[r] = s
-    for k in range(n - 1, -1, -1):
-        m = piv[k]
-        if m != k:
-            tmp = b[k]
-            b[k] = b[m]
-            b[m] = tmp
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy')
-def lu_inverse(LU, piv, Ai):
-    """Ai = A^-1 from the LU of :func:`lu_factor` (all right-hand sides at once: the inner
-    loops run over the columns of the identity, independent of each other)."""
-    n = LU.shape[0]
-    for r in range(n):
-        for c in range(n):
-            Ai[r, c] = 1.0 if r == c else 0.0
-    for k in range(n):
-        m = piv[k]
-        if m != k:
-            for c in range(n):
-                tmp = Ai[k, c]
-                Ai[k, c] = Ai[m, c]
-                Ai[m, c] = tmp
-    for r in range(n):
-        for k in range(r):
-            f = LU[r, k]
-            for c in range(n):
-                Ai[r, c] -= f * Ai[k, c]
-    for r in range(n - 1, -1, -1):
-        for k in range(r + 1, n):
-            f = LU[r, k]
-            for c in range(n):
-                Ai[r, c] -= f * Ai[k, c]
-        f = 1.0 / LU[r, r]
-        for c in range(n):
-            Ai[r, c] *= f
+    dmin, dmax, sign = lu_factor(A, n, n, piv)
+    return dmin > 1e-13 * scale
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -518,18 +396,18 @@ def _dot6(x, y):
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _ad6(V, Y):
     """ad_V Y (6-tuples, linear first)."""
-    c0, c1, c2 = _cross(V[3], V[4], V[5], Y[0], Y[1], Y[2])
-    d0, d1, d2 = _cross(V[0], V[1], V[2], Y[3], Y[4], Y[5])
-    e0, e1, e2 = _cross(V[3], V[4], V[5], Y[3], Y[4], Y[5])
+    c0, c1, c2 = cross3(V[3], V[4], V[5], Y[0], Y[1], Y[2])
+    d0, d1, d2 = cross3(V[0], V[1], V[2], Y[3], Y[4], Y[5])
+    e0, e1, e2 = cross3(V[3], V[4], V[5], Y[3], Y[4], Y[5])
     return c0 + d0, c1 + d1, c2 + d2, e0, e1, e2
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _adT6(V, W):
     """ad_V^T W = (-w x f, -v x f - w x t) (6-tuples)."""
-    c0, c1, c2 = _cross(V[3], V[4], V[5], W[0], W[1], W[2])
-    d0, d1, d2 = _cross(V[0], V[1], V[2], W[0], W[1], W[2])
-    e0, e1, e2 = _cross(V[3], V[4], V[5], W[3], W[4], W[5])
+    c0, c1, c2 = cross3(V[3], V[4], V[5], W[0], W[1], W[2])
+    d0, d1, d2 = cross3(V[0], V[1], V[2], W[0], W[1], W[2])
+    e0, e1, e2 = cross3(V[3], V[4], V[5], W[3], W[4], W[5])
     return -c0, -c1, -c2, -d0 - e0, -d1 - e1, -d2 - e2
 
 
@@ -539,7 +417,7 @@ def _Ad6(R, p, Y):
     a0 = R[0, 0] * Y[3] + R[0, 1] * Y[4] + R[0, 2] * Y[5]
     a1 = R[1, 0] * Y[3] + R[1, 1] * Y[4] + R[1, 2] * Y[5]
     a2 = R[2, 0] * Y[3] + R[2, 1] * Y[4] + R[2, 2] * Y[5]
-    c0, c1, c2 = _cross(p[0], p[1], p[2], a0, a1, a2)
+    c0, c1, c2 = cross3(p[0], p[1], p[2], a0, a1, a2)
     return (
         R[0, 0] * Y[0] + R[0, 1] * Y[1] + R[0, 2] * Y[2] + c0,
         R[1, 0] * Y[0] + R[1, 1] * Y[1] + R[1, 2] * Y[2] + c1,
@@ -553,7 +431,7 @@ def _Ad6(R, p, Y):
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _AdT6(R, p, W):
     """Ad_(R,p)^T W = (R^T f, R^T (t - p x f)) (6-tuple)."""
-    c0, c1, c2 = _cross(p[0], p[1], p[2], W[0], W[1], W[2])
+    c0, c1, c2 = cross3(p[0], p[1], p[2], W[0], W[1], W[2])
     t0, t1, t2 = W[3] - c0, W[4] - c1, W[5] - c2
     return (
         R[0, 0] * W[0] + R[1, 0] * W[1] + R[2, 0] * W[2],
@@ -568,14 +446,7 @@ def _AdT6(R, p, W):
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _mv6(Mi, v):
     """Mi v (Mi (6, 6), v 6-tuple)."""
-    return (
-        Mi[0, 0] * v[0] + Mi[0, 1] * v[1] + Mi[0, 2] * v[2] + Mi[0, 3] * v[3] + Mi[0, 4] * v[4] + Mi[0, 5] * v[5],
-        Mi[1, 0] * v[0] + Mi[1, 1] * v[1] + Mi[1, 2] * v[2] + Mi[1, 3] * v[3] + Mi[1, 4] * v[4] + Mi[1, 5] * v[5],
-        Mi[2, 0] * v[0] + Mi[2, 1] * v[1] + Mi[2, 2] * v[2] + Mi[2, 3] * v[3] + Mi[2, 4] * v[4] + Mi[2, 5] * v[5],
-        Mi[3, 0] * v[0] + Mi[3, 1] * v[1] + Mi[3, 2] * v[2] + Mi[3, 3] * v[3] + Mi[3, 4] * v[4] + Mi[3, 5] * v[5],
-        Mi[4, 0] * v[0] + Mi[4, 1] * v[1] + Mi[4, 2] * v[2] + Mi[4, 3] * v[3] + Mi[4, 4] * v[4] + Mi[4, 5] * v[5],
-        Mi[5, 0] * v[0] + Mi[5, 1] * v[1] + Mi[5, 2] * v[2] + Mi[5, 3] * v[3] + Mi[5, 4] * v[4] + Mi[5, 5] * v[5],
-    )
+    return _dot6(Mi[0], v), _dot6(Mi[1], v), _dot6(Mi[2], v), _dot6(Mi[3], v), _dot6(Mi[4], v), _dot6(Mi[5], v)
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy')
@@ -584,9 +455,9 @@ def _body_wrench6(Mi, V, Vd, Vdd, Vddd, av0, av1, av2):
     ``W = M (Vd + a) - ad_V^T M V``, ``Wd``, ``Wdd`` its derivatives, with the gravity option
     G1 acceleration a = (av, 0), av = -R^T g; ad1 = -ad_V a = (-w x av, 0),
     ad2 = -ad_Vd a + ad_V ad_V a = (-wd x av + w x (w x av), 0) (zero angular parts)."""
-    k0, k1, k2 = _cross(V[3], V[4], V[5], av0, av1, av2)
-    h0, h1, h2 = _cross(Vd[3], Vd[4], Vd[5], av0, av1, av2)
-    m0, m1, m2 = _cross(V[3], V[4], V[5], k0, k1, k2)
+    k0, k1, k2 = cross3(V[3], V[4], V[5], av0, av1, av2)
+    h0, h1, h2 = cross3(Vd[3], Vd[4], Vd[5], av0, av1, av2)
+    m0, m1, m2 = cross3(V[3], V[4], V[5], k0, k1, k2)
     ga = (av0, av1, av2, 0.0, 0.0, 0.0)
     g1 = (-k0, -k1, -k2, 0.0, 0.0, 0.0)
     g2 = (m0 - h0, m1 - h1, m2 - h2, 0.0, 0.0, 0.0)
@@ -759,7 +630,7 @@ def limb_ik(BR, Bp, X, PR, Pp, th, CR, Cp, J, piv, tol, max_iter, tR, tp, e):
         for i in range(N):
             _rel(CR[N - 1], Cp[N - 1], CR[i], Cp[i], tR, tp)
             Ad_mul(tR, tp, X[i], J[:, i])
-        if not lu_factor(J, piv):
+        if not lu_ok(J, piv):
             return -2
         lu_solve(J, piv, e)
         for i in range(N):
@@ -807,14 +678,9 @@ def _g3(G, o):
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _rot(w, c, s, x):
     """exp(w^ th) x for a unit w, c = cos th, s = sin th (Rodrigues)."""
-    k0, k1, k2 = _cross(w[0], w[1], w[2], x[0], x[1], x[2])
+    k0, k1, k2 = cross3(w[0], w[1], w[2], x[0], x[1], x[2])
     f = (1.0 - c) * (w[0] * x[0] + w[1] * x[1] + w[2] * x[2])
     return (c * x[0] + s * k0 + f * w[0], c * x[1] + s * k1 + f * w[1], c * x[2] + s * k2 + f * w[2])
 
@@ -824,17 +690,17 @@ def _sp1(w, u, v):
     """Paden-Kahan subproblem 1: th with exp(w^ th) u = v (unit w, w.u = w.v). Returns
     (cos th, sin th, ok); ok False if undetermined: |u_perp| <= _CF_SING |u| or
     |v_perp| <= _CF_SING |v| (u or v along the axis)."""
-    wu = _dot(w, u)
-    wv = _dot(w, v)
+    wu = dot3(w, u)
+    wv = dot3(w, v)
     a0, a1, a2 = u[0] - wu * w[0], u[1] - wu * w[1], u[2] - wu * w[2]
     b0, b1, b2 = v[0] - wv * w[0], v[1] - wv * w[1], v[2] - wv * w[2]
     x = a0 * b0 + a1 * b1 + a2 * b2
-    c0, c1, c2 = _cross(a0, a1, a2, b0, b1, b2)
+    c0, c1, c2 = cross3(a0, a1, a2, b0, b1, b2)
     y = w[0] * c0 + w[1] * c1 + w[2] * c2
     na = a0 * a0 + a1 * a1 + a2 * a2
     nb = b0 * b0 + b1 * b1 + b2 * b2
     e2 = _CF_SING * _CF_SING
-    if not (na > e2 * _dot(u, u) and nb > e2 * _dot(v, v)):
+    if not (na > e2 * dot3(u, u) and nb > e2 * dot3(v, v)):
         return 1.0, 0.0, False
     f = 1.0 / np.sqrt(x * x + y * y)
     return x * f, y * f, True
@@ -853,12 +719,65 @@ def _sp2(w0, w1, cr, k, u, v):
     (al, be, gam^2 |cr|^2), the last as |w0 x v|^2 - be^2 (1 - k^2) (the squared distance of z
     from the plane of w0, w1; no cancellation against |v|^2 near a singular configuration)."""
     den = 1.0 / (k * k - 1.0)
-    w0v = _dot(w0, v)
-    w1u = _dot(w1, u)
+    w0v = dot3(w0, v)
+    w1u = dot3(w1, u)
     al = (k * w1u - w0v) * den
     be = (k * w0v - w1u) * den
-    x0, x1, x2 = _cross(w0[0], w0[1], w0[2], v[0], v[1], v[2])
+    x0, x1, x2 = cross3(w0[0], w0[1], w0[2], v[0], v[1], v[2])
     return al, be, x0 * x0 + x1 * x1 + x2 * x2 - be * be * (1.0 - k * k)
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _sp2_branch(wa, wb, cr, al, be, sg, u, v):
+    """One branch of subproblem 2 (:func:`_sp2`), sg = +-gam: z = al wa + be wb + sg (wa x wb),
+    then (cos, sin) of ta with exp(wa^ ta) z = v and of tb with exp(wb^ tb) u = z
+    (:func:`_sp1`). Returns (cos ta, sin ta, cos tb, sin tb, ok)."""
+    z = (
+        al * wa[0] + be * wb[0] + sg * cr[0],
+        al * wa[1] + be * wb[1] + sg * cr[1],
+        al * wa[2] + be * wb[2] + sg * cr[2],
+    )
+    kb, eb, okb = _sp1(wb, u, z)
+    ka, ea, oka = _sp1(wa, z, v)
+    return ka, ea, kb, eb, okb and oka
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _s_branch(w3, w4, w5, r5, cr, al, be, sg, v, y):
+    """One branch (sg = +-gam) of the S angles t3, t4, t5 of :func:`limb_ik_cf`: subproblem 2 on
+    w3, w4 (:func:`_sp2_branch`), then subproblem 1 for t5 on r5. Returns ((cos, sin) of t3, t4,
+    t5 as a 6-tuple, ok)."""
+    k3, e3, k4, e4, ok = _sp2_branch(w3, w4, cr, al, be, sg, w5, v)
+    yy = _rot(w4, k4, -e4, _rot(w3, k3, -e3, y))
+    k5, e5, ok5 = _sp1(w5, r5, yy)
+    return (k3, e3, k4, e4, k5, e5), ok and ok5
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _pick_branch(x0, x1, warm):
+    """Of the two candidates x0, x1 ((cos, sin) of up to three angles as 6-tuples; pad with
+    (1, 0)) the one nearest the warm start (the max over the angles of the squared chord
+    :func:`_chord2`). Returns (status, candidate): 0; 2 if they coincide to _CF_SING (singular
+    configuration); 6 if the warm start is not nearer one of them by half their separation
+    (ambiguous)."""
+    best = _chord_max(x0, warm)
+    pick = x0
+    d1 = _chord_max(x1, warm)
+    if d1 < best:
+        best = d1
+        pick = x1
+    sep = _chord_max(x1, x0)
+    if sep <= _CF_SING * _CF_SING:
+        return 2, pick
+    if 4.0 * best >= sep:
+        return 6, pick
+    return 0, pick
+
+
+@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+def _chord_max(a, b):
+    """max over the three (cos, sin) pairs of the 6-tuples a, b of :func:`_chord2`."""
+    return max(_chord2(a[0], a[1], b[0], b[1]), _chord2(a[2], a[3], b[2], b[3]), _chord2(a[4], a[5], b[4], b[5]))
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -897,9 +816,10 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     pc = _g3(G, IKG_PC)
     n = _g3(G, IKG_N)
     # ---- S centre and leg vector
-    d0 = PR[0, 0] * cl[0] + PR[0, 1] * cl[1] + PR[0, 2] * cl[2] + Pp[0] - a[0]
-    d1 = PR[1, 0] * cl[0] + PR[1, 1] * cl[1] + PR[1, 2] * cl[2] + Pp[1] - a[1]
-    d2 = PR[2, 0] * cl[0] + PR[2, 1] * cl[1] + PR[2, 2] * cl[2] + Pp[2] - a[2]
+    x0, x1, x2 = matvec3_tuple(PR, cl)
+    d0 = x0 + Pp[0] - a[0]
+    d1 = x1 + Pp[1] - a[1]
+    d2 = x2 + Pp[2] - a[2]
     d = (d0, d1, d2)
     dd = d0 * d0 + d1 * d1 + d2 * d2
     # ---- prismatic: nn t^2 + 2 nb t + pp - dd = 0
@@ -926,50 +846,23 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     al, be, g2 = _sp2(w0, w1, cr, G[IKG_K01], p, d)
     if g2 < -_CF_REACH * dd:
         return 1
-    gam = np.sqrt(max(g2, 0.0) / _dot(cr, cr))
-    cw0, sw0, cw1, sw1 = cs[0, 0], cs[1, 0], cs[0, 1], cs[1, 1]
-    best = np.inf
-    u00 = u01 = u10 = u11 = 0.0  # cos/sin of (t0, t1) of branch 0
-    c0 = s0 = c1 = s1 = 0.0  # chosen branch
-    sep = 0.0
-    for br in range(2):
-        sg = gam if br == 0 else -gam
-        z = (
-            al * w0[0] + be * w1[0] + sg * cr[0],
-            al * w0[1] + be * w1[1] + sg * cr[1],
-            al * w0[2] + be * w1[2] + sg * cr[2],
-        )
-        k1, e1, ok1 = _sp1(w1, p, z)
-        k0, e0, ok0 = _sp1(w0, z, d)
-        if not (ok1 and ok0):
-            return 2
-        dist = max(_chord2(k0, e0, cw0, sw0), _chord2(k1, e1, cw1, sw1))
-        if br == 0:
-            u00, u01, u10, u11 = k0, e0, k1, e1
-        else:
-            sep = max(_chord2(k0, e0, u00, u01), _chord2(k1, e1, u10, u11))
-        if dist < best:
-            best = dist
-            c0, s0, c1, s1 = k0, e0, k1, e1
-    if sep <= _CF_SING * _CF_SING:
+    gam = np.sqrt(max(g2, 0.0) / dot3(cr, cr))
+    k0, e0, k1, e1, ok = _sp2_branch(w0, w1, cr, al, be, gam, p, d)
+    if not ok:
         return 2
-    if 4.0 * best >= sep:
-        return 6
+    j0, f0, j1, f1, ok = _sp2_branch(w0, w1, cr, al, be, -gam, p, d)
+    if not ok:
+        return 2
+    warm = (cs[0, 0], cs[1, 0], cs[0, 1], cs[1, 1], 1.0, 0.0)
+    st, x = _pick_branch((k0, e0, k1, e1, 1.0, 0.0), (j0, f0, j1, f1, 1.0, 0.0), warm)
+    if st:
+        return st
+    c0, s0, c1, s1 = x[0], x[1], x[2], x[3]
     # ---- S: e^(w3 t3) e^(w4 t4) e^(w5 t5) = R_U^T PR MR^T
     m5 = _g3(G, IKG_M5)
     mr = _g3(G, IKG_MR)
-    v = (
-        PR[0, 0] * m5[0] + PR[0, 1] * m5[1] + PR[0, 2] * m5[2],
-        PR[1, 0] * m5[0] + PR[1, 1] * m5[1] + PR[1, 2] * m5[2],
-        PR[2, 0] * m5[0] + PR[2, 1] * m5[1] + PR[2, 2] * m5[2],
-    )
-    v = _rot(w1, c1, -s1, _rot(w0, c0, -s0, v))
-    y = (
-        PR[0, 0] * mr[0] + PR[0, 1] * mr[1] + PR[0, 2] * mr[2],
-        PR[1, 0] * mr[0] + PR[1, 1] * mr[1] + PR[1, 2] * mr[2],
-        PR[2, 0] * mr[0] + PR[2, 1] * mr[1] + PR[2, 2] * mr[2],
-    )
-    y = _rot(w1, c1, -s1, _rot(w0, c0, -s0, y))
+    v = _rot(w1, c1, -s1, _rot(w0, c0, -s0, matvec3_tuple(PR, m5)))
+    y = _rot(w1, c1, -s1, _rot(w0, c0, -s0, matvec3_tuple(PR, mr)))
     w3 = _g3(G, IKG_W3)
     w4 = _g3(G, IKG_W4)
     w5 = _g3(G, IKG_W5)
@@ -978,39 +871,17 @@ def limb_ik_cf(G, PR, Pp, th, cs):
     al, be, g2 = _sp2(w3, w4, cr, G[IKG_K34], w5, v)
     if g2 < -_CF_REACH:
         return 1
-    gam = np.sqrt(max(g2, 0.0) / _dot(cr, cr))
-    cw3, sw3, cw4, sw4, cw5, sw5 = cs[0, 3], cs[1, 3], cs[0, 4], cs[1, 4], cs[0, 5], cs[1, 5]
-    best = np.inf
-    v30 = v31 = v40 = v41 = v50 = v51 = 0.0
-    c3 = s3 = c4 = s4 = c5 = s5 = 0.0
-    sep = 0.0
-    for br in range(2):
-        sg = gam if br == 0 else -gam
-        z = (
-            al * w3[0] + be * w4[0] + sg * cr[0],
-            al * w3[1] + be * w4[1] + sg * cr[1],
-            al * w3[2] + be * w4[2] + sg * cr[2],
-        )
-        k4, e4, ok4 = _sp1(w4, w5, z)
-        k3, e3, ok3 = _sp1(w3, z, v)
-        if not (ok4 and ok3):
-            return 2
-        yy = _rot(w4, k4, -e4, _rot(w3, k3, -e3, y))
-        k5, e5, ok5 = _sp1(w5, r5, yy)
-        if not ok5:
-            return 2
-        dist = max(_chord2(k3, e3, cw3, sw3), _chord2(k4, e4, cw4, sw4), _chord2(k5, e5, cw5, sw5))
-        if br == 0:
-            v30, v31, v40, v41, v50, v51 = k3, e3, k4, e4, k5, e5
-        else:
-            sep = max(_chord2(k3, e3, v30, v31), _chord2(k4, e4, v40, v41), _chord2(k5, e5, v50, v51))
-        if dist < best:
-            best = dist
-            c3, s3, c4, s4, c5, s5 = k3, e3, k4, e4, k5, e5
-    if sep <= _CF_SING * _CF_SING:
+    gam = np.sqrt(max(g2, 0.0) / dot3(cr, cr))
+    x0, ok = _s_branch(w3, w4, w5, r5, cr, al, be, gam, v, y)
+    if not ok:
         return 2
-    if 4.0 * best >= sep:
-        return 6
+    x1, ok = _s_branch(w3, w4, w5, r5, cr, al, be, -gam, v, y)
+    if not ok:
+        return 2
+    st, x = _pick_branch(x0, x1, (cs[0, 3], cs[1, 3], cs[0, 4], cs[1, 4], cs[0, 5], cs[1, 5]))
+    if st:
+        return st
+    c3, s3, c4, s4, c5, s5 = x
     th[0] = _unwrap(np.arctan2(s0, c0), th[0])
     th[1] = _unwrap(np.arctan2(s1, c1), th[1])
     th[2] = t2
@@ -1039,7 +910,7 @@ def _jp_col(RN, pN, Ri, pi, x, out):
     w0 = Ri[0, 0] * x[3] + Ri[0, 1] * x[4] + Ri[0, 2] * x[5]
     w1 = Ri[1, 0] * x[3] + Ri[1, 1] * x[4] + Ri[1, 2] * x[5]
     w2 = Ri[2, 0] * x[3] + Ri[2, 1] * x[4] + Ri[2, 2] * x[5]
-    c0, c1, c2 = _cross(pi[0] - pN[0], pi[1] - pN[1], pi[2] - pN[2], w0, w1, w2)
+    c0, c1, c2 = cross3(pi[0] - pN[0], pi[1] - pN[1], pi[2] - pN[2], w0, w1, w2)
     v0 = Ri[0, 0] * x[0] + Ri[0, 1] * x[1] + Ri[0, 2] * x[2] + c0
     v1 = Ri[1, 0] * x[0] + Ri[1, 1] * x[1] + Ri[1, 2] * x[2] + c1
     v2 = Ri[2, 0] * x[0] + Ri[2, 1] * x[1] + Ri[2, 2] * x[2] + c2
@@ -1052,9 +923,9 @@ def _jp_col(RN, pN, Ri, pi, x, out):
 def _inv3_cols(A, out):
     """out = A^-1 for A with columns A[0], A[1], A[2] (rows of the (3, 3) ``A``) by the
     adjugate; False if |det| <= 1e-13 |a0| |a1| |a2| (singular)."""
-    x0, x1, x2 = _cross(A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2])
-    y0, y1, y2 = _cross(A[2, 0], A[2, 1], A[2, 2], A[0, 0], A[0, 1], A[0, 2])
-    z0, z1, z2 = _cross(A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2])
+    x0, x1, x2 = cross3(A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2])
+    y0, y1, y2 = cross3(A[2, 0], A[2, 1], A[2, 2], A[0, 0], A[0, 1], A[0, 2])
+    z0, z1, z2 = cross3(A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2])
     det = A[0, 0] * x0 + A[0, 1] * x1 + A[0, 2] * x2
     nrm = 1.0
     for k in range(3):
@@ -1082,7 +953,7 @@ def inv_jt_ups(Jp, cl, F, wk3):
     Qm = wk3[3]
     c0, c1, c2 = cl[0], cl[1], cl[2]
     for i in range(3):
-        x0, x1, x2 = _cross(Jp[i, 3], Jp[i, 4], Jp[i, 5], c0, c1, c2)
+        x0, x1, x2 = cross3(Jp[i, 3], Jp[i, 4], Jp[i, 5], c0, c1, c2)
         A[i, 0] = Jp[i, 0] + x0
         A[i, 1] = Jp[i, 1] + x1
         A[i, 2] = Jp[i, 2] + x2
@@ -1102,9 +973,9 @@ def inv_jt_ups(Jp, cl, F, wk3):
             Qm[r, k] = -(Di[r, 0] * A[0, k] + Di[r, 1] * A[1, k] + Di[r, 2] * A[2, k])
     for r in range(3):
         F[r, 0], F[r, 1], F[r, 2] = P[r, 0], P[r, 1], P[r, 2]
-        F[r, 3], F[r, 4], F[r, 5] = _cross(c0, c1, c2, P[r, 0], P[r, 1], P[r, 2])
+        F[r, 3], F[r, 4], F[r, 5] = cross3(c0, c1, c2, P[r, 0], P[r, 1], P[r, 2])
         F[3 + r, 0], F[3 + r, 1], F[3 + r, 2] = Qm[r, 0], Qm[r, 1], Qm[r, 2]
-        y0, y1, y2 = _cross(Qm[r, 0], Qm[r, 1], Qm[r, 2], c0, c1, c2)
+        y0, y1, y2 = cross3(Qm[r, 0], Qm[r, 1], Qm[r, 2], c0, c1, c2)
         F[3 + r, 3] = Di[r, 0] - y0
         F[3 + r, 4] = Di[r, 1] - y1
         F[3 + r, 5] = Di[r, 2] - y2
@@ -1130,72 +1001,44 @@ def _ik_orders_2_4(Jp, F, VTs, thl, Jd, Jdd, DV0, DV1, b):
     c^3 = Jdd thd + 2 Jd thdd, c^4 = Jddd thd + 3 Jdd thdd + 3 Jd thddd (E1). Fills thl[2..4],
     Jd, Jdd (rows = columns of the matrices), DV0, DV1. 6-tuples in registers."""
     N = Jp.shape[0]
-    z = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    # ---- order 2
-    acc = z
-    c = (VTs[1, 0], VTs[1, 1], VTs[1, 2], VTs[1, 3], VTs[1, 4], VTs[1, 5])
-    for i in range(N - 1, -1, -1):
-        p = _ld6(Jp, i)
-        d1 = thl[1, i]
-        _st6(DV0, i, acc)
-        t = _ad6(acc, p)
-        _st6(Jd, i, (-t[0], -t[1], -t[2], -t[3], -t[4], -t[5]))
-        acc = _axpy6(d1, p, acc)
-        c = _axpy6(d1, t, c)
-    _matvec(F, c, b)
-    for i in range(N):
-        thl[2, i] = b[i]
-    # ---- order 3
-    acc = z
-    c = (VTs[2, 0], VTs[2, 1], VTs[2, 2], VTs[2, 3], VTs[2, 4], VTs[2, 5])
-    for i in range(N - 1, -1, -1):
-        p = _ld6(Jp, i)
-        q = _ld6(Jd, i)
-        d1 = thl[1, i]
-        d2 = thl[2, i]
-        _st6(DV1, i, acc)
-        t1 = _ad6(acc, p)
-        t2 = _ad6(_ld6(DV0, i), q)
-        h = (-t1[0] - t2[0], -t1[1] - t2[1], -t1[2] - t2[2], -t1[3] - t2[3], -t1[4] - t2[4], -t1[5] - t2[5])
-        _st6(Jdd, i, h)
-        acc = _axpy6(d1, q, _axpy6(d2, p, acc))
-        c = _axpy6(-d1, h, _axpy6(-2.0 * d2, q, c))
-    _matvec(F, c, b)
-    for i in range(N):
-        thl[3, i] = b[i]
-    # ---- order 4
-    acc = z
-    c = (VTs[3, 0], VTs[3, 1], VTs[3, 2], VTs[3, 3], VTs[3, 4], VTs[3, 5])
-    for i in range(N - 1, -1, -1):
-        p = _ld6(Jp, i)
-        q = _ld6(Jd, i)
-        h = _ld6(Jdd, i)
-        d1 = thl[1, i]
-        d2 = thl[2, i]
-        d3 = thl[3, i]
-        t1 = _ad6(acc, p)
-        t2 = _ad6(_ld6(DV1, i), q)
-        t3 = _ad6(_ld6(DV0, i), h)
-        # - Jddd_i thd_i = (t1 + 2 t2 + t3) thd_i
-        c = _axpy6(d1, t1, _axpy6(2.0 * d1, t2, _axpy6(d1, t3, c)))
-        c = _axpy6(-3.0 * d2, h, _axpy6(-3.0 * d3, q, c))
-        acc = _axpy6(d1, h, _axpy6(2.0 * d2, q, _axpy6(d3, p, acc)))
-    _matvec(F, c, b)
-    for i in range(N):
-        thl[4, i] = b[i]
+    for nu in range(2, 5):
+        acc = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        c = _ld6(VTs, nu - 1)
+        for i in range(N - 1, -1, -1):
+            p = _ld6(Jp, i)
+            d1 = thl[1, i]
+            if nu == 2:
+                _st6(DV0, i, acc)
+                t = _ad6(acc, p)
+                _st6(Jd, i, _sc6(-1.0, t))
+                acc = _axpy6(d1, p, acc)
+                c = _axpy6(d1, t, c)
+            elif nu == 3:
+                q = _ld6(Jd, i)
+                _st6(DV1, i, acc)
+                t1 = _ad6(acc, p)
+                t2 = _ad6(_ld6(DV0, i), q)
+                h = _axpy6(-1.0, t1, _sc6(-1.0, t2))
+                _st6(Jdd, i, h)
+                acc = _axpy6(d1, q, _axpy6(thl[2, i], p, acc))
+                c = _axpy6(-d1, h, _axpy6(-2.0 * thl[2, i], q, c))
+            else:
+                q = _ld6(Jd, i)
+                h = _ld6(Jdd, i)
+                t1 = _ad6(acc, p)
+                t2 = _ad6(_ld6(DV1, i), q)
+                t3 = _ad6(_ld6(DV0, i), h)
+                # - Jddd_i thd_i = (t1 + 2 t2 + t3) thd_i
+                c = _axpy6(d1, t1, _axpy6(2.0 * d1, t2, _axpy6(d1, t3, c)))
+                c = _axpy6(-3.0 * thl[2, i], h, _axpy6(-3.0 * thl[3, i], q, c))
+                acc = _axpy6(d1, h, _axpy6(2.0 * thl[2, i], q, _axpy6(thl[3, i], p, acc)))
+        _matvec(F, c, thl[nu])
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
 def _FTv(F, q):
     """F^T q (F (6, 6) of a limb with N = 6, q 6-tuple) as a 6-tuple."""
-    return (
-        F[0, 0] * q[0] + F[1, 0] * q[1] + F[2, 0] * q[2] + F[3, 0] * q[3] + F[4, 0] * q[4] + F[5, 0] * q[5],
-        F[0, 1] * q[0] + F[1, 1] * q[1] + F[2, 1] * q[2] + F[3, 1] * q[3] + F[4, 1] * q[4] + F[5, 1] * q[5],
-        F[0, 2] * q[0] + F[1, 2] * q[1] + F[2, 2] * q[2] + F[3, 2] * q[3] + F[4, 2] * q[4] + F[5, 2] * q[5],
-        F[0, 3] * q[0] + F[1, 3] * q[1] + F[2, 3] * q[2] + F[3, 3] * q[3] + F[4, 3] * q[4] + F[5, 3] * q[5],
-        F[0, 4] * q[0] + F[1, 4] * q[1] + F[2, 4] * q[2] + F[3, 4] * q[3] + F[4, 4] * q[4] + F[5, 4] * q[5],
-        F[0, 5] * q[0] + F[1, 5] * q[1] + F[2, 5] * q[2] + F[3, 5] * q[3] + F[4, 5] * q[4] + F[5, 5] * q[5],
-    )
+    return _mv6(F.T, q)
 
 
 @njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
@@ -1267,7 +1110,6 @@ def pkm_id_d2_batch(
     thl = np.empty((5, N))
     JI = np.empty((L, L))
     pivL = np.empty(L, dtype=np.int64)
-    rhs = np.empty(L)
     # bodies after the last massive one carry no wrench: the NE recursion stops there. The
     # last body of every limb moves with the platform (V_{N-1} = V_t): its wrench and
     # derivatives are computed from VT directly and, as F^T J_t^T = I, enter w, wd, wdd as they
@@ -1341,7 +1183,7 @@ def pkm_id_d2_batch(
                 for i in range(N):
                     for r in range(6):
                         LU[r, i] = Jp[i, r]
-                if not lu_factor(LU, piv):
+                if not lu_ok(LU, piv):
                     status[s] = 2
                     break
                 lu_inverse(LU, piv, F)
@@ -1362,29 +1204,9 @@ def pkm_id_d2_batch(
             # = F^T (Q' - Jd^T a), a'' = F^T (Q'' - Jdd^T a - 2 Jd^T a') (Fd = -F Jd F, E3)
             a0 = _FTv(F, _ld6(Qv, 0))
             j1 = _JTv(Jd, a0)
-            a1 = _FTv(
-                F,
-                (
-                    Qv[1, 0] - j1[0],
-                    Qv[1, 1] - j1[1],
-                    Qv[1, 2] - j1[2],
-                    Qv[1, 3] - j1[3],
-                    Qv[1, 4] - j1[4],
-                    Qv[1, 5] - j1[5],
-                ),
-            )
+            a1 = _FTv(F, _axpy6(-1.0, j1, _ld6(Qv, 1)))
             j2 = _axpy6(2.0, _JTv(Jd, a1), _JTv(Jdd, a0))
-            a2 = _FTv(
-                F,
-                (
-                    Qv[2, 0] - j2[0],
-                    Qv[2, 1] - j2[1],
-                    Qv[2, 2] - j2[2],
-                    Qv[2, 3] - j2[3],
-                    Qv[2, 4] - j2[4],
-                    Qv[2, 5] - j2[5],
-                ),
-            )
+            a2 = _FTv(F, _axpy6(-1.0, j2, _ld6(Qv, 2)))
             for c in range(6):
                 WT[s, 0, c] += a0[c]
                 WT[s, 1, c] += a1[c]
@@ -1403,27 +1225,16 @@ def pkm_id_d2_batch(
         for r in range(L):
             for c in range(L):
                 JI[r, c] = JIK[s, 0, r, c]
-        if L != 6 or not lu_factor(JI, pivL):
+        if L != 6 or not lu_ok(JI, pivL):
             status[s] = 3
             continue
-        for r in range(L):
-            rhs[r] = WT[s, 0, r]
-        lu_solve_T(JI, pivL, rhs)
-        for r in range(L):
-            U[s, 0, r] = rhs[r]
-        for r in range(L):
-            acc = WT[s, 1, r]
-            for c in range(L):
-                acc -= JIK[s, 1, c, r] * U[s, 0, c]
-            rhs[r] = acc
-        lu_solve_T(JI, pivL, rhs)
-        for r in range(L):
-            U[s, 1, r] = rhs[r]
-        for r in range(L):
-            acc = WT[s, 2, r]
-            for c in range(L):
-                acc -= JIK[s, 2, c, r] * U[s, 0, c] + 2.0 * JIK[s, 1, c, r] * U[s, 1, c]
-            rhs[r] = acc
-        lu_solve_T(JI, pivL, rhs)
-        for r in range(L):
-            U[s, 2, r] = rhs[r]
+        for k in range(3):  # solved in place on the rows U[s, k]
+            for r in range(L):
+                acc = WT[s, k, r]
+                for c in range(L):
+                    if k == 1:
+                        acc -= JIK[s, 1, c, r] * U[s, 0, c]
+                    elif k == 2:
+                        acc -= JIK[s, 2, c, r] * U[s, 0, c] + 2.0 * JIK[s, 1, c, r] * U[s, 1, c]
+                U[s, k, r] = acc
+            lu_solve_T(JI, pivL, U[s, k])

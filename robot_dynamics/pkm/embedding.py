@@ -85,6 +85,7 @@ from robot_dynamics.algorithms.kinematics import forward_kinematics
 from robot_dynamics.spatial.lie import exp_so3, log_so3, quat_xyzw_to_matrix
 from robot_dynamics.model import REVOLUTE, Model
 from robot_dynamics.pkm import _embedding_kernels as _K
+from robot_dynamics.pkm.general import pkm_cache
 
 __all__ = [
     'inverse_dynamics_d2_task',
@@ -1108,10 +1109,10 @@ class PKM:
 def get_pkm(model, **kw):
     """The :class:`PKM` of ``model`` (built on first use and cached on the model; keyword
     arguments override the solver settings of the cached object)."""
-    pk = model.__dict__.get('_ce_pkm')
+    cache = pkm_cache(model)
+    pk = cache.get('embedding')
     if pk is None:
-        pk = PKM(model)
-        model.__dict__['_ce_pkm'] = pk
+        pk = cache['embedding'] = PKM(model)
     for k, v in kw.items():
         if k not in ('tol', 'max_outer', 'max_inner', 'scheme'):
             raise InputError(f'unknown PKM setting {k!r}')

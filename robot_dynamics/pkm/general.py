@@ -76,6 +76,7 @@ __all__ = [
     'GeneralID2Result',
     'GeneralID2Data',
     'TASK_COMPONENTS',
+    'pkm_cache',
 ]
 
 TASK_COMPONENTS = ('x', 'y', 'z', 'rx', 'ry', 'rz')
@@ -144,11 +145,12 @@ def _exp_unit(X, th):
 class _Limb:
     """One serial limb: B (N, 4, 4) reference placements, X (N, 6) screws, M (n, 6, 6) inertias
     of the tree bodies (the first n joints are URDF joints, the rest virtual), tree (n,) model
-    joint indices, act (list) local indices of the actuated joints."""
+    joint indices, act (list) local indices of the actuated joints, cut the type of the loop
+    that joins it to the platform (None for the platform's own limb)."""
 
-    def __init__(self, name, B, X, M, tree, act):
+    def __init__(self, name, B, X, M, tree, act, cut=None):
         self.name, self.B, self.X, self.M = name, np.asarray(B), np.asarray(X), np.asarray(M)
-        self.tree, self.act = np.asarray(tree, np.int64), list(act)
+        self.tree, self.act, self.cut = np.asarray(tree, np.int64), list(act), cut
         self.N, self.n = len(self.X), len(self.tree)
         self.adX = _ad(self.X)
 
@@ -311,6 +313,14 @@ def _swapped(lp, Ta, Tb):
     return dataclasses.replace(lp, frame_a=lp.frame_b, frame_b=lp.frame_a, axis=axis, axes=axes)
 
 
+def pkm_cache(model):
+    """The one cache of what is built from a model's PKM description (the limbs of
+    :func:`general_pkm` and :func:`robot_dynamics.pkm.recursive.limbs_from_model`, the
+    constraint-embedding :class:`robot_dynamics.pkm.embedding.PKM`, route decisions): a dict
+    on the model."""
+    return model.__dict__.setdefault('_pkm_cache', {})
+
+
 def general_pkm(model, platform=None, task=None, tol=1e-9):
     """Build (and cache on the model) the :class:`GeneralPKM` of a robot_dynamics Model.
 
@@ -322,8 +332,8 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     platform has 6 DOF (task = body-fixed pose). Raises :class:`PKMStructureError` (naming the
     model, limb, loop or joint) for what is outside the route.
     """
-    key = ('_general_pkm', platform, None if task is None else tuple(task))
-    cache = model.__dict__.setdefault('_pkm_cache', {})
+    key = ('general_pkm', platform, None if task is None else tuple(task))
+    cache = pkm_cache(model)
     if key in cache:
         return cache[key]
     from robot_dynamics.algorithms.constraints import loop_errors
@@ -451,7 +461,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         if len(M) == len(X):  # last body is a tree body: re-base its inertia
             AdT = _Ad(Tr)
             M[-1] = AdT.T @ M[-1] @ AdT
-        out.append(_Limb(lname, np.array(B), np.array(X), np.array(M), c, act))
+        out.append(_Limb(lname, np.array(B), np.array(X), np.array(M), c, act, None if lp is None else lp.type))
     p = GeneralPKM()
     p.model_name, p.platform, p.limbs = name, platform, out
     p.offsets = np.cumsum([0] + [lb.N for lb in out])

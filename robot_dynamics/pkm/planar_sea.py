@@ -32,6 +32,7 @@ from numba import njit
 from robot_dynamics.errors import InputError
 from robot_dynamics.pkm import _recursive_kernels as RK
 from robot_dynamics.pkm.recursive import PKMSingularityError
+from robot_dynamics.spatial.linalg import cross, solve
 
 __all__ = ['Planar3RRRParams', 'Planar3RRR', 'PlanarID2', 'planar_3rrr_urdf', 'planar_3rrr_sidecar']
 
@@ -91,17 +92,9 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
     S = P.shape[0]
     L = A.shape[0]
     th = np.zeros((5, 2))
-    f1 = np.zeros(5)
-    f12 = np.zeros(5)
-    E1 = np.empty((5, 2))
-    E12 = np.empty((5, 2))
-    J = np.empty((2, 2))
-    Jd = np.empty((2, 2))
-    Jdd = np.empty((2, 2))
-    F = np.empty((2, 2))
-    Fd = np.empty((2, 2))
-    Fdd = np.empty((2, 2))
-    T1 = np.empty((2, 2))
+    f1, f12 = np.zeros((2, 5))
+    E1, E12 = np.empty((2, 5, 2))
+    J, Jd, Jdd, F, Fd, Fdd, T1 = np.empty((7, 2, 2))
     CR = np.empty((2, 3, 3))
     Cp = np.empty((2, 3))
     Vb = np.empty((4, 2, 6))
@@ -210,58 +203,20 @@ def _planar_batch(A, a, b, BR, Bp, X, M, g, P, TH, W, JIK, status):
 
 
 @njit(cache=True)
-def _solve2(A, r, out):
-    """out = A^-1 r for a 2x2 A (LU with partial pivoting, as LAPACK gesv). Returns False if
-    A is exactly singular."""
-    if abs(A[1, 0]) > abs(A[0, 0]):
-        i0, i1 = 1, 0
-    else:
-        i0, i1 = 0, 1
-    a00, a01 = A[i0, 0], A[i0, 1]
-    if a00 == 0.0:
-        return False
-    l10 = A[i1, 0] / a00
-    u11 = A[i1, 1] - l10 * a01
-    if u11 == 0.0:
-        return False
-    y1 = r[i1] - l10 * r[i0]
-    x1 = y1 / u11
-    out[1] = x1
-    out[0] = (r[i0] - a01 * x1) / a00
-    return True
+def task_space_buffers():
+    """Work arrays (P, TH, W, JIK, st, Mt, bb) of :func:`_task_space_1`."""
+    P, TH, W, JIK = np.empty((3, 5, 2)), np.empty((3, 5, 3, 2)), np.empty((3, 3, 2)), np.empty((3, 3, 3, 2))
+    return P, TH, W, JIK, np.empty(3, np.int64), np.empty((2, 2)), np.empty(2)
 
 
 @njit(cache=True)
-def _solve3(A, r, out):
-    """out = A^-1 r for a 3x3 A (Gaussian elimination with partial pivoting; A, r are not
-    modified). Returns False if A is exactly singular."""
-    M = np.empty((3, 4))
-    for i in range(3):
-        for j in range(3):
-            M[i, j] = A[i, j]
-        M[i, 3] = r[i]
-    for k in range(3):
-        piv = k
-        for i in range(k + 1, 3):
-            if abs(M[i, k]) > abs(M[piv, k]):
-                piv = i
-        if M[piv, k] == 0.0:
-            return False
-        if piv != k:
-            for j in range(4):
-                tmp = M[k, j]
-                M[k, j] = M[piv, j]
-                M[piv, j] = tmp
-        for i in range(k + 1, 3):
-            f = M[i, k] / M[k, k]
-            for j in range(k + 1, 4):
-                M[i, j] -= f * M[k, j]
-    for i in range(2, -1, -1):
-        acc = M[i, 3]
-        for j in range(i + 1, 3):
-            acc -= M[i, j] * out[j]
-        out[i] = acc / M[i, i]
-    return True
+def task_accel(J, u, bb, Mt, out):
+    """out (2,) = M_t^-1 (J^T u - b): the end-effector acceleration from the spring torques u
+    (3,), J (3, 2) = J_IK, M_t, b of :func:`_task_space_1`. False if M_t is singular."""
+    r = np.empty(2)
+    for i in range(2):
+        r[i] = (J[0, i] * u[0] + J[1, i] * u[1] + J[2, i] * u[2]) - bb[i]
+    return solve(Mt, r, out)
 
 
 @njit(cache=True)
@@ -294,58 +249,23 @@ def _task_space_1(A, a, b, BR, Bp, X, M, g, p, pd, P, TH, W, JIK, st, Mt, bb):
 
 
 @njit(cache=True)
-def _task_space_work():
-    """The work arrays of :func:`_task_space_1`: P, TH, W, JIK, st, Mt, bb."""
-    return (
-        np.empty((3, 5, 2)),
-        np.empty((3, 5, 3, 2)),
-        np.empty((3, 3, 2)),
-        np.empty((3, 3, 3, 2)),
-        np.empty(3, np.int64),
-        np.empty((2, 2)),
-        np.empty(2),
-    )
-
-
-@njit(cache=True)
-def _task_acceleration(JIK, u, Mt, bb, pdd):
-    """pdd (2,) = M_t^-1 (J_IK^T u - b) from the work arrays of :func:`_task_space_1` and the
-    spring torques u (3,) (the link side of the SEA-PKM). Returns False if M_t is singular."""
-    r = np.empty(2)
-    for i in range(2):
-        r[i] = (JIK[0, 0, 0, i] * u[0] + JIK[0, 0, 1, i] * u[1] + JIK[0, 0, 2, i] * u[2]) - bb[i]
-    return _solve2(Mt, r, pdd)
-
-
-@njit(cache=True)
-def _cross3(x, y, out, scale):
-    """out += scale * (x cross y) for 3-vectors."""
-    out[0] += scale * (x[1] * y[2] - x[2] * y[1])
-    out[1] += scale * (x[2] * y[0] - x[0] * y[2])
-    out[2] += scale * (x[0] * y[1] - x[1] * y[0])
-
-
-@njit(cache=True)
 def _preload_n(JIK, n):
     """Preload direction n (3, 3) and its derivatives from JIK (3, 3, 2) of one sample (as in
     :meth:`Planar3RRR.inverse_dynamics_d2`)."""
     c10, c11, c12 = JIK[0, :, 0], JIK[1, :, 0], JIK[2, :, 0]
     c20, c21, c22 = JIK[0, :, 1], JIK[1, :, 1], JIK[2, :, 1]
-    n[:, :] = 0.0
-    _cross3(c10, c20, n[0], 1.0)
-    t = np.zeros(3)
-    _cross3(c11, c20, n[1], 1.0)
-    _cross3(c10, c21, t, 1.0)
+    t = np.empty(3)
+    cross(c10, c20, n[0])
+    cross(c11, c20, n[1])
+    cross(c10, c21, t)
     for i in range(3):
         n[1, i] += t[i]
     # n2 = cross(c12, c20) + 2 cross(c11, c21) + cross(c10, c22), summed left to right
-    _cross3(c12, c20, n[2], 1.0)
-    t[:] = 0.0
-    _cross3(c11, c21, t, 1.0)
+    cross(c12, c20, n[2])
+    cross(c11, c21, t)
     for i in range(3):
         n[2, i] += 2 * t[i]
-    t[:] = 0.0
-    _cross3(c10, c22, t, 1.0)
+    cross(c10, c22, t)
     for i in range(3):
         n[2, i] += t[i]
 
@@ -371,12 +291,12 @@ def _preload_batch(JIK, W, lam, n, u, ud, udd):
             A[1, l] = JIK[s, 0, l, 1]
             A[2, l] = n[s, 0, l]
         r[0], r[1], r[2] = W[s, 0, 0], W[s, 0, 1], lam[s, 0]
-        if not _solve3(A, r, u[s]):
+        if not solve(A, r, u[s]):
             return s + 1
         for i in range(2):
             r[i] = W[s, 1, i] - (JIK[s, 1, 0, i] * u[s, 0] + JIK[s, 1, 1, i] * u[s, 1] + JIK[s, 1, 2, i] * u[s, 2])
         r[2] = lam[s, 1] - (n[s, 1, 0] * u[s, 0] + n[s, 1, 1] * u[s, 1] + n[s, 1, 2] * u[s, 2])
-        _solve3(A, r, ud[s])
+        solve(A, r, ud[s])
         for i in range(2):
             r[i] = (
                 W[s, 2, i]
@@ -388,7 +308,7 @@ def _preload_batch(JIK, W, lam, n, u, ud, udd):
             - (n[s, 2, 0] * u[s, 0] + n[s, 2, 1] * u[s, 1] + n[s, 2, 2] * u[s, 2])
             - 2 * (n[s, 1, 0] * ud[s, 0] + n[s, 1, 1] * ud[s, 1] + n[s, 1, 2] * ud[s, 2])
         )
-        _solve3(A, r, udd[s])
+        solve(A, r, udd[s])
     return 0
 
 

@@ -45,6 +45,7 @@ import numpy as np
 
 from robot_dynamics.errors import InputError, PKMSingularityError, PKMStructureError  # noqa: F401 (public here too)
 from robot_dynamics.pkm import _recursive_kernels as RK
+from robot_dynamics.pkm.general import GeneralPKM, general_pkm, inverse_dynamics_d2_general, pkm_cache
 
 __all__ = [
     'PKMStructureError',
@@ -97,27 +98,6 @@ class PKMLimbs:
             f'PKMLimbs({self.model_name!r}: {self.L} limbs x {self.N} joints, platform '
             f'{self.platform!r}, limbs {self.limb_names})'
         )
-
-
-def _Ad(R, p):
-    from robot_dynamics.spatial.lie import hat
-
-    A = np.zeros((6, 6))
-    A[:3, :3] = R
-    A[3:, 3:] = R
-    A[:3, 3:] = hat(p) @ R
-    return A
-
-
-def _inertia6(m, c, I_o):
-    from robot_dynamics.spatial.lie import hat
-
-    M = np.zeros((6, 6))
-    M[:3, :3] = m * np.eye(3)
-    M[:3, 3:] = -m * hat(c)
-    M[3:, :3] = m * hat(c)
-    M[3:, 3:] = I_o
-    return M
 
 
 def _limb_decoupled(BR, Bp, X, tol):
@@ -229,79 +209,42 @@ def decoupled_ik_geometry(BR, Bp, X, tol=1e-9):
 
 
 def limbs_from_model(model, platform=None):
-    """Extract the limb data (:class:`PKMLimbs`) of a 6-limb PKM from a robot_dynamics Model.
+    """The limb data (:class:`PKMLimbs`) of a 6-limb PKM of a robot_dynamics Model, for the
+    compiled route.
 
-    The spanning tree must consist of L disjoint serial chains from the root: one limb carries
-    the ``platform`` link (default: the common parent body of the loops' ``frame_b``), every
-    other limb ends at a ``spherical`` (or ``point``) cut joint whose cut frames are
-    ``frame_a`` (limb side) and ``frame_b`` (fixed to the platform). The cut S joint is modelled
-    as R(x) R(y) R(z) about the axes of ``frame_a``, 0 at the reference configuration of the
-    sidecar (which must be closed). Each limb has one actuated joint. The result is cached on
-    the model.
+    The limbs are those of :func:`robot_dynamics.pkm.general.general_pkm` (the reader of the
+    loops sidecar: disjoint serial chains from the root, one carrying the ``platform`` frame,
+    every other one ending at a cut joint to it, whose cut frames are ``frame_a`` (limb side)
+    and ``frame_b`` (on the platform); the cut joint becomes virtual joints about the axes of
+    ``frame_a``, 0 at the reference configuration of the sidecar, which must be closed). The
+    compiled route needs 6 limbs of 6 joints covering every joint of the model, ``spherical``
+    (or ``point``) cut joints (R(x) R(y) R(z)) and one actuated joint per limb; anything else
+    raises :class:`PKMStructureError`. The result is cached on the model.
     """
-    key = ('_pkm_limbs', platform)
-    cache = model.__dict__.setdefault('_pkm_cache', {})
+    key = ('limbs_from_model', platform)
+    cache = pkm_cache(model)
     if key in cache:
         return cache[key]
-    from robot_dynamics.algorithms.kinematics import forward_kinematics
-
+    p = general_pkm(model, platform)
     name = model.name
-    if not model.loops:
-        raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
-    if platform is None:
-        bodies = {int(model.frame_parent[model.frame_index(lp.frame_b)]) for lp in model.loops}
-        if len(bodies) != 1:
+    for lb in p.limbs[:-1]:
+        if lb.cut not in ('spherical', 'point', 'point3d'):
             raise PKMStructureError(
-                f"model '{name}': the loops' frame_b are not all on one body; pass platform=<link name>"
-            )
-        jp = bodies.pop()
-        cands = [f for i, f in enumerate(model.frame_names) if model.frame_parent[i] == jp]
-        platform = 'platform' if 'platform' in cands else cands[0]
-    fp = model.frame_index(platform)
-    jL = int(model.frame_parent[fp])
-    if jL < 0:
-        raise PKMStructureError(f"model '{name}': platform '{platform}' is fixed to the world")
-    q_ref = model.reference_q()
-    T = forward_kinematics(model, q_ref, as_array=True)  # (nf, 4, 4)
-    T_p = T[fp]
-    limbs = []  # (name, tree joints, frame_a index or None)
-    for lp in model.loops:
-        if lp.type not in ('spherical', 'point'):
-            raise PKMStructureError(
-                f"model '{name}': loop '{lp.name}' is '{lp.type}'; the recursive "
+                f"model '{name}': loop '{lb.name}' is '{lb.cut}'; the recursive "
                 '2nd-order ID supports spherical cut joints (UPS-type limbs)'
             )
-        fa, fb = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
-        if model.frame_parent[fb] != jL:
-            fa, fb = fb, fa
-        if model.frame_parent[fb] != jL:
-            raise PKMStructureError(
-                f"model '{name}': loop '{lp.name}': neither cut frame is fixed to the platform '{platform}'"
-            )
-        ja = int(model.frame_parent[fa])
-        if ja < 0:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
-        gap = np.linalg.norm(T[fa][:3, 3] - T[fb][:3, 3])
-        if gap > 1e-9:
-            raise PKMStructureError(
-                f"model '{name}': loop '{lp.name}' is open by {gap:.3g} m at the "
-                "sidecar's reference configuration (must be closed)"
-            )
-        limbs.append((lp.name, list(model.support[ja]), fa))
-    limbs.append(('platform_limb', list(model.support[jL]), None))
-    used = [j for _, js, _ in limbs for j in js]
-    if len(set(used)) != len(used) or len(used) != model.nq:
+    if sum(lb.n for lb in p.limbs) != model.nq:
         raise PKMStructureError(
-            f"model '{name}': the limbs are not disjoint serial chains covering "
-            'every joint (branching tree or shared joints)'
+            f"model '{name}': the limbs do not cover every joint (SEA rotor joints: the compiled route "
+            'takes rigid PKM only)'
         )
-    Ns = {len(js) + (3 if fa is not None else 0) for _, js, fa in limbs}
+    Ns = {lb.N for lb in p.limbs}
     if len(Ns) != 1:
         raise PKMStructureError(
             f"model '{name}': limbs of different length {sorted(Ns)}; the limbs must be structurally identical"
         )
     N = Ns.pop()
-    L = len(limbs)
+    L = len(p.limbs)
     if N != 6 or L != 6:
         raise PKMStructureError(
             f"model '{name}': {L} limbs x {N} joints; the spatial route needs "
@@ -313,50 +256,18 @@ def limbs_from_model(model, platform=None):
     M = np.zeros((L, N, 6, 6))
     act = np.zeros(L, np.int64)
     tree_index = -np.ones((L, N), np.int64)
-    actuated = set(model.actuated_indices.tolist())
-    for l, (lname, js, fa) in enumerate(limbs):
-        a = [i for i, j in enumerate(js) if j in actuated]
-        if len(a) != 1:
-            raise PKMStructureError(f"model '{name}': limb '{lname}' has {len(a)} actuated joints (need exactly 1)")
-        act[l] = a[0]
-        for i, j in enumerate(js):
-            tree_index[l, i] = j
-            BR[l, i] = model.R_fixed[j]
-            Bp[l, i] = model.p_fixed[j]
-            X[l, i] = model.screw_local[j]
-            M[l, i] = _inertia6(model.mass[j], model.com[j], model.inertia_origin[j])
-        if fa is not None:
-            n = len(js)
-            BR[l, n] = model.frame_R[fa]
-            Bp[l, n] = model.frame_p[fa]
-            BR[l, n + 1] = BR[l, n + 2] = np.eye(3)
-            for k in range(3):
-                X[l, n + k, 3 + k] = 1.0
-            Ta = T[fa]
-        # last body frame -> platform frame: C_N' = C_N T = C_{N-1} (B_N T) exp(Ad_T^-1 X_N th)
-        if fa is not None:
-            Tr = np.linalg.inv(Ta) @ T_p
-        else:
-            Tr = np.eye(4)
-            Tr[:3, :3] = model.frame_R[fp]
-            Tr[:3, 3] = model.frame_p[fp]
-        Ti = np.linalg.inv(Tr)
-        B = np.eye(4)
-        B[:3, :3], B[:3, 3] = BR[l, N - 1], Bp[l, N - 1]
-        B = B @ Tr
-        BR[l, N - 1], Bp[l, N - 1] = B[:3, :3], B[:3, 3]
-        X[l, N - 1] = _Ad(Ti[:3, :3], Ti[:3, 3]) @ X[l, N - 1]
-        AdT = _Ad(Tr[:3, :3], Tr[:3, 3])
-        M[l, N - 1] = AdT.T @ M[l, N - 1] @ AdT
-    act_idx = model.actuated_indices
-    order = np.array([[l for l in range(L) if tree_index[l, act[l]] == j][0] for j in act_idx])
-    out = PKMLimbs(BR, Bp, X, M, act, tree_index, [n for n, _, _ in limbs], order, platform, model.gravity, name)
-    lo = np.full((L, N), -np.inf)
-    hi = np.full((L, N), np.inf)
-    m = tree_index >= 0
-    lo[m] = model.lower[tree_index[m]]
-    hi[m] = model.upper[tree_index[m]]
-    out.lower, out.upper = lo, hi
+    for l, lb in enumerate(p.limbs):
+        if len(lb.act) != 1:
+            raise PKMStructureError(
+                f"model '{name}': limb '{lb.name}' has {len(lb.act)} actuated joints (need exactly 1)"
+            )
+        act[l] = lb.act[0]
+        BR[l], Bp[l], X[l] = lb.B[:, :3, :3], lb.B[:, :3, 3], lb.X
+        M[l, : len(lb.M)] = lb.M
+        tree_index[l, : lb.n] = lb.tree
+    order = np.array([[l for l in range(L) if tree_index[l, act[l]] == j][0] for j in model.actuated_indices])
+    out = PKMLimbs(BR, Bp, X, M, act, tree_index, [lb.name for lb in p.limbs], order, p.platform, model.gravity, name)
+    out.lower, out.upper = p.lower.reshape(L, N), p.upper.reshape(L, N)
     cache[key] = out
     return out
 
@@ -584,10 +495,9 @@ def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):
     Order of ``u``: ``model.actuated`` (compiled) or ``general_pkm(model).actuated``."""
     if route not in ('auto', 'compiled', 'general'):
         raise InputError(f"route must be 'auto', 'compiled' or 'general', got {route!r}")
-    from robot_dynamics.pkm.general import GeneralPKM, inverse_dynamics_d2_general
 
     if route != 'general' and not isinstance(model, GeneralPKM) and 'task' not in kw:
-        cache = {} if isinstance(model, PKMLimbs) else model.__dict__.setdefault('_pkm_cache', {})
+        cache = {} if isinstance(model, PKMLimbs) else pkm_cache(model)
         key = ('_compiled_refused', kw.get('platform'))
         if route == 'auto' and key in cache:
             lim = None  # known not to fit the compiled route

@@ -21,7 +21,15 @@ from numba import njit
 
 from robot_dynamics.plants.registry import register_plant
 from robot_dynamics.plants.rigid import Plant
-from robot_dynamics.algorithms.vdc import _body_wrenches, _bwd, _fwd, _mass_matrix, full_q, structure_from_model
+from robot_dynamics.algorithms.vdc import (
+    _body_wrenches,
+    _bwd,
+    _fwd,
+    _mass_matrix,
+    full_q,
+    fwd_buffers,
+    structure_from_model,
+)
 from robot_dynamics.algorithms.hydraulics import (  # noqa: F401
     A_A,
     A_B,
@@ -98,11 +106,7 @@ def _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, 
     qd = X[ns : 2 * ns].copy()
     z = np.zeros(ns)
     z6 = np.zeros(6)
-    V = np.zeros((ns, 6, 6))
-    Vd = np.zeros((ns, 6, 6))
-    Rw = np.zeros((ns, 6, 3, 3))
-    pw = np.zeros((ns, 6, 3))
-    clo = np.zeros((ns, 12))
+    V, Vd, Rw, pw, clo = fwd_buffers(ns)
     Fs = np.zeros((ns, 4, 6))
     fc = np.zeros(ns)
     FBc = np.zeros((ns, 6))

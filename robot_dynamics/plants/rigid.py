@@ -572,21 +572,22 @@ class ConstrainedPlant(Plant):
                 q = assemble(model, q[idx], q_guess=q, fixed=fixed, tol=self.nr_tol, eps=self.eps).q
             mode = self._vp if self._vp != PK.VP_NONE else PK.VP_EUCLIDEAN
             p = self._pack
-            PK.vel_project(p[0], p[1], p[2], *p[4:], q, qd, mode, self.eps)
+            PK.vel_project(p, q, qd, mode, self.eps)
         self.t = float(t0)
         self.q, self.qd = q, qd
         self.events = []
         self._h = None
         tau = np.zeros(n)
         a1, F, lam, s, phi = (np.empty(n), np.empty(n), np.empty(self._m), np.zeros(min(self._m, n)), np.empty(self._m))
-        st, it, ok, viol, r, T, U = PK.end_of_step(
-            *self._pack,
+        st, it, ok, viol, r, T, U = FK.end_of_step(
+            self._pack,
             self.q,
             self.qd,
             tau,
             self._vcode,
             self.gamma,
             self.eps,
+            False,
             False,
             self.nr_tol,
             self.nr_max_iter,
@@ -717,13 +718,28 @@ class ConstrainedPlant(Plant):
         args = (self._vcode, self.gamma, self.eps)
         substeps = 1
         ev = []
-        # the step's projection settings and output arrays (both RK4 routes)
-        tail = (self.pos_proj, self.nr_tol, self.nr_max_iter, self._vp, q1, v1, a0, a1, F, lam, s, phi)
-        if self._fast:
-            st, rmin, it, ok, viol, r, T, U = FK.sim_step_rk4_fast(*self._pack, q0, v0, tau, dt, self.eps, *tail)
-            self._check(st)
-        elif self.integrator == 'rk4':
-            st, rmin, it, ok, viol, r, T, U = PK.sim_step_rk4(*self._pack, q0, v0, tau, dt, *args, *tail)
+        if self.integrator == 'rk4':
+            st, rmin, it, ok, viol, r, T, U = FK.sim_step_rk4(
+                self._pack,
+                q0,
+                v0,
+                tau,
+                dt,
+                *args,
+                self._fast,
+                self.pos_proj,
+                self.nr_tol,
+                self.nr_max_iter,
+                self._vp,
+                q1,
+                v1,
+                a0,
+                a1,
+                F,
+                lam,
+                s,
+                phi,
+            )
             self._check(st)
         else:
             q1, v1, a0, it, ok, rmin, substeps, under, over, last_sub = self._dopri(q0, v0, tau, dt)
@@ -747,12 +763,13 @@ class ConstrainedPlant(Plant):
                         {'count': under},
                     )
                 )
-            st, it2, ok2, viol, r, T, U = PK.end_of_step(
-                *self._pack,
+            st, it2, ok2, viol, r, T, U = FK.end_of_step(
+                self._pack,
                 q1,
                 v1,
                 tau,
                 *args,
+                False,
                 self.pos_proj,
                 self.nr_tol,
                 self.nr_max_iter,
@@ -828,7 +845,7 @@ class ConstrainedPlant(Plant):
         n = self.model.nq
         args = (self._vcode, self.gamma, self.eps)
         a = np.empty(n)
-        st, rmin = PK.cfd_qdd(*p, q, v, tau, *args, a)
+        st, rmin = PK.cfd_qdd(p, q, v, tau, *args, a)
         self._check(st)
         r_start = rmin
         a_start = a.copy()
@@ -843,7 +860,7 @@ class ConstrainedPlant(Plant):
             h = min(h, dt - tt)
             smin[0] = np.inf
             st, r = PK.dopri_step(
-                *p, q, v, a, tau, h, *args, qn, vn, an, eq, evv, PK._DP_A, PK._DP_B, PK._DP_E, self.tangent_error, smin
+                p, q, v, a, tau, h, *args, qn, vn, an, eq, evv, PK._DP_A, PK._DP_B, PK._DP_E, self.tangent_error, smin
             )
             self._check(st)
             sq = self.atol + self.rtol * np.maximum(np.abs(q), np.abs(qn))
@@ -867,12 +884,14 @@ class ConstrainedPlant(Plant):
                 rmin = min(rmin, r)
                 if self.substep_projection or dt - tt <= 1e-14 * dt:
                     if self.pos_proj and self._m:
-                        it, res, rr, ok = PK.nr_project(*kp, q, free, self.nr_tol, self.nr_max_iter, self.eps, phi)
+                        it, res, rr, ok = PK.nr_project(
+                            kp, q, free, self.nr_tol, self.nr_max_iter, self.eps, False, phi
+                        )
                         nr_it += it
                         ok_all = ok_all and ok
                     if self._m and self._vp != PK.VP_NONE:
-                        PK.vel_project(p[0], p[1], p[2], *p[4:], q, v, self._vp, self.eps)
-                    st, r2 = PK.cfd_qdd(*p, q, v, tau, *args, a)
+                        PK.vel_project(p, q, v, self._vp, self.eps)
+                    st, r2 = PK.cfd_qdd(p, q, v, tau, *args, a)
                     self._check(st)
                     rmin = min(rmin, r2)
                 else:

@@ -21,7 +21,7 @@ from numba import njit
 
 from robot_dynamics.errors import InputError, RobotDynamicsError
 from robot_dynamics.pkm.sea import SEAPKM, sea_limbs, sea_params_from_model
-from robot_dynamics.pkm.planar_sea import Planar3RRR, _task_acceleration, _task_space_1, _task_space_work
+from robot_dynamics.pkm.planar_sea import Planar3RRR, _task_space_1, task_accel, task_space_buffers
 from robot_dynamics.plants.registry import register_plant
 from robot_dynamics.plants.rigid import Plant, StepInfo
 
@@ -50,7 +50,7 @@ def _sea_derivative(A, a, b, BR, Bp, X, M, g, c, x, tau_m, out, P, TH, W, JIK, s
         Jpd = JIK[0, 0, l, 0] * pd0 + JIK[0, 0, l, 1] * pd1
         u[l] = K * (x[4 + l] - TH[0, 0, l, 0]) + D * (x[7 + l] - Jpd)
     pdd = np.empty(2)
-    if not _task_acceleration(JIK, u, Mt, bb, pdd):
+    if not task_accel(JIK[0, 0], u, bb, Mt, pdd):
         return 4
     out[0], out[1] = pd0, pd1
     out[2], out[3] = pdd[0], pdd[1]
@@ -65,12 +65,8 @@ def _sea_rk4(A, a, b, BR, Bp, X, M, g, c, x, tau_m, h, substeps):
     """``substeps`` RK4 steps of size h of :func:`_sea_derivative` (same arithmetic as the
     numpy route :meth:`SEAPlant._step_reference`); x (10,) updated in place. Returns the
     status (0 = ok; x is then unspecified and the caller re-runs the reference route)."""
-    P, TH, W, JIK, st, Mt, bb = _task_space_work()
-    k1 = np.empty(10)
-    k2 = np.empty(10)
-    k3 = np.empty(10)
-    k4 = np.empty(10)
-    xt = np.empty(10)
+    P, TH, W, JIK, st, Mt, bb = task_space_buffers()
+    k1, k2, k3, k4, xt = np.empty((5, 10))
     for _ in range(substeps):
         s = _sea_derivative(A, a, b, BR, Bp, X, M, g, c, x, tau_m, k1, P, TH, W, JIK, st, Mt, bb)
         if s != 0:
@@ -148,7 +144,7 @@ class SEAPlant(Plant):
         self.events = []
         pr = self.params
         self._c = np.array([pr.stiffness, pr.damping, pr.motor_damping, pr.motor_inertia])
-        self._work = _task_space_work()
+        self._work = task_space_buffers()
         self.q0 = model.reference_q() if q0 is None else np.asarray(q0, float)
         self.reset()
 

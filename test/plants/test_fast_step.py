@@ -88,7 +88,7 @@ def test_cfd_fast_equals_reference_kernel(robot):
         out_f = [np.empty(n), np.empty(n), np.empty(mm), np.zeros(k), np.empty(mm), np.empty((mm, n))]
         out_r = [np.empty(n), np.empty(n), np.empty(mm), np.zeros(k), np.empty(mm), np.empty((mm, n))]
         st, r, T, U, cert = FK.cfd_fast(
-            *p,
+            p,
             q,
             qd,
             tau,
@@ -103,7 +103,7 @@ def test_cfd_fast_equals_reference_kernel(robot):
         )
         qdd, F, lam, s, phi, A = out_r
         st2, r2, T2, U2, _ = PK.cfd(
-            *p,
+            p,
             q,
             qd,
             tau,
@@ -145,7 +145,7 @@ def test_uncertified_rank_falls_back_to_the_svd_route():
         f = [np.empty(n), np.empty(n), np.empty(mm), np.zeros(k), np.empty(mm), np.empty((mm, n))]
         r_ = [np.empty(n), np.empty(n), np.empty(mm), np.zeros(k), np.empty(mm), np.empty((mm, n))]
         st, r, T, U, cert = FK.cfd_fast(
-            *p,
+            p,
             q,
             qd,
             tau,
@@ -159,7 +159,7 @@ def test_uncertified_rank_falls_back_to_the_svd_route():
             -1,
         )
         PK.cfd(
-            *p,
+            p,
             q,
             qd,
             tau,

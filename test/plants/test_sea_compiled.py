@@ -131,6 +131,7 @@ def test_warmup_covers_the_run_time_calls(model):
     from robot_dynamics.tools.warmup import warmup_sea_kernels
     from robot_dynamics.control.flatness_sea import SEAFlatnessController, sea_state_from_joints
     from robot_dynamics.pkm import planar_sea as ps
+    from robot_dynamics.spatial import linalg
     from robot_dynamics.control.trajectories import SinSquaredJerk
 
     warmup_sea_kernels(model)
@@ -140,8 +141,7 @@ def test_warmup_covers_the_run_time_calls(model):
         sea._sea_ik_rates,
         fs._flatness_step,
         ps._task_space_1,
-        ps._solve2,
-        ps._solve3,
+        linalg.solve,
         ps._preload_n,
         ps._preload_batch,
         ps._planar_batch,
