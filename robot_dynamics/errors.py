@@ -10,6 +10,12 @@ class RobotDynamicsError(ValueError):
     """Base class of all robot_dynamics input/model errors."""
 
 
+def _located(err, source, where, message):
+    """Set ``err.source`` and build the message ``"<source>: <where>: <message>"``."""
+    err.source = source
+    ValueError.__init__(err, f'{source}' + (f': {where}' if where else '') + f': {message}')
+
+
 class ModelError(RobotDynamicsError):
     """A URDF (or xacro) that cannot be turned into a valid model.
 
@@ -21,10 +27,8 @@ class ModelError(RobotDynamicsError):
     """
 
     def __init__(self, source, element, message):
-        self.source = source
         self.element = element
-        where = f'{source}' + (f': {element}' if element else '')
-        super().__init__(f'{where}: {message}')
+        _located(self, source, element, message)
 
 
 class LoopSpecError(RobotDynamicsError):
@@ -38,10 +42,8 @@ class LoopSpecError(RobotDynamicsError):
     """
 
     def __init__(self, source, key, message):
-        self.source = source
         self.key = key
-        where = f'{source}' + (f': {key}' if key else '')
-        super().__init__(f'{where}: {message}')
+        _located(self, source, key, message)
 
 
 class InputError(RobotDynamicsError):

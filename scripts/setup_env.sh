@@ -31,9 +31,11 @@ VENV_ABS=$(cd "$VENV" && pwd)
 "$PY" -m pip install -q --upgrade pip==26.3 2> >(grep -v "is ignored: it is neither" >&2) >/dev/null
 REQS=(-r requirements/core.txt -r requirements/ros.txt)
 [ "$WITH_TEST" = 1 ] && REQS+=(-r requirements/test.txt)
-# (the filter drops pip's notices about absent local find-links mirrors)
-"$PY" -m pip install -q "${REQS[@]}" 2> >(grep -v "is ignored: it is neither" >&2)
+# uv resolves and installs the pinned wheels in parallel (pip needs minutes for the same set);
+# the filter drops pip's notices about absent local find-links mirrors
+"$PY" -m pip install -q uv==0.9.5 2> >(grep -v "is ignored: it is neither" >&2)
+"$VENV/bin/uv" pip install -q --python "$PY" "${REQS[@]}"
 "$PY" -m pip install -q --no-deps --force-reinstall . 2> >(grep -v -e "is ignored: it is neither" -e BuildBackendWarning -e "warnings.warn" >&2) >/dev/null
 # compile the numerical kernels once (cached in the installed package), so nodes start fast
-[ "$WARMUP" = 1 ] && (cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup)
+[ "$WARMUP" = 1 ] && (cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup --jobs 2)
 echo "robot_dynamics environment ready in $VENV"

@@ -36,6 +36,17 @@ __all__ = [
 _EMPTY_FEXT = np.zeros((1, 1, 6))
 
 
+def _state_batch(model, q, qd, x, x_name, f_ext):
+    """(Q, QD, X, FE, has_fext, single): q, qd and x (qdd or tau) as (S, nq) batches of one
+    size S, and the external wrenches as :func:`_fext` gives them."""
+    n = model.nq
+    Q, single = as_batch(q, n, 'q')
+    QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
+    X = same_batch(Q, as_batch(x, n, x_name)[0], x_name, single)
+    FE, has = _fext(model, f_ext, Q.shape[0])
+    return Q, QD, X, FE, has, single
+
+
 def _fext(model, f_ext, N):
     if f_ext is None:
         return _EMPTY_FEXT, False
@@ -81,11 +92,7 @@ def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
     -------
     >>> tau = rnea(model, q, np.zeros(model.nq), np.zeros(model.nq))   # gravity torques
     """
-    n = model.nq
-    Q, single = as_batch(q, n, 'q')
-    QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
-    QDD = same_batch(Q, as_batch(qdd, n, 'qdd')[0], 'qdd', single)
-    FE, has = _fext(model, f_ext, Q.shape[0])
+    Q, QD, QDD, FE, has, single = _state_batch(model, q, qd, qdd, 'qdd', f_ext)
     out = np.empty_like(Q)
     st = K.rnea_batch(model._par, model._geo, model._ine, Q, QD, QDD, FE, has, _grav(model, gravity), out)
     if st:
@@ -119,10 +126,7 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
         joint moves no inertia (e.g. it carries only massless links).
     """
     n = model.nq
-    Q, single = as_batch(q, n, 'q')
-    QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
-    TAU = same_batch(Q, as_batch(tau, n, 'tau')[0], 'tau', single)
-    FE, has = _fext(model, f_ext, Q.shape[0])
+    Q, QD, TAU, FE, has, single = _state_batch(model, q, qd, tau, 'tau', f_ext)
     out = np.empty_like(Q)
     Mw = np.zeros((Q.shape[0], n, n))
     st = K.fd_batch(model._par, model._geo, model._ine, Q, QD, TAU, FE, has, _grav(model, gravity), out, Mw, rel_tol)

@@ -317,25 +317,22 @@ class ControlLoop:
     ):
         if safe not in ('zero', 'hold'):
             raise InputError(f"safe must be 'zero' or 'hold', got {safe!r}")
-        for name, v in (
-            ('period', period),
-            ('state_timeout', state_timeout),
-            ('reference_timeout', reference_timeout),
-            ('ref_wait', ref_wait),
-        ):
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise InputError(f'{name} must be a finite number > 0, got {v!r}')
-        for name, v in (
-            ('max_extrapolation', max_extrapolation),
-            ('hold_damping', hold_damping),
-            ('max_future', max_future),
-            ('position_margin', position_margin),
-            ('ff_lead', ff_lead),
-            ('max_state_age', max_state_age),
-            ('report_period', report_period),
-        ):
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise InputError(f'{name} must be a finite number >= 0, got {v!r}')
+        positive = dict(
+            period=period, state_timeout=state_timeout, reference_timeout=reference_timeout, ref_wait=ref_wait
+        )
+        non_negative = dict(
+            max_extrapolation=max_extrapolation,
+            hold_damping=hold_damping,
+            max_future=max_future,
+            position_margin=position_margin,
+            ff_lead=ff_lead,
+            max_state_age=max_state_age,
+            report_period=report_period,
+        )
+        for name, v in {**positive, **non_negative}.items():
+            strict = name in positive
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if strict else v >= 0)):
+                raise InputError(f'{name} must be a finite number {">" if strict else ">="} 0, got {v!r}')
         self.law = law
         self.model = m = law.model
         self.period = float(period)

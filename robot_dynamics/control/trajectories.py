@@ -56,6 +56,11 @@ def _t_array(t):
     return t
 
 
+def _finite(*arrays):
+    """True if every element of every array (or number) is finite."""
+    return all(np.all(np.isfinite(x)) for x in arrays)
+
+
 class Sinusoid:
     """Per-coordinate sinusoid ``offset + amplitude sin(2 pi frequency t + phase)``.
 
@@ -66,21 +71,22 @@ class Sinusoid:
         a, f, p, o = np.broadcast_arrays(
             *(np.atleast_1d(np.asarray(x, float)) for x in (amplitude, frequency, phase, offset))
         )
-        if not all(np.all(np.isfinite(x)) for x in (a, f, p, o)):
+        if not _finite(a, f, p, o):
             raise InputError('Sinusoid parameters must be finite')
         self.amplitude, self.frequency, self.phase, self.offset = a.copy(), f.copy(), p.copy(), o.copy()
         self.n = a.shape[0]
 
     def __call__(self, t, order=2):
-        t = _t_array(t)
-        w = 2 * np.pi * self.frequency
-        arg = w * t[..., None] + self.phase
-        out = []
-        for k in range(order + 1):
-            # d^k/dt^k sin(arg) = w^k sin(arg + k pi/2)
-            v = self.amplitude * w**k * np.sin(arg + k * np.pi / 2)
-            out.append(v + (self.offset if k == 0 else 0.0))
-        return np.stack(out)
+        H = _harmonics(t, self.frequency, self.phase, order)
+        return np.stack([self.amplitude * wk * np.sin(a) + (self.offset if k == 0 else 0.0) for k, (wk, a) in H])
+
+
+def _harmonics(t, frequency, phase, order):
+    """``[(k, (w^k, w t + phase + k pi/2)) for k = 0..order]``, ``w = 2 pi frequency``, the angles
+    with a trailing axis: d^k/dt^k sin(w t + phase) = w^k sin(w t + phase + k pi/2) (and cos)."""
+    w = 2 * np.pi * frequency
+    arg = w * _t_array(t)[..., None] + phase
+    return [(k, (w**k, arg + k * np.pi / 2)) for k in range(order + 1)]
 
 
 def rest_to_rest_profile(s, order):
@@ -131,7 +137,7 @@ class PolynomialSegments(_Segments):
         d = np.atleast_1d(np.asarray(durations, dtype=np.float64))
         if W.ndim != 2 or W.shape[0] < 2 or d.shape != (W.shape[0] - 1,):
             raise InputError(f'need K >= 2 waypoints (K, n) and K-1 durations, got {W.shape} and {d.shape}')
-        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(d))) or np.any(d <= 0):
+        if not _finite(W, d) or np.any(d <= 0):
             raise InputError('waypoints must be finite and durations finite and > 0')
         self.waypoints, self.durations, self.t0 = W, d, float(t0)
         self.times = self.t0 + np.concatenate([[0.0], np.cumsum(d)])
@@ -205,15 +211,7 @@ class Circle:
         if c.shape != (3,) or a.shape != (3,) or b.shape != (3,):
             raise InputError('Circle: center, e1, e2 must be 3-vectors')
         vals = [radius, frequency, phase]
-        if (
-            not (
-                np.all(np.isfinite(c))
-                and np.all(np.isfinite(a))
-                and np.all(np.isfinite(b))
-                and np.all(np.isfinite(vals))
-            )
-            or radius < 0
-        ):
+        if not _finite(c, a, b, vals) or radius < 0:
             raise InputError('Circle: parameters must be finite and radius >= 0')
         a = a / np.linalg.norm(a)
         b = b - (b @ a) * a
@@ -225,14 +223,9 @@ class Circle:
         self.n = 3
 
     def __call__(self, t, order=2):
-        t = _t_array(t)
-        w = 2 * np.pi * self.frequency
-        arg = w * t[..., None] + self.phase
         out = []
-        for k in range(order + 1):
-            cs = np.cos(arg + k * np.pi / 2)
-            sn = np.sin(arg + k * np.pi / 2)
-            v = self.radius * w**k * (cs * self.e1 + sn * self.e2)
+        for k, (wk, a) in _harmonics(t, self.frequency, self.phase, order):
+            v = self.radius * wk * (np.cos(a) * self.e1 + np.sin(a) * self.e2)
             out.append(v + (self.center if k == 0 else 0.0))
         return np.stack(out)
 
@@ -290,10 +283,7 @@ class Sin2PickPlace:
         r0, a, b = (np.asarray(v, float) for v in (r0, a, b))
         if r0.shape != (3,) or a.shape != (3,) or b.shape != (3,):
             raise InputError('Sin2PickPlace: r0, a, b must be 3-vectors')
-        if (
-            not (all(np.all(np.isfinite(v)) for v in (r0, a, b)) and np.isfinite(frequency) and np.isfinite(phase))
-            or frequency <= 0
-        ):
+        if not _finite(r0, a, b, frequency, phase) or frequency <= 0:
             raise InputError('Sin2PickPlace: parameters must be finite and frequency > 0')
         self.r0, self.a, self.b = r0, a, b
         self.frequency, self.phase = float(frequency), float(phase)
@@ -462,7 +452,7 @@ def pose_matrix(position, rotation_vector=(0.0, 0.0, 0.0)):
 
     p = np.asarray(position, float)
     r = np.asarray(rotation_vector, float)
-    if p.shape != (3,) or r.shape != (3,) or not (np.all(np.isfinite(p)) and np.all(np.isfinite(r))):
+    if p.shape != (3,) or r.shape != (3,) or not _finite(p, r):
         raise InputError(
             f'pose: position and rotation vector must be finite 3-vectors, got '
             f'{np.shape(position)}, {np.shape(rotation_vector)}'
@@ -539,16 +529,7 @@ class RollProfile(PoseProfile):
         vals = np.array([theta_min, theta_max, period], float)
         if a.shape != (3,) or c.shape != (3,) or p0.shape != (3,) or R0.shape != (3, 3):
             raise InputError('RollProfile: p0, axis, point must be 3-vectors and R0 a 3x3 matrix')
-        if (
-            not (
-                np.all(np.isfinite(vals))
-                and np.all(np.isfinite(a))
-                and np.all(np.isfinite(c))
-                and np.all(np.isfinite(p0))
-            )
-            or period <= 0
-            or np.linalg.norm(a) < 1e-12
-        ):
+        if not _finite(vals, a, c, p0) or period <= 0 or np.linalg.norm(a) < 1e-12:
             raise InputError('RollProfile: parameters must be finite, period > 0 and the axis non-zero')
         C0 = np.eye(4)
         C0[:3, :3], C0[:3, 3] = R0, p0

@@ -369,35 +369,31 @@ def check_semantics(model, src, declared=()):
         js = set(joints) | {sea[j] for j in joints if j in sea}
         return _rank(np.vstack([A, eye[[model.joint_index(j) for j in js]]])) == n
 
-    if 'independent' in declared and not spans(model.independent):
-        raise LoopSpecError(
-            src,
+    rank = f'rank A = {n - dof}'
+    checks = (
+        (
             'independent',
-            (
-                f'{model.independent} do not determine the configuration at the reference '
-                f'configuration: the mechanism has {dof} degree(s) of freedom (n = {n} joints, '
-                f'rank A = {n - dof}); choose {dof} joints whose motion is not fixed by the loops'
-            ),
-        )
-    if 'independent' in declared and not sea and len(model.independent) != dof:
-        raise LoopSpecError(
-            src,
+            lambda: not spans(model.independent),
+            f'{model.independent} do not determine the configuration at the reference configuration: the '
+            f'mechanism has {dof} degree(s) of freedom (n = {n} joints, {rank}); choose {dof} joints whose '
+            'motion is not fixed by the loops',
+        ),
+        (
             'independent',
-            (
-                f'{len(model.independent)} independent joint(s) {model.independent} for a mechanism '
-                f'with {dof} degree(s) of freedom (n = {n}, rank A = {n - dof})'
-            ),
-        )
-    if 'actuated' in declared and not spans(model.actuated):
-        raise LoopSpecError(
-            src,
+            lambda: not sea and len(model.independent) != dof,
+            f'{len(model.independent)} independent joint(s) {model.independent} for a mechanism with {dof} '
+            f'degree(s) of freedom (n = {n}, {rank})',
+        ),
+        (
             'actuated',
-            (
-                f'{model.actuated} cannot drive the mechanism at the reference configuration '
-                f'(rank [A; S_a] < {n}: {dof} degree(s) of freedom); actuate joints whose motion '
-                'the loops leave free'
-            ),
-        )
+            lambda: not spans(model.actuated),
+            f'{model.actuated} cannot drive the mechanism at the reference configuration (rank [A; S_a] < {n}: '
+            f'{dof} degree(s) of freedom); actuate joints whose motion the loops leave free',
+        ),
+    )
+    for key, fails, message in checks:
+        if key in declared and fails():
+            raise LoopSpecError(src, key, message)
 
 
 def _name(src, key, v, allowed, what):

@@ -55,42 +55,51 @@ undefined; with the warm start, the next sample starts from the last successful 
 
 Helpers (FK, limb Newton-Euler with derivatives, small 6-vector algebra) come from
 :mod:`._recursive_kernels` (note: numba's cache does not see edits of that module; clear
-``__pycache__`` after changing it). Compiled with the same fast-math flags.
+``__pycache__`` after changing it), compiled with the same fast-math flags. The small 6-vector
+and 3 x 3 helpers are called here, not inlined (:func:`robot_dynamics.spatial.linalg.not_inlined`):
+this route calls them in hundreds of places, and inlining them there multiplies its compile time
+while the route runs no faster.
 """
 
 import numpy as np
 from numba import njit
 
 from robot_dynamics.spatial.linalg import (
-    cross3,
-    hat,
     householder_apply,
     householder_qr,
     lu_factor,
     lu_perm,
     lu_tri_solve,
-    matmul3,
+    not_inlined,
     tri_solve,
 )
+from robot_dynamics.spatial import linalg as _la
+from robot_dynamics.pkm import _recursive_kernels as _rk
 from robot_dynamics.pkm._recursive_kernels import (
     _FM,
-    _ad6,
-    _axpy6,
     _body_wrench6,
-    _dot6,
-    _jp_col,
-    _ld6,
     _limb_fk,
-    _st6,
     limb_ne_d2_fast,
 )
+
+# the small helpers are called, not inlined: the general route calls them in many places, and
+# inlining them there multiplies its compile time without making it faster
+cross3 = not_inlined(_la.cross3)
+hat = not_inlined(_la.hat)
+matmul3 = not_inlined(_la.matmul3)
+_ad6 = not_inlined(_rk._ad6)
+_axpy6 = not_inlined(_rk._axpy6)
+_dot6 = not_inlined(_rk._dot6)
+_jp_col = not_inlined(_rk._jp_col)
+_ld6 = not_inlined(_rk._ld6)
+_st6 = not_inlined(_rk._st6)
 
 _C = True
 _RCOND = 1e-10
 _TWO_PI = 2.0 * np.pi
 
 
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _zv(z, k, o):
     return z[k, o], z[k, o + 1], z[k, o + 2], z[k, o + 3], z[k, o + 4], z[k, o + 5]
 
@@ -425,7 +434,7 @@ def _gmat(w, wd, wdd, k, out, S3):
     _add3(out, T, 1.0)
 
 
-@njit(cache=_C, fastmath=_FM, error_model='numpy', inline='always')
+@njit(cache=_C, fastmath=_FM, error_model='numpy')
 def _add3(C, T, alpha):
     """C += alpha T (3 x 3)."""
     for r in range(3):

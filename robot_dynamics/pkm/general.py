@@ -619,7 +619,6 @@ class _KSolver:
 
     def __init__(self, p, Js, T, rcond=1e-10):
         self.p = p
-        S = Js[0].shape[0]
         self.Q1, self.Q2, self.R1 = [], [], []
         for lb, J in zip(p.limbs, Js):
             n = J.shape[2]
@@ -630,14 +629,7 @@ class _KSolver:
             Q, R = np.linalg.qr(J, mode='complete')
             d = np.abs(np.diagonal(R[:, :n, :n], axis1=1, axis2=2))
             bad = d.min(axis=1, initial=np.inf) <= rcond * np.maximum(1.0, d.max(axis=1, initial=1.0))
-            if np.any(bad):
-                idx = np.nonzero(bad)[0]
-                raise PKMSingularityError(
-                    f"{p.model_name}: limb '{lb.name}': singular limb Jacobian "
-                    f'at {len(idx)} of {S} samples (first {idx[0]})',
-                    idx,
-                    np.where(bad, 2, 0),
-                )
+            _raise_where(bad, 2, f"{p.model_name}: limb '{lb.name}': singular limb Jacobian")
             self.Q1.append(Q[:, :, :n])
             self.Q2.append(Q[:, :, n:])
             self.R1.append(R[:, :n, :n])
@@ -645,13 +637,7 @@ class _KSolver:
         Qh, Rh = np.linalg.qr(H)
         d = np.abs(np.diagonal(Rh, axis1=1, axis2=2))
         bad = d.min(axis=1) <= rcond * np.maximum(1.0, d.max(axis=1))
-        if np.any(bad):
-            idx = np.nonzero(bad)[0]
-            raise PKMSingularityError(
-                f'{p.model_name}: parallel (constraint/task) singularity at {len(idx)} of {S} samples (first {idx[0]})',
-                idx,
-                np.where(bad, 7, 0),
-            )
+        _raise_where(bad, 7, f'{p.model_name}: parallel (constraint/task) singularity')
         self.Qh, self.Rh = Qh, Rh
 
     def solve(self, b):
@@ -908,13 +894,7 @@ def inverse_dynamics_d2_general(
     A0, A1, A2 = (np.swapaxes(J, 1, 2) for J in (J0, J1, J2))  # A = J_IK^T (S, d, n_a)
     sv = np.linalg.svd(A0, compute_uv=False)
     bad = sv[:, -1] <= 1e-10 * sv[:, 0]
-    if np.any(bad):
-        idx = np.nonzero(bad)[0]
-        raise PKMSingularityError(
-            f'{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} samples, first {idx[0]}',
-            idx,
-            np.where(bad, 3, 0),
-        )
+    _raise_where(bad, 3, f'{p.model_name}: singular IK Jacobian J_IK (actuation singularity)')
     sol = lambda A, b: np.linalg.solve(A, b[..., None])[..., 0]  # noqa: E731
     if len(ai) == d:
         u = sol(A0, w0)
@@ -1116,6 +1096,16 @@ def _raise_status(p, status, info, resid, theta):
     raise PKMSingularityError(
         f'{p.model_name}: the kernel failed (status {sorted(set(status.tolist()))})', np.nonzero(status)[0], status
     )
+
+
+def _raise_where(bad, code, what):
+    """Raise :class:`PKMSingularityError` ``"<what> at N of S samples (first i)"`` with status
+    ``code`` at the samples where the boolean (S,) array ``bad`` is set; nothing if none is."""
+    if np.any(bad):
+        idx = np.nonzero(bad)[0]
+        raise PKMSingularityError(
+            f'{what} at {len(idx)} of {len(bad)} samples (first {idx[0]})', idx, np.where(bad, code, 0)
+        )
 
 
 def _id2_compiled(p, X, D, g, th, warm, tol, max_iter, single, threads=1, jikd=True):

@@ -123,7 +123,25 @@ def _sea_ik_rates(A, a, b, x, out):
     return 0
 
 
-class SEAPlant(Plant):
+class _TrueState:
+    """``true_q``/``true_qd``: copies of the exact tree state ``_true_state()`` (cached per state)."""
+
+    @property
+    def true_q(self):
+        return self._true_state()[0].copy()
+
+    @property
+    def true_qd(self):
+        return self._true_state()[1].copy()
+
+    def _set_motors(self, qm, qdm, t=None):
+        """Motor positions and rates (n_a,) and, if given, the time [s]."""
+        self.qm, self.qdm = np.array(qm, float), np.array(qdm, float)
+        if t is not None:
+            self.t = float(t)
+
+
+class SEAPlant(_TrueState, Plant):
     """RK4 plant of the planar 3RRR SEA-PKM (see module docstring). ``tau``: the motor torques
     (3,) in the order of ``model.actuated`` (the motor joints), or the full (9,) vector."""
 
@@ -178,9 +196,7 @@ class SEAPlant(Plant):
     def set_state(self, p, pd, qm, qdm, t=None):
         """Set the exact state (EE p, pd (2,); motor qm, qdm (3,))."""
         self.p, self.pd = np.array(p, float), np.array(pd, float)
-        self.qm, self.qdm = np.array(qm, float), np.array(qdm, float)
-        if t is not None:
-            self.t = float(t)
+        self._set_motors(qm, qdm, t)
         self._prev_meas = None
         self._measure()
 
@@ -263,14 +279,6 @@ class SEAPlant(Plant):
             self._true_key, self._true = key, (q, qd)
         return self._true
 
-    @property
-    def true_q(self):
-        return self._true_state()[0].copy()
-
-    @property
-    def true_qd(self):
-        return self._true_state()[1].copy()
-
     def _measure(self, h=None):
         """Sample the sensors once (after reset/set_state/step): quantised + noisy positions and
         their backward difference over the step ``h`` (exact velocities after a reset or when
@@ -334,7 +342,7 @@ def _factory(model, q0=None, dt=1e-3, route='auto', **options):
 register_plant('sea', _factory)
 
 
-class GeneralSEAPlant(Plant):
+class GeneralSEAPlant(_TrueState, Plant):
     """RK4 plant of any :class:`SEAPKM` (plant kind ``'sea'`` for robots outside the planar
     3RRR class; ``robot_dynamics.plants.sea.SEAPlant`` is the closed-form fast path of that class and
     equals this one on it). State: task ``x``, ``xd`` (delta,), motors ``qm``, ``qdm`` (n_a,).
@@ -368,9 +376,7 @@ class GeneralSEAPlant(Plant):
     def set_state(self, x, xd, qm, qdm, t=None):
         """``x`` (delta,) task coordinates or, pose task, the pose (4, 4); ``xd`` (delta,)."""
         self.x, self.xd = np.array(x, float), np.array(xd, float)
-        self.qm, self.qdm = np.array(qm, float), np.array(qdm, float)
-        if t is not None:
-            self.t = float(t)
+        self._set_motors(qm, qdm, t)
         self.last = self._info(np.zeros(self.model.nq))
 
     def derivative(self, z, tau_m, T0=None):
@@ -428,15 +434,7 @@ class GeneralSEAPlant(Plant):
             self._true_key, self._true = key, (q, qd)
         return self._true
 
-    @property
-    def q(self):
-        return self._true_state()[0].copy()
-
-    @property
-    def qd(self):
-        return self._true_state()[1].copy()
-
-    true_q, true_qd = q, qd
+    q, qd = _TrueState.true_q, _TrueState.true_qd
 
     def hold_command(self, damping):
         """Hold: motors brake (``-damping * qd_m``) on top of the static spring torque that

@@ -912,65 +912,56 @@ def node_actions(
             return dict(s.parameters, publish_robot_description=False)
         return dict(s.parameters)
 
+    def node(package, executable, namespace, **kw):
+        """A launch_ros Node on loopback DDS (``dds``), its namespace '' meaning none."""
+        return Node(package=package, executable=executable, namespace=namespace or None, **kw, **dds)
+
     actions = [
-        Node(
-            package='robot_dynamics',
-            executable=s.executable,
+        node(
+            'robot_dynamics',
+            s.executable,
+            s.namespace,
             name=s.name,
             exec_name=s.name,
-            namespace=s.namespace or None,
             parameters=[params(s)],
             remappings=list(s.remappings.items()),
             output='screen',
             **({'prefix': ' '.join(process_prefix(s))} if process_prefix(s) else {}),
-            **dds,
         )
         for s in b.nodes
     ]
     # a namespaced robot keeps its clock (load_bringup) and its TF tree to itself: two robots
     # with the same link names would otherwise mix on /tf (the usual multi-robot remaps)
     clock = [(t, f'/{ns}{t}') for t in ('/clock', '/tf', '/tf_static')] if ns else []
+    sim_clock = {'parameters': [{'use_sim_time': sim_time}], 'remappings': clock}
     if robot_state_publisher:
+        rsp = {'robot_description': urdf_xml, 'use_sim_time': sim_time}
         actions.append(
-            Node(
-                package='robot_state_publisher',
-                executable='robot_state_publisher',
+            node(
+                'robot_state_publisher',
+                'robot_state_publisher',
+                ns,
                 name='robot_state_publisher',
-                namespace=ns or None,
-                parameters=[{'robot_description': urdf_xml, 'use_sim_time': sim_time}],
-                remappings=clock,
+                **dict(sim_clock, parameters=[rsp]),
                 output='screen',
-                **dds,
             )
         )
     for p in b.ros_processes:
         actions.append(
-            Node(
-                package=p.package,
-                executable=p.executable,
+            node(
+                p.package,
+                p.executable,
+                p.namespace,
                 exec_name=p.name,
                 **({} if p.arguments else {'name': p.name}),
-                namespace=p.namespace or None,
                 parameters=list(p.parameters),
                 arguments=list(p.arguments),
                 remappings=list(p.remappings.items()),
                 output='screen',
-                **dds,
             )
         )
     if b.rviz and rviz:
-        actions.append(
-            Node(
-                package='rviz2',
-                executable='rviz2',
-                name='rviz2',
-                namespace=ns or None,
-                arguments=['-d', b.rviz],
-                parameters=[{'use_sim_time': sim_time}],
-                remappings=clock,
-                **dds,
-            )
-        )
+        actions.append(node('rviz2', 'rviz2', ns, name='rviz2', arguments=['-d', b.rviz], **sim_clock))
     return actions
 
 

@@ -254,19 +254,17 @@ class Launcher:
         prefix = process_prefix(spec)
         return prefix + [self.python, *self.python_flags(), '-m', spec.module] + spec.ros_args(pf)
 
+    def _popen(self, cmd, **kw):
+        """A child process in its own session, line-buffered text, in the launcher's directory."""
+        return subprocess.Popen(cmd, text=True, bufsize=1, cwd=self.cwd, start_new_session=True, **kw)
+
     def _start_watchdog(self):
         if not self.use_watchdog or self.watchdog is not None or not sys.platform.startswith('linux'):
             return
         try:
-            self.watchdog = subprocess.Popen(
-                [self.python, '-I', '-c', _WATCHDOG, repr(self.sigkill_timeout)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                bufsize=1,
-                cwd=self.cwd,
-                start_new_session=True,
+            cmd = [self.python, '-I', '-c', _WATCHDOG, repr(self.sigkill_timeout)]
+            self.watchdog = self._popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
         except OSError as exc:
             self._say('launch', f'WARNING: no watchdog ({exc}); nodes rely on the parent-death signal')
@@ -325,16 +323,12 @@ class Launcher:
             if self._stop.is_set():
                 break  # a stop signal arrived while starting
             cmd = self.command(spec)
-            p = subprocess.Popen(
+            p = self._popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                text=True,
-                bufsize=1,
                 env=self.env,
-                cwd=self.cwd,
-                start_new_session=True,
                 preexec_fn=ours if spec.module.startswith('robot_dynamics.ros.') else preexec,
             )
             self.procs[spec.name] = p

@@ -441,12 +441,8 @@ def dexp_se3(V, side='left'):
     """
     V = _check(V, (6,), 'dexp_se3', 'V') * _side_sign(side, 'dexp_se3')
     v, w = V[..., :3], V[..., 3:]
-    J = np.zeros(V.shape[:-1] + (6, 6))
     Jl = _jl_so3(w)
-    J[..., :3, :3] = Jl
-    J[..., 3:, 3:] = Jl
-    J[..., :3, 3:] = _q_block(v, w)
-    return J
+    return _upper_block6(Jl, _q_block(v, w))
 
 
 def dexp_inv_se3(V, side='left'):
@@ -458,11 +454,16 @@ def dexp_inv_se3(V, side='left'):
     """
     V = _check(V, (6,), 'dexp_inv_se3', 'V') * _side_sign(side, 'dexp_inv_se3')
     v, w = V[..., :3], V[..., 3:]
-    J = np.zeros(V.shape[:-1] + (6, 6))
     Ji = _jl_inv_so3(w)
-    J[..., :3, :3] = Ji
-    J[..., 3:, 3:] = Ji
-    J[..., :3, 3:] = -Ji @ _q_block(v, w) @ Ji
+    return _upper_block6(Ji, -Ji @ _q_block(v, w) @ Ji)
+
+
+def _upper_block6(D, U):
+    """``[[D, U], [0, D]]`` (..., 6, 6) from the 3 x 3 blocks D, U (..., 3, 3)."""
+    J = np.zeros(D.shape[:-2] + (6, 6))
+    J[..., :3, :3] = D
+    J[..., 3:, 3:] = D
+    J[..., :3, 3:] = U
     return J
 
 

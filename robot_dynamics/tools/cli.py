@@ -415,6 +415,21 @@ def _add_id_options(p, plot_default=None):
     )
 
 
+def _command(sub, func, name, **kw):
+    """A sub-command ``name`` of the parser whose sub-parsers are ``sub``, run by ``func(args)``."""
+    p = sub.add_parser(name, **kw)
+    p.set_defaults(func=func)
+    return p
+
+
+def _add_model_options(p):
+    """--loops and --xacro: how a robot description given by path is read."""
+    p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
+    p.add_argument(
+        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
+    )
+
+
 def build_parser():
     """The argparse parser of ``robot-dynamics``."""
     p = argparse.ArgumentParser(
@@ -422,26 +437,17 @@ def build_parser():
     )
     p.add_argument('-v', '--verbose', action='store_true', help='debug logging')
     sub = p.add_subparsers(dest='cmd', metavar='COMMAND')
-    pi = sub.add_parser('info', help='model summary')
+    pi = _command(sub, cmd_info, 'info', help='model summary')
     pi.add_argument('robot', nargs='?', help='packaged robot name or URDF path')
     pi.add_argument('--list', action='store_true', help='list the packaged robots')
-    pi.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
-    pi.add_argument(
-        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
-    )
-    pi.set_defaults(func=cmd_info)
-    pc = sub.add_parser('check', help='check a robot description: closure, DOF, actuation, methods')
+    _add_model_options(pi)
+    pc = _command(sub, cmd_check, 'check', help='check a robot description: closure, DOF, actuation, methods')
     pc.add_argument('robot', help='packaged robot name or URDF path')
-    pc.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
-    pc.add_argument(
-        '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
-    )
-    pc.set_defaults(func=cmd_check)
-    pid = sub.add_parser('id', help='inverse dynamics along an analytic trajectory')
+    _add_model_options(pc)
+    pid = _command(sub, cmd_id, 'id', help='inverse dynamics along an analytic trajectory')
     pid.add_argument('robot', help='packaged robot name or URDF path')
     _add_id_options(pid)
-    pid.set_defaults(func=cmd_id)
-    pd = sub.add_parser('demo', help="run a robot's closed-loop ROS 2 demo (default five_bar)")
+    pd = _command(sub, cmd_demo, 'demo', help="run a robot's closed-loop ROS 2 demo (default five_bar)")
     pd.add_argument('robot', nargs='?', default=None, help='robot with a config (default five_bar)')
     pd.add_argument('--duration', type=float, default=None, help="run time [s] (default: the robot's)")
     pd.add_argument(
@@ -461,8 +467,9 @@ def build_parser():
         metavar='FILE.mcap',
         help='also record every topic of the graph into this MCAP file (rosbag2 layout: ros2 bag, Foxglove)',
     )
-    pd.set_defaults(func=cmd_demo)
-    pr = sub.add_parser(
+    pr = _command(
+        sub,
+        cmd_record,
         'record',
         help="record a running graph's topics into an MCAP file",
         description='Record the topics of the graph running on this ROS domain '
@@ -505,10 +512,11 @@ def build_parser():
         help='with --recover: the file to write (default <stem>.recovered.mcap next '
         'to FILE; --out FILE repairs FILE in place)',
     )
-    pr.set_defaults(func=cmd_record)
     from robot_dynamics.tools.warmup import robot_names
 
-    pw = sub.add_parser(
+    pw = _command(
+        sub,
+        cmd_warmup,
         'warmup',
         help='compile and cache the numerical kernels (done by setup)',
         description='Compile and cache the numerical kernels that the nodes of the robot configs '
@@ -523,8 +531,9 @@ def build_parser():
         metavar='N',
         help='worker processes (default: 2, or 1 on a 1-CPU machine)',
     )
-    pw.set_defaults(func=cmd_warmup)
-    pl = sub.add_parser(
+    pl = _command(
+        sub,
+        cmd_launch,
         'launch',
         help="start a robot's ROS 2 nodes (no ros2 launch needed)",
         description="Start a robot's ROS 2 nodes as processes (config/ROBOT.yaml) and supervise "
@@ -601,7 +610,6 @@ def build_parser():
         "the watchdog's grace if the launcher itself is killed)",
     )
     pl.add_argument('--print', action='store_true', help='print the node commands and exit')
-    pl.set_defaults(func=cmd_launch)
     return p
 
 

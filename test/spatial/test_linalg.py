@@ -341,3 +341,34 @@ def test_svd_rank_is_an_absolute_tolerance():
     assert la.svd_projector(A, 1e-6, P, Ap, s) == 0 and np.array_equal(P, np.eye(2))
     assert la.svd_projector(A, 1e-8, P, Ap, s) == 1
     assert la.svd_projector(np.zeros((0, 3)), 1e-6, np.empty((3, 3)), np.empty((3, 0)), np.empty(0)) == 0
+
+
+def test_not_inlined_copy_computes_what_the_inlined_block_computes():
+    """not_inlined gives a called copy (no inline option) of the same Python function: the cross
+    product through it, from a compiled caller, equals numpy's, and the copy keeps the other flags."""
+    from numba import njit
+
+    called = la.not_inlined(la.cross3)
+    assert called.targetoptions.get('inline', 'never') == 'never'
+    assert called.py_func is la.cross3.py_func
+    assert called.targetoptions['error_model'] == la.cross3.targetoptions['error_model']
+
+    @njit
+    def through(f, a, b):
+        return np.array(f(a[0], a[1], a[2], b[0], b[1], b[2]))
+
+    a, b = RNG.standard_normal(3), RNG.standard_normal(3)
+    np.testing.assert_allclose(through(called, a, b), np.cross(a, b), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(through(la.cross3, a, b), np.cross(a, b), rtol=0, atol=1e-15)
+
+
+def test_general_route_calls_its_small_helpers():
+    """The general 2nd-order route calls (does not inline) the 6-vector and 3 x 3 helpers: inlined
+    at its many call sites they multiply its compile time (the 6 x 6 route inlines them)."""
+    from robot_dynamics.pkm import _general_kernels as G
+    from robot_dynamics.pkm import _recursive_kernels as R
+
+    for name in ('_ad6', '_axpy6', '_dot6', '_jp_col', '_ld6', '_st6', 'cross3', 'hat', 'matmul3'):
+        f = getattr(G, name)
+        assert f.targetoptions.get('inline', 'never') == 'never', name
+    assert R._ld6.targetoptions.get('inline') == 'always'
