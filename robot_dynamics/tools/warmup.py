@@ -47,43 +47,55 @@ def robot_names():
     return sorted(f[:-5] for f in os.listdir(d) if f.endswith('.yaml'))
 
 
+#: Robots whose kernel families the others share most: warmed up first (in this order), the
+#: others after them in config order.
+_FIRST = ('five_bar', 'hydraulic_boom', 'planar_3rrr_sea', 'irsbot2')
+#: The task of the general 2nd-order PKM route (one kernel signature for every robot).
+_GENERAL = '(general 2nd-order PKM route)'
+
+
 def warmup(robots=None, progress=print, jobs=1):
     """Compile and cache the kernels of every node of the given robot configs (default: all).
 
     ``progress(str)`` receives one line per robot (nodes covered, seconds) and the total.
-    ``jobs`` > 1: the first robot is warmed up here (the kernel families most robots share), the
-    others in ``jobs`` worker processes (spawned: they import the same copy of the package, so
-    they fill the same cache; on the 2-core machine 2 jobs cut a cold warm-up from ~265 s to
-    ~180 s). Returns {robot: seconds}. Raises :class:`WarmupError` after trying every robot if
-    any failed (unknown robot names too).
+    ``jobs`` > 1: the robots (and the general 2nd-order PKM route, the largest kernel family,
+    as a task of its own) are warmed up in ``jobs`` worker processes (spawned: they import the
+    same copy of the package, so they fill the same cache), the robots whose kernel families
+    the others share first (:data:`_FIRST`). Returns {robot: seconds}. Raises
+    :class:`WarmupError` after trying every robot if any failed (unknown robot names too).
     """
     names = _robots_arg(robots)
     progress = progress or (lambda s: None)
     t0 = time.perf_counter()
     times, failed = {}, []
+    jobs = max(1, int(jobs))
+    parallel = jobs > 1 and len(names) > 1
+    general = parallel and any(_has_loops(r) for r in names)
+    tasks = ([_GENERAL] if general else []) + sorted(
+        names, key=lambda r: _FIRST.index(r) if r in _FIRST else len(_FIRST)
+    )
 
     def report(k, robot, res):
         covered, skipped, secs, err = res
         if err:
             failed.append(f'{robot}: {err}')
-            progress(f'[{k}/{len(names)}] {robot}: FAILED: {err}')
+            progress(f'[{k}/{len(tasks)}] {robot}: FAILED: {err}')
             return
-        times[robot] = secs
+        if robot != _GENERAL:
+            times[robot] = secs
         note = f'; NOT covered (compile at their start): {", ".join(skipped)}' if skipped else ''
-        progress(f'[{k}/{len(names)}] {robot}: {", ".join(covered)} ({secs:.1f} s){note}')
+        progress(f'[{k}/{len(tasks)}] {robot}: {", ".join(covered)} ({secs:.1f} s){note}')
 
-    jobs = max(1, int(jobs))
-    if jobs == 1 or len(names) < 3:
-        for k, robot in enumerate(names, 1):
+    if not parallel:
+        for k, robot in enumerate(tasks, 1):
             report(k, robot, _warm_one(robot))
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        report(1, names[0], _warm_one(names[0]))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context('spawn')) as pool:
-            futs = {pool.submit(_warm_one, r): r for r in names[1:]}
-            for k, f in enumerate(as_completed(futs), 2):
+            futs = {pool.submit(_warm_one, r, not general): r for r in tasks}
+            for k, f in enumerate(as_completed(futs), 1):
                 try:
                     res = f.result()
                 except Exception as exc:  # noqa: BLE001 - a worker died: report, go on
@@ -98,11 +110,27 @@ def warmup(robots=None, progress=print, jobs=1):
     return times
 
 
-def _warm_one(robot):
-    """(covered, skipped, seconds, error text or None) of one robot's warm-up."""
+def _has_loops(robot):
+    """Whether a robot config's model has loop closures."""
+    from robot_dynamics.parsers.urdf import load_model
+    from robot_dynamics.ros.bringup import load_bringup
+
+    b = load_bringup(robot)
+    return bool(b.loops) and bool(load_model(b.urdf, loops=b.loops).loops)
+
+
+def _warm_one(robot, general_route=True):
+    """(covered, skipped, seconds, error text or None) of one robot's warm-up (or of the general
+    route's, robot = ``_GENERAL``)."""
     t1 = time.perf_counter()
     try:
-        covered, skipped = warmup_robot(robot)
+        if robot == _GENERAL:
+            from robot_dynamics.pkm import general
+
+            general.warmup()
+            covered, skipped = ['inverse_dynamics_d2_general'], []
+        else:
+            covered, skipped = warmup_robot(robot, general_route=general_route)
     except Exception as exc:  # noqa: BLE001 - reported by the caller
         return [], [], 0.0, f'{type(exc).__name__}: {exc}'
     return covered, skipped, time.perf_counter() - t1, None
@@ -119,8 +147,9 @@ def _robots_arg(names):
     return names
 
 
-def warmup_robot(robot):
-    """Run the core API calls of every (enabled) node of ``config/<robot>.yaml``.
+def warmup_robot(robot, general_route=True):
+    """Run the core API calls of every (enabled) node of ``config/<robot>.yaml``, and, if
+    ``general_route`` and the robot has loops, compile the general 2nd-order PKM route.
 
     Returns (covered, skipped): node names warmed up, and nodes without a warm-up function.
     """
@@ -150,7 +179,7 @@ def warmup_robot(robot):
         warmup_hydraulic_kernels(model)
     if 'sea_controller' in exes:
         warmup_sea_kernels(model)
-    if model.loops:
+    if model.loops and general_route:
         # the general 2nd-order PKM route (one kernel signature for every robot; this model's
         # data if it fits the route, else the five-bar's)
         from robot_dynamics.pkm import general
