@@ -7,6 +7,8 @@
 #   scripts/setup_env.sh --test   # + pytest, hypothesis, pin (Pinocchio oracle)
 #   --no-warmup                   # skip compiling the installed package's kernels (the test
 #                                 # suite runs the source tree and warms that one itself)
+# WARMUP_ROBOTS="five_bar ..."    # compile only these robots' kernels (default: every robot);
+#                                 # `robot-dynamics warmup` compiles the others later
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -37,5 +39,6 @@ REQS=(-r requirements/core.txt -r requirements/ros.txt)
 "$VENV/bin/uv" pip install -q --python "$PY" "${REQS[@]}"
 "$PY" -m pip install -q --no-deps --force-reinstall . 2> >(grep -v -e "is ignored: it is neither" -e BuildBackendWarning -e "warnings.warn" >&2) >/dev/null
 # compile the numerical kernels once (cached in the installed package), so nodes start fast
-[ "$WARMUP" = 1 ] && (cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup --jobs 2)
+# shellcheck disable=SC2086  # (a list of robot names)
+[ "$WARMUP" = 1 ] && (cd /tmp && "$VENV_ABS/bin/robot-dynamics" warmup ${WARMUP_ROBOTS:-} --jobs 2)
 echo "robot_dynamics environment ready in $VENV"

@@ -47,21 +47,30 @@ def robot_names():
     return sorted(f[:-5] for f in os.listdir(d) if f.endswith('.yaml'))
 
 
-#: Robots whose kernel families the others share most: warmed up first (in this order), the
-#: others after them in config order.
-_FIRST = ('five_bar', 'hydraulic_boom', 'planar_3rrr_sea', 'irsbot2')
 #: The task of the general 2nd-order PKM route (one kernel signature for every robot).
 _GENERAL = '(general 2nd-order PKM route)'
+#: The order of a parallel warm-up: the tasks that compile the kernel families the others share
+#: (or the largest ones) first, so that two workers rarely compile the same family at once; the
+#: other robots after them in config order.
+_FIRST = (
+    'five_bar',
+    _GENERAL,
+    'hydraulic_boom',
+    'irsbot2',
+    'planar_3rrr_sea',
+    'series_parallel_3dof',
+)
 
 
 def warmup(robots=None, progress=print, jobs=1):
     """Compile and cache the kernels of every node of the given robot configs (default: all).
 
-    ``progress(str)`` receives one line per robot (nodes covered, seconds) and the total.
-    ``jobs`` > 1: the robots (and the general 2nd-order PKM route, the largest kernel family,
-    as a task of its own) are warmed up in ``jobs`` worker processes (spawned: they import the
-    same copy of the package, so they fill the same cache), the robots whose kernel families
-    the others share first (:data:`_FIRST`). Returns {robot: seconds}. Raises
+    ``progress(str)`` receives one line per task (nodes covered, seconds) and the total.
+    ``jobs`` > 1: the work is split into tasks run by ``jobs`` worker processes (spawned: they
+    import the same copy of the package, so they fill the same cache): one per robot, and the
+    general 2nd-order PKM route (the largest kernel family) once if a node of the configs uses
+    it, in the order of :data:`_FIRST`; a single robot's plant (sim_node) and its other nodes
+    are two tasks. Returns {robot: seconds (its tasks' sum)}. Raises
     :class:`WarmupError` after trying every robot if any failed (unknown robot names too).
     """
     names = _robots_arg(robots)
@@ -69,32 +78,37 @@ def warmup(robots=None, progress=print, jobs=1):
     t0 = time.perf_counter()
     times, failed = {}, []
     jobs = max(1, int(jobs))
-    parallel = jobs > 1 and len(names) > 1
-    general = parallel and any(_has_loops(r) for r in names)
-    tasks = ([_GENERAL] if general else []) + sorted(
-        names, key=lambda r: _FIRST.index(r) if r in _FIRST else len(_FIRST)
-    )
+    if jobs == 1:
+        tasks = [(r, None) for r in names]
+    elif len(names) == 1:  # one robot: its plant and its other nodes side by side
+        tasks = [(names[0], 'plant'), (names[0], 'nodes')]
+    else:
+        tasks = [(r, None) for r in names] + ([(_GENERAL, None)] if any(_uses_general_route(r) for r in names) else [])
+        tasks.sort(key=lambda t: _FIRST.index(t[0]) if t[0] in _FIRST else len(_FIRST))
+    general_route = jobs == 1 or len(names) == 1  # else the general route is a task of its own
 
-    def report(k, robot, res):
+    def report(k, task, res):
+        robot, part = task
+        label = f'{robot} ({part})' if part else robot
         covered, skipped, secs, err = res
         if err:
-            failed.append(f'{robot}: {err}')
-            progress(f'[{k}/{len(tasks)}] {robot}: FAILED: {err}')
+            failed.append(f'{label}: {err}')
+            progress(f'[{k}/{len(tasks)}] {label}: FAILED: {err}')
             return
         if robot != _GENERAL:
-            times[robot] = secs
+            times[robot] = times.get(robot, 0.0) + secs
         note = f'; NOT covered (compile at their start): {", ".join(skipped)}' if skipped else ''
-        progress(f'[{k}/{len(tasks)}] {robot}: {", ".join(covered)} ({secs:.1f} s){note}')
+        progress(f'[{k}/{len(tasks)}] {label}: {", ".join(covered) or "-"} ({secs:.1f} s){note}')
 
-    if not parallel:
-        for k, robot in enumerate(tasks, 1):
-            report(k, robot, _warm_one(robot))
+    if jobs == 1:
+        for k, task in enumerate(tasks, 1):
+            report(k, task, _warm_one(*task, general_route))
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context('spawn')) as pool:
-            futs = {pool.submit(_warm_one, r, not general): r for r in tasks}
+            futs = {pool.submit(_warm_one, *task, general_route): task for task in tasks}
             for k, f in enumerate(as_completed(futs), 1):
                 try:
                     res = f.result()
@@ -110,18 +124,22 @@ def warmup(robots=None, progress=print, jobs=1):
     return times
 
 
-def _has_loops(robot):
-    """Whether a robot config's model has loop closures."""
-    from robot_dynamics.parsers.urdf import load_model
-    from robot_dynamics.ros.bringup import load_bringup
+def _uses_general_route(bringup):
+    """Whether a node of the config (a Bringup or a robot name) runs the general 2nd-order PKM
+    route: trajectory_node's ``mode: pkm_d2``, the SEA flatness law's ``sea_flatness: general``."""
+    if isinstance(bringup, str):
+        from robot_dynamics.ros.bringup import load_bringup
 
-    b = load_bringup(robot)
-    return bool(b.loops) and bool(load_model(b.urdf, loops=b.loops).loops)
+        bringup = load_bringup(bringup)
+    return any(
+        s.parameters.get('mode') == 'pkm_d2' or s.parameters.get('sea_flatness') == 'general' for s in bringup.nodes
+    )
 
 
-def _warm_one(robot, general_route=True):
-    """(covered, skipped, seconds, error text or None) of one robot's warm-up (or of the general
-    route's, robot = ``_GENERAL``)."""
+def _warm_one(robot, part=None, general_route=True):
+    """(covered, skipped, seconds, error text or None) of one task: a robot's warm-up (``part``
+    None: all of it, 'plant' or 'nodes', and ``general_route``: see :func:`warmup_robot`) or the
+    general route's (robot = ``_GENERAL``)."""
     t1 = time.perf_counter()
     try:
         if robot == _GENERAL:
@@ -130,7 +148,7 @@ def _warm_one(robot, general_route=True):
             general.warmup()
             covered, skipped = ['inverse_dynamics_d2_general'], []
         else:
-            covered, skipped = warmup_robot(robot, general_route=general_route)
+            covered, skipped = warmup_robot(robot, part=part, general_route=general_route)
     except Exception as exc:  # noqa: BLE001 - reported by the caller
         return [], [], 0.0, f'{type(exc).__name__}: {exc}'
     return covered, skipped, time.perf_counter() - t1, None
@@ -147,11 +165,13 @@ def _robots_arg(names):
     return names
 
 
-def warmup_robot(robot, general_route=True):
-    """Run the core API calls of every (enabled) node of ``config/<robot>.yaml``, and, if
-    ``general_route`` and the robot has loops, compile the general 2nd-order PKM route.
+def warmup_robot(robot, part=None, general_route=True):
+    """Run the core API calls of every (enabled) node of ``config/<robot>.yaml``.
 
-    Returns (covered, skipped): node names warmed up, and nodes without a warm-up function.
+    ``part``: None (every node), ``'plant'`` (sim_node only) or ``'nodes'`` (the others, with
+    the kernels' own warm-ups). ``general_route``: also compile the general 2nd-order PKM route
+    if a node of the config uses it. Returns (covered, skipped): node names warmed up, and nodes
+    without a warm-up function.
     """
     import robot_dynamics as rd
     from robot_dynamics.ros.bringup import load_bringup
@@ -160,7 +180,8 @@ def warmup_robot(robot, general_route=True):
     model = rd.load_model(b.urdf, loops=b.loops or None)
     ctx = {}  # what the first nodes produce for the later ones (state)
     covered, skipped = [], []
-    for spec in b.nodes:  # config order: sim_node first
+    specs = [s for s in b.nodes if part is None or (s.executable == 'sim_node') == (part == 'plant')]
+    for spec in specs:  # config order: sim_node first
         fn = _NODES.get(spec.executable)
         if fn is None:
             skipped.append(spec.name)
@@ -168,7 +189,7 @@ def warmup_robot(robot, general_route=True):
         fn(model, spec.parameters, ctx)
         covered.append(spec.name)
     # the compiled kernels' own warm-ups (every specialisation their run-time paths use)
-    exes = {s.executable for s in b.nodes}
+    exes = {s.executable for s in specs}
     if 'ik_node' in exes:
         from robot_dynamics.pkm import embedding
 
@@ -179,7 +200,7 @@ def warmup_robot(robot, general_route=True):
         warmup_hydraulic_kernels(model)
     if 'sea_controller' in exes:
         warmup_sea_kernels(model)
-    if model.loops and general_route:
+    if general_route and part != 'plant' and _uses_general_route(b):
         # the general 2nd-order PKM route (one kernel signature for every robot; this model's
         # data if it fits the route, else the five-bar's)
         from robot_dynamics.pkm import general
@@ -286,8 +307,8 @@ def _trajectory_node(model, p, ctx):
     mode = p.get('mode', 'joint')
     if mode == 'pkm_d2':
         # every profile (the Gough-Stewart's roll / pose_move included): the general route's
-        # table the node builds at start (compiled kernel pkm/_general_kernels.py, also warmed
-        # up by warmup_robot for every model with loops), then one grid and one interpolated sample
+        # table the node builds at start (compiled kernel pkm/_general_kernels.py, a task of its
+        # own in a parallel warm-up), then one grid and one interpolated sample
         from robot_dynamics.control.d2_feedforward import tabulated_d2_defaults, tabulated_d2_from_params
 
         d2 = tabulated_d2_from_params(

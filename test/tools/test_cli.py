@@ -89,13 +89,19 @@ def test_launch_nodes_starts_a_subset_of_the_config(capsys):
 
 
 def test_warmup_in_worker_processes(capsys):
-    """warmup --jobs 2: the robots and the general 2nd-order PKM route (a task of its own when a
-    robot has loops) in spawned workers (same package copy, same cache); one progress line per
-    task, the total, exit 0; a bad name fails after all."""
-    assert cli.main(['warmup', 'four_bar', 'slider_crank', 'five_bar', '--jobs', '2']) == 0
+    """warmup --jobs 2: one task per robot in spawned workers (same package copy, same cache),
+    the general 2nd-order PKM route as a task of its own when a node uses it (gough_stewart's
+    pkm_d2 trajectory), a single robot's plant and other nodes as two tasks; one progress line
+    per task, the total, exit 0; a bad name fails after all."""
+    assert cli.main(['warmup', 'four_bar', 'slider_crank', 'gough_stewart', '--jobs', '2']) == 0
     out = capsys.readouterr().out
-    for r in ('four_bar', 'slider_crank', 'five_bar'):
+    for r in ('four_bar', 'slider_crank', 'gough_stewart'):
         assert f'/4] {r}: sim_node' in out, out
     assert '/4] (general 2nd-order PKM route): inverse_dynamics_d2_general' in out, out
     assert 'kernels of 3 robot config(s) compiled and cached' in out and '(2 jobs)' in out
+    assert cli.main(['warmup', 'four_bar', 'slider_crank', '--jobs', '2']) == 0
+    assert 'general 2nd-order' not in capsys.readouterr().out  # no node of theirs uses it
+    assert cli.main(['warmup', 'gough_stewart', '--jobs', '2']) == 0
+    out = capsys.readouterr().out
+    assert '/2] gough_stewart (plant): sim_node' in out and '/2] gough_stewart (nodes): trajectory_node' in out, out
     assert cli.main(['warmup', 'four_bar', 'no_such_robot', '--jobs', '2']) == 1
