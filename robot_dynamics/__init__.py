@@ -90,6 +90,7 @@ _LAZY = {name: mod for mod, names in _EXPORTS.items() for name in names}
 # where each lives in the layered package
 _MODULES = {
     'lie': 'spatial.lie',
+    'joints': 'spatial.joints',
     'urdf': 'parsers.urdf',
     'loops': 'parsers.sidecar',
     'kinematics': 'algorithms.kinematics',
