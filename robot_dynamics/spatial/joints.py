@@ -41,6 +41,7 @@ import numpy as np
 from abc import ABC, abstractmethod
 
 from robot_dynamics.spatial.lie import _exp_so3, _jl_inv_so3, _jl_so3, _log_so3
+from robot_dynamics.spatial.lie import quat_xyzw_to_matrix as quat_to_matrix
 
 __all__ = [
     'JointModel',
@@ -85,24 +86,6 @@ def quat_exp(w):
     ts = np.where(small, 1.0, t)
     k = np.where(small, 0.5 - t * t / 48.0, np.sin(h) / ts)
     return np.concatenate([k[..., None] * w, np.cos(h)[..., None]], axis=-1)
-
-
-def quat_to_matrix(q):
-    """Rotation matrix (..., 3, 3) of the quaternion ``q / |q|``, ``q = (x, y, z, w)`` (..., 4)."""
-    q = np.asarray(q, float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    x, y, z, w = np.moveaxis(q, -1, 0)
-    R = np.empty(q.shape[:-1] + (3, 3))
-    R[..., 0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[..., 0, 1] = 2.0 * (x * y - z * w)
-    R[..., 0, 2] = 2.0 * (x * z + y * w)
-    R[..., 1, 0] = 2.0 * (x * y + z * w)
-    R[..., 1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[..., 1, 2] = 2.0 * (y * z - x * w)
-    R[..., 2, 0] = 2.0 * (x * z - y * w)
-    R[..., 2, 1] = 2.0 * (y * z + x * w)
-    R[..., 2, 2] = 1.0 - 2.0 * (x * x + y * y)
-    return R
 
 
 def _quat_log(q0, q1):
