@@ -36,9 +36,9 @@ float64 arrays. A quaternion is used as given (it represents the rotation of ``q
 
 from __future__ import annotations
 
-import numpy as np
-
 from abc import ABC, abstractmethod
+
+import numpy as np
 
 from robot_dynamics.spatial.lie import _exp_so3, _jl_inv_so3, _jl_so3, _log_so3
 from robot_dynamics.spatial.lie import quat_xyzw_to_matrix as quat_to_matrix
@@ -148,8 +148,8 @@ class JointModel(ABC):
     @abstractmethod
     def random(self, rng=None, lower=None, upper=None, size=()):
         """Random configurations (size + (nq,)): uniform between the position limits ``lower``,
-        ``upper`` (nq,) of the joint's translational / angular coordinates (finite), uniformly
-        distributed rotations."""
+        ``upper`` (nq,) of the joint's translational / angular coordinates (finite; without them
+        angles in [-pi, pi] rad, translations in [-1, 1] m), uniformly distributed rotations."""
 
     def normalize(self, q):
         """``q`` with its quaternion (if any) scaled to unit norm."""
@@ -180,8 +180,8 @@ class _Axis(JointModel):
 
     def random(self, rng=None, lower=None, upper=None, size=()):
         rng = np.random.default_rng(rng)
-        lo = -_PI if lower is None else lower[0]
-        hi = _PI if upper is None else upper[0]
+        lo = -self._range if lower is None else lower[0]
+        hi = self._range if upper is None else upper[0]
         return _uniform(rng, [lo], [hi], _shape(size), self.kind)
 
     def __repr__(self):
@@ -192,6 +192,7 @@ class Revolute(_Axis):
     """Rotation by ``q`` [rad] about the unit ``axis`` (parent = child frame at q = 0)."""
 
     kind = 'revolute'
+    _range = _PI  # default random range [rad]
 
     @property
     def S(self):
@@ -208,6 +209,7 @@ class Prismatic(_Axis):
     """Translation by ``q`` [m] along the unit ``axis``."""
 
     kind = 'prismatic'
+    _range = 1.0  # default random range [m]
 
     @property
     def S(self):

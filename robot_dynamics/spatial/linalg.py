@@ -33,16 +33,14 @@ _C = True
 JACOBI_MAX_N = 12
 
 
-def not_inlined(fn, **flags):
+def not_inlined(fn):
     """A called (not inlined) compiled copy of the ``inline='always'`` function ``fn``.
 
-    The same Python function, compiled once as a function of its own (with ``fn``'s flags,
-    updated by ``flags``) instead of being re-typed and inlined at every call site. For kernels
-    that call a helper in many places and gain nothing from inlining it: their compile time
-    drops several-fold.
+    The same Python function with ``fn``'s flags, compiled once as a function of its own instead
+    of being re-typed and inlined at every call site. For kernels that call a helper in many
+    places and gain nothing from inlining it: their compile time drops several-fold.
     """
     opts = {k: v for k, v in fn.targetoptions.items() if k not in ('inline', 'nopython')}
-    opts.update(flags)
     return njit(cache=_C, **opts)(fn.py_func)
 
 

@@ -51,7 +51,7 @@ def robot_names():
 _GENERAL = '(general 2nd-order PKM route)'
 #: The order of a parallel warm-up: the tasks that compile the kernel families the others share
 #: (or the largest ones) first, so that two workers rarely compile the same family at once; the
-#: other robots after them in config order.
+#: other robots after them in the order given.
 _FIRST = (
     'five_bar',
     _GENERAL,
