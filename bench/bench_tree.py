@@ -18,6 +18,12 @@ Example::
 
     .venv/bin/python bench/bench_tree.py                       # urdf/arm7.urdf, N = 1000
     .venv/bin/python bench/bench_tree.py --urdf urdf/four_bar.urdf -N 10000 --repeats 9
+    .venv/bin/python bench/bench_tree.py --example-robot talos --root-joint free_flyer   # floating base
+
+``--example-robot NAME`` takes the URDF of the ``example-robot-data`` package's loader ``NAME``
+(e.g. talos, solo12, anymal); ``--root-joint free_flyer`` loads it on a floating base in both
+libraries (``rd.load_model(..., root_joint='free_flyer')`` and ``pin.JointModelFreeFlyer()``).
+Joints are matched by name, so the two libraries may order them differently.
 """
 
 import argparse
@@ -47,6 +53,8 @@ def parse_args(argv=None):
         default=os.path.join(ROOT, 'urdf', 'arm7.urdf'),
         help='robot description (.urdf or .xacro), default: urdf/arm7.urdf',
     )
+    ap.add_argument('--example-robot', help="an example-robot-data loader's URDF (e.g. talos), instead of --urdf")
+    ap.add_argument('--root-joint', choices=('free_flyer', 'planar'), help='put the root link on this joint')
     ap.add_argument('-N', '--batch', type=int, default=1000, help='batch size N of the batched calls (default: 1000)')
     ap.add_argument(
         '-r', '--repeats', type=int, default=7, help='timing repeats; best and median are reported (default: 7)'
@@ -85,16 +93,39 @@ def timeit(fn, repeats, min_time, per=1):
     return min(times), statistics.median(times)
 
 
-def pin_q(model, q):
-    """Pinocchio configuration(s): continuous joints -> (cos q, sin q)."""
-    q = np.atleast_2d(q)
-    cols = []
-    for i, t in enumerate(model.joint_urdf_types):
-        if t == 'continuous':
-            cols += [np.cos(q[:, i]), np.sin(q[:, i])]
-        else:
-            cols.append(q[:, i])
-    return np.ascontiguousarray(np.stack(cols, axis=1))
+def example_robot_urdf(name):
+    """The URDF path of the example-robot-data loader ``name`` (case-insensitive, e.g. 'talos')."""
+    import example_robot_data.robots_loader as RL
+
+    loaders = {k[: -len('Loader')].lower(): v for k, v in vars(RL).items() if k.endswith('Loader')}
+    cls = loaders.get(name.lower())
+    if cls is None or not getattr(cls, 'urdf_filename', ''):
+        sys.exit(f'no URDF loader {name!r} in example-robot-data; known: {sorted(loaders)}')
+    rel = os.path.join(cls.path, cls.urdf_subpath, cls.urdf_filename)
+    return os.path.join(cls.model_path or RL.getModelPath(rel), rel)
+
+
+def joint_maps(model, pm):
+    """(to_pin_q, v permutation) from our q / v to Pinocchio's, joints matched by name
+    (continuous joints: Pinocchio's (cos q, sin q))."""
+    pv = np.empty(model.nv, dtype=int)
+    parts = []
+    for jt in model.joints:
+        pj = pm.joints[pm.getJointId(jt.name)]
+        pv[jt.v_slice] = np.arange(pj.idx_v, pj.idx_v + pj.nv)
+        parts.append((jt, pj))
+
+    def to_pin_q(q):
+        q = np.atleast_2d(q)
+        out = np.empty((q.shape[0], pm.nq))
+        for jt, pj in parts:
+            x = q[:, jt.q_slice]
+            if pj.nq == 2 and jt.nq == 1:
+                x = np.stack([np.cos(x[:, 0]), np.sin(x[:, 0])], axis=1)
+            out[:, pj.idx_q : pj.idx_q + pj.nq] = x
+        return out
+
+    return to_pin_q, pv
 
 
 def main(argv=None):
@@ -104,27 +135,41 @@ def main(argv=None):
     except ImportError:
         sys.exit('pinocchio is not installed (pip install pin): it is the reference of this benchmark')
 
-    model = rd.load_model(args.urdf)
+    if args.example_robot:
+        args.urdf = example_robot_urdf(args.example_robot)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', rd.ModelWarning)  # published inertias, loaded as given
+        model = rd.load_model(args.urdf, loops=False, root_joint=args.root_joint)
+    root = {'free_flyer': pin.JointModelFreeFlyer(), 'planar': pin.JointModelPlanar()}.get(args.root_joint)
     if args.urdf.endswith('.xacro'):
-        pm = pin.buildModelFromXML(model.urdf_xml)
+        pm = pin.buildModelFromXML(model.urdf_xml) if root is None else pin.buildModelFromXML(model.urdf_xml, root)
     else:
-        pm = pin.buildModelFromUrdf(args.urdf)
+        pm = pin.buildModelFromUrdf(args.urdf) if root is None else pin.buildModelFromUrdf(args.urdf, root)
     pd = pm.createData()
-    n, N = model.nq, args.batch
-    if [pm.names[i] for i in range(1, pm.njoints)] != model.joint_names:
-        sys.exit('joint order differs from Pinocchio: cannot compare')
+    n, N = model.nv, args.batch
+    to_pin_q, pv = joint_maps(model, pm)
 
     rng = np.random.default_rng(args.seed)
     Q = model.random_configuration(rng, size=N)
     QD, QDD, TAU = rng.normal(size=(3, N, n))
-    PQ = pin_q(model, Q)
+    PQ = np.ascontiguousarray(to_pin_q(Q))
+    # Pinocchio's velocity order (the same arrays, permuted once before timing)
+    PQD, PQDD, PTAU = (np.ascontiguousarray(np.empty_like(X)) for X in (QD, QDD, TAU))
+    PQD[:, pv], PQDD[:, pv], PTAU[:, pv] = QD, QDD, TAU
     q, qd, qdd, tau, pq = Q[0], QD[0], QDD[0], TAU[0], PQ[0]
+    pqd, pqdd, ptau = PQD[0], PQDD[0], PTAU[0]
 
     # correctness guard (a benchmark of wrong numbers is worthless)
+    Mp = pin.crba(pm, pd, pq)
+    Mp = np.triu(Mp) + np.triu(Mp, 1).T
+    M = rd.crba(model, q)
     err = max(
-        np.abs(rd.rnea(model, q, qd, qdd) - pin.rnea(pm, pd, pq, qd, qdd)).max(),
-        np.abs(np.triu(rd.crba(model, q)) - np.triu(pin.crba(pm, pd, pq))).max(),
-        np.abs(rd.forward_dynamics(model, q, qd, tau) - pin.aba(pm, pd, pq, qd, tau)).max(),
+        np.abs(rd.rnea(model, q, qd, qdd) - pin.rnea(pm, pd, pq, pqd, pqdd)[pv]).max(),
+        np.abs(M - Mp[np.ix_(pv, pv)]).max(),
+        # forward dynamics compared in effort space (M of a humanoid is ill-conditioned)
+        np.abs(M @ (rd.forward_dynamics(model, q, qd, tau) - pin.aba(pm, pd, pq, pqd, ptau)[pv])).max(),
     )
     if err > 1e-8:
         sys.exit(f'results differ from Pinocchio by {err:.2e}: not benchmarking')
@@ -141,9 +186,9 @@ def main(argv=None):
             'rnea',
             'rnea',
             lambda: rd.rnea(model, q, qd, qdd),
-            lambda: pin.rnea(pm, pd, pq, qd, qdd),
+            lambda: pin.rnea(pm, pd, pq, pqd, pqdd),
             lambda: rd.rnea(model, Q, QD, QDD),
-            pin_loop(pin.rnea, PQ, QD, QDD),
+            pin_loop(pin.rnea, PQ, PQD, PQDD),
         ),
         (
             'crba',
@@ -157,9 +202,9 @@ def main(argv=None):
             'forward_dynamics',
             'aba',
             lambda: rd.forward_dynamics(model, q, qd, tau),
-            lambda: pin.aba(pm, pd, pq, qd, tau),
+            lambda: pin.aba(pm, pd, pq, pqd, ptau),
             lambda: rd.forward_dynamics(model, Q, QD, TAU),
-            pin_loop(pin.aba, PQ, QD, TAU),
+            pin_loop(pin.aba, PQ, PQD, PTAU),
         ),
     ]
 
@@ -170,7 +215,8 @@ def main(argv=None):
                 fn()
 
     print(
-        f'robot: {model.name} ({os.path.relpath(args.urdf)}), n = {n} joints, N = {N}, '
+        f'robot: {model.name} ({os.path.relpath(args.urdf)}), nq = {model.nq}, nv = {n}, '
+        f'root joint: {args.root_joint or "fixed"}, N = {N}, '
         f'{args.repeats} repeats (>= {args.min_time} s each), best / median [us]'
     )
     print(

@@ -30,11 +30,12 @@ _EXPORTS = {
         'InputError',
         'LoopSpecError',
         'ModelError',
+        'ModelWarning',
         'RobotDynamicsError',
         'SingularMassMatrixError',
         'UnknownNameError',
     ),
-    'model': ('Loop', 'Model'),
+    'model': ('Joint', 'Loop', 'Model'),
     'parsers.data': ('data_path',),
     'parsers.urdf': ('load_model',),
     'algorithms.kinematics': (

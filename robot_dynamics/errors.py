@@ -118,3 +118,9 @@ class PKMSingularityError(RobotDynamicsError):
         self.samples = samples
         self.status = status
         super().__init__(message)
+
+
+class ModelWarning(UserWarning):
+    """A description the package loads as given but that is not physical (e.g. an inertia outside
+    the triangle inequality, rotational inertia on a massless link), as Pinocchio loads it; the
+    message names the file and the element."""

@@ -21,6 +21,15 @@ Kinematic conventions (Lie-group / product-of-exponentials form, as in the seeds
   (joint index, -1 for the world) and the constant placement ``(frame_R[k], frame_p[k])``
   in that joint frame.
 
+Joints with several degrees of freedom (a ``free_flyer`` floating base, ``spherical`` ball
+joints, ``planar`` joints: :mod:`robot_dynamics.spatial.joints`) follow Pinocchio's conventions
+for q and v, so ``nq`` may exceed ``nv``. Every per-joint array above is then per *velocity
+coordinate*: such a joint is stored as a chain of one-DOF coordinates in its child frame
+(free-flyer: prismatic x, y, z then revolute x, y, z; spherical: revolute x, y, z; planar:
+prismatic x, y then revolute z), named ``<joint>/<coordinate>``, whose placement at q comes from
+the joint's quaternion (or angle) in q; :attr:`Model.joints` lists the joints themselves with their
+slices of q and v (:meth:`Model.q_index`, :meth:`Model.v_index`).
+
 Units are SI; angles in rad.
 """
 
@@ -30,10 +39,43 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robot_dynamics.errors import UnknownNameError
+from robot_dynamics.errors import ModelError, UnknownNameError
+from robot_dynamics.spatial import joints as _jm
 
 REVOLUTE = 0
 PRISMATIC = 1
+
+#: code of each joint kind in the packed kernel arrays (0: a one-DOF joint)
+GROUP_CODE = {'free_flyer': 1, 'spherical': 2, 'planar': 3}
+#: the one-DOF coordinates a multi-DOF joint is stored as: (name suffix, type, axis)
+SUB_JOINTS = {
+    'free_flyer': (('x', 1, 0), ('y', 1, 1), ('z', 1, 2), ('rx', 0, 0), ('ry', 0, 1), ('rz', 0, 2)),
+    'spherical': (('rx', 0, 0), ('ry', 0, 1), ('rz', 0, 2)),
+    'planar': (('x', 1, 0), ('y', 1, 1), ('rz', 0, 2)),
+}
+
+
+@dataclass(frozen=True)
+class Joint:
+    """One joint of the tree: ``name``, ``kind`` ('revolute', 'prismatic', 'free_flyer',
+    'spherical', 'planar'), its coordinates ``q[idx_q:idx_q + nq]`` and velocity coordinates
+    ``v[idx_v:idx_v + nv]``, and its :class:`robot_dynamics.spatial.joints.JointModel`."""
+
+    name: str
+    kind: str
+    idx_q: int
+    nq: int
+    idx_v: int
+    nv: int
+    model: object = None
+
+    @property
+    def q_slice(self) -> slice:
+        return slice(self.idx_q, self.idx_q + self.nq)
+
+    @property
+    def v_slice(self) -> slice:
+        return slice(self.idx_v, self.idx_v + self.nv)
 
 
 @dataclass
@@ -120,9 +162,29 @@ class Model:
     reference_configuration: dict = field(default_factory=dict)
     loops_source: str | None = None
     urdf_xml: str = ''
+    joints: list = None
 
     def __post_init__(self):
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
+        if self.joints is None:
+            self.joints = [
+                Joint(nm, 'revolute' if t == REVOLUTE else 'prismatic', i, 1, i, 1, None)
+                for i, (nm, t) in enumerate(zip(self.joint_names, self.joint_types.tolist()))
+            ]
+        self.joints = list(self.joints)
+        cache = {}  # one joint model per (kind, axis): a long chain repeats a few axes
+        axes = self.axes.tolist()
+        for k, jt in enumerate(self.joints):
+            if jt.model is None:
+                key = (jt.kind, *axes[jt.idx_v])
+                jm = cache.get(key)
+                if jm is None:
+                    jm = cache[key] = _jm.joint_model(jt.kind, self.axes[jt.idx_v])
+                self.joints[k] = Joint(jt.name, jt.kind, jt.idx_q, jt.nq, jt.idx_v, jt.nv, jm)
+        self._joint_by_name = {jt.name: jt for jt in self.joints}
+        self.multi_dof = [jt for jt in self.joints if jt.nv > 1]
+        for jt in self.multi_dof:
+            self._joint_index.setdefault(jt.name, jt.idx_v)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
         n = len(self.joint_names)
         # first moment h = m c and inertia about the joint-frame origin, used by the kernels
@@ -170,17 +232,92 @@ class Model:
         geo[:, 15] = self.joint_types
         geo[:, 16] = self.mass
         geo[:, 17:20] = self.first_moment
+        geo[:, 20] = np.arange(n)
+        self.group_last = np.arange(n)  # per velocity coordinate: the last one of its joint
+        for jt in self.joints:
+            geo[jt.v_slice, 20] = jt.idx_q
+            if jt.nv > 1:
+                geo[jt.v_slice, 21] = GROUP_CODE[jt.kind]
+                geo[jt.v_slice, 22] = np.arange(jt.nv)
+                geo[jt.v_slice, 23] = jt.idx_v
+                self.group_last[jt.v_slice] = jt.idx_v + jt.nv - 1
         self._geo = np.ascontiguousarray(geo)
+        #: per velocity coordinate: its index in q (one-DOF joints), -1 inside a multi-DOF joint
+        self.q_of_v = np.where(geo[:, 21] == 0, geo[:, 20], -1).astype(np.int64)
         self._par = np.ascontiguousarray(self.parents, dtype=np.int64)
         self._ine = np.ascontiguousarray(self.inertia_origin)
 
     # ------------------------------------------------------------------ sizes / lookup
     @property
     def nq(self) -> int:
-        """Number of configuration variables (= number of movable joints)."""
+        """Number of configuration coordinates (Pinocchio's ``nq``; = ``nv`` without multi-DOF joints)."""
+        jt = self.joints[-1] if self.joints else None
+        return 0 if jt is None else jt.idx_q + jt.nq
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (= ``len(joint_names)``)."""
         return len(self.joint_names)
 
-    nv = nq
+    def joint(self, name) -> Joint:
+        """The :class:`Joint` called ``name``."""
+        try:
+            return self._joint_by_name[name]
+        except KeyError:
+            raise UnknownNameError(
+                f"model '{self.name}' has no joint '{name}'; joints: {[j.name for j in self.joints]}"
+            ) from None
+
+    def q_index(self, name) -> slice:
+        """Slice of q holding joint ``name``'s configuration (as Pinocchio's ``idx_q``, ``nq``)."""
+        return self.joint(name).q_slice
+
+    def v_index(self, name) -> slice:
+        """Slice of v (velocities, accelerations, efforts) of joint ``name``."""
+        return self.joint(name).v_slice
+
+    def default_actuated(self) -> list:
+        """The actuated coordinates when the sidecar does not say: every one-DOF joint (a floating
+        base and ball joints are passive)."""
+        return [jt.name for jt in self.joints if jt.nv == 1]
+
+    def require_one_dof(self, method):
+        """Raise :class:`ModelError` naming the multi-DOF joints if ``method`` needs one-DOF joints."""
+        if self.multi_dof:
+            jt = self.multi_dof[0]
+            raise ModelError(
+                self.source,
+                f"joint '{jt.name}'",
+                f'{method} needs one-DOF joints (revolute/prismatic); this {jt.kind} joint has nv = {jt.nv}'
+                + (f' (multi-DOF joints: {[j.name for j in self.multi_dof]})' if len(self.multi_dof) > 1 else ''),
+            )
+
+    def integrate(self, q, v):
+        """``q (+) v``: the configuration reached from q (..., nq) along v (..., nv) in unit time."""
+        q, v = np.asarray(q, float), np.asarray(v, float)
+        if not self.multi_dof:
+            return q + v
+        out = np.empty(np.broadcast_shapes(q.shape[:-1], v.shape[:-1]) + (self.nq,))
+        for jt in self.joints:
+            out[..., jt.q_slice] = jt.model.integrate(q[..., jt.q_slice], v[..., jt.v_slice])
+        return out
+
+    def difference(self, q0, q1):
+        """``q1 (-) q0``: the velocity (..., nv) that moves q0 to q1 in unit time."""
+        q0, q1 = np.asarray(q0, float), np.asarray(q1, float)
+        if not self.multi_dof:
+            return q1 - q0
+        out = np.empty(np.broadcast_shapes(q0.shape[:-1], q1.shape[:-1]) + (self.nv,))
+        for jt in self.joints:
+            out[..., jt.v_slice] = jt.model.difference(q0[..., jt.q_slice], q1[..., jt.q_slice])
+        return out
+
+    def normalize(self, q):
+        """q with unit quaternions (and unit (cos, sin) pairs)."""
+        q = np.array(q, float)
+        for jt in self.multi_dof:
+            q[..., jt.q_slice] = jt.model.normalize(q[..., jt.q_slice])
+        return q
 
     @property
     def nframes(self) -> int:
@@ -227,28 +364,50 @@ class Model:
         """Total number of loop-closure rows (possibly redundant)."""
         return sum(lp.nrows for lp in self.loops)
 
+    def _q_of_v(self, x):
+        """Per-velocity-coordinate values x (..., nv) placed at the one-DOF joints' q indices."""
+        idx = np.array([jt.idx_q for jt in self.joints if jt.nv == 1], dtype=np.int64)
+        vdx = np.array([jt.idx_v for jt in self.joints if jt.nv == 1], dtype=np.int64)
+        out = np.zeros(x.shape[:-1] + (self.nq,))
+        out[..., idx] = x[..., vdx]
+        return out
+
     def neutral(self) -> np.ndarray:
-        """Zero configuration, clipped into the joint limits."""
-        return np.clip(np.zeros(self.nq), self.lower, self.upper)
+        """Zero configuration clipped into the joint limits (multi-DOF joints: the identity)."""
+        q0 = np.clip(np.zeros(self.nv), self.lower, self.upper)
+        if not self.multi_dof:
+            return q0
+        q = self._q_of_v(q0)
+        for jt in self.multi_dof:
+            q[jt.q_slice] = jt.model.neutral()
+        return q
 
     def reference_q(self) -> np.ndarray:
         """Configuration from the sidecar's ``reference_configuration`` (others: neutral)."""
         q = self.neutral()
         for j, v in self.reference_configuration.items():
-            q[self._joint_index[j]] = v
+            jt = self._joint_by_name.get(j)
+            q[jt.q_slice if jt is not None else self._joint_index[j]] = v
         return q
 
     def random_configuration(self, rng=None, size=None) -> np.ndarray:
-        """Uniform random q within limits (unbounded joints: [-pi, pi], prismatic: [-1, 1])."""
+        """Uniform random q within limits (unbounded joints: [-pi, pi], prismatic: [-1, 1];
+        multi-DOF joints: uniformly distributed rotations, positions in [-1, 1] m)."""
         rng = np.random.default_rng(rng)
         lo = np.where(np.isfinite(self.lower), self.lower, np.where(self.joint_types == REVOLUTE, -np.pi, -1.0))
         hi = np.where(np.isfinite(self.upper), self.upper, np.where(self.joint_types == REVOLUTE, np.pi, 1.0))
-        shape = (self.nq,) if size is None else (size, self.nq)
-        return lo + (hi - lo) * rng.random(shape)
+        shape = (self.nv,) if size is None else (size, self.nv)
+        x = lo + (hi - lo) * rng.random(shape)
+        if not self.multi_dof:
+            return x
+        q = self._q_of_v(x)
+        for jt in self.multi_dof:
+            q[..., jt.q_slice] = jt.model.random(rng, size=() if size is None else size)
+        return q
 
     def __repr__(self):
         return (
-            f'Model(name={self.name!r}, nq={self.nq}, frames={self.nframes}, '
+            f'Model(name={self.name!r}, nq={self.nq}, nv={self.nv}, frames={self.nframes}, '
             f'loops={[lp.name for lp in self.loops]}, actuated={self.actuated})'
         )
 

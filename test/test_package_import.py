@@ -27,6 +27,8 @@ PUBLIC = [
     'LoopSpecError',
     'Model',
     'ModelError',
+    'ModelWarning',
+    'Joint',
     'Plant',
     'RobotDynamicsError',
     'SimLog',

@@ -57,7 +57,7 @@ def partition_terms(par, geo, sl, bj, bR, bp, bM, bm, bc, bsup, grav, q, G, H, R
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for i in range(n):
-        K._world_place(par, geo, i, q[i], Rl, pl, Rj, pj)
+        K._world_place(par, geo, i, q, Rl, pl, Rj, pj)
         lam = par[i]
         if lam >= 0:
             # Jj[i] = Ad(T_l^-1) Jj[lam]: w' = Rl^T w, v' = Rl^T (v - pl x w)

@@ -121,7 +121,7 @@ def _constraints(kin, q, qd, want_A, want_bias, phi, A, bias, Rw, pw):
     ``n . (p_b - p_a)``; orientation row: ``u . w`` (u fixed in frame_a, w in frame_b).
     """
     par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw = kin
-    n = q.shape[0]
+    n = geo.shape[0]
     Rx, px, W, Vo, Al, Ao = K.world_buffers(n)
     K.world_kinematics(par, geo, q, qd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
     FR = np.empty((2, 3, 3))
@@ -197,9 +197,11 @@ def state_terms(pk, q, qd, tau, want_A, phi, A, bias, M, h):
     tau, A or bias is not finite (the outputs are then incomplete)."""
     par, geo, ine, grav = pk[0], pk[1], pk[2], pk[3]
     kin = kin_pack(pk)
-    n = q.shape[0]
+    n = geo.shape[0]
+    if not _finite(q):
+        return 1, 0.0, 0.0
     for i in range(n):
-        if not (np.isfinite(q[i]) and np.isfinite(qd[i]) and np.isfinite(tau[i])):
+        if not (np.isfinite(qd[i]) and np.isfinite(tau[i])):
             return 1, 0.0, 0.0
     Rw = np.empty((n, 3, 3))
     pw = np.empty((n, 3))
@@ -322,7 +324,7 @@ def cfd_qdd_s(pk, q, qd, tau, variant, gamma, eps, qdd):
 
     Returns (status, rank, the smallest singular value kept by the rank decision, 0 if none).
     """
-    n = q.shape[0]
+    n = pk[1].shape[0]
     m = pk[9].shape[0]
     k = min(m, n)
     s = np.zeros(k)
@@ -390,13 +392,14 @@ def dopri_step(
     space N(A) at the new state if ``tangent_error``; smin_out[0] is lowered to the smallest
     singular value of A met at the stages. Returns (status, min rank).
     """
-    n = q.shape[0]
+    n = pk[1].shape[0]
     KQ = np.empty((7, n))
     KV = np.empty((7, n))
     for i in range(n):
         KQ[0, i] = qd[i]
         KV[0, i] = a0[i]
-    qs = np.empty(n)
+    qs = np.empty(q.shape[0])
+    us = np.empty(n)
     vs = np.empty(n)
     acc = np.empty(n)
     rmin = 1 << 30
@@ -407,8 +410,9 @@ def dopri_step(
             for j in range(st_):
                 sq += dpa[st_, j] * KQ[j, i]
                 sv += dpa[st_, j] * KV[j, i]
-            qs[i] = q[i] + h * sq
+            us[i] = sq
             vs[i] = qd[i] + h * sv
+        K.integrate(pk[1], q, us, h, qs)
         st, r, sm = cfd_qdd_s(pk, qs, vs, tau, variant, gamma, eps, acc)
         if st:
             return st, r
@@ -419,8 +423,9 @@ def dopri_step(
             KV[st_, i] = acc[i]
     eQ = np.empty(n)
     eV = np.empty(n)
-    for i in range(n):
+    for i in range(q.shape[0]):
         q_out[i] = qs[i]  # stage 7 is at the 5th-order solution (FSAL)
+    for i in range(n):
         qd_out[i] = vs[i]
         a_out[i] = acc[i]
         eq = 0.0
@@ -461,12 +466,12 @@ def dopri_step(
 def nr_project(kin, q, free, tol, max_iter, eps, fast, phi_out):
     """Newton-Raphson minimum-norm position projection (seed 002, eq. 39), in place on q.
 
-    Iterates ``q <- q - A+ phi`` (columns of joints with ``free[j] == False`` zeroed, so they
+    Iterates ``q <- q (+) (-A+ phi)`` (columns of joints with ``free[j] == False`` zeroed, so they
     stay fixed) with the absolute-tolerance pseudo-inverse until ``||phi|| <= tol``; ``fast``:
     A+ from the URV factors where :func:`urv_certified` (else the SVD, per iteration).
     Returns (iterations, final ||phi||, rank at the last linearization, converged).
     """
-    n = q.shape[0]
+    n = kin[1].shape[0]
     m = kin[7].shape[0]
     k = min(m, n)
     A = np.empty((m, n))
@@ -510,8 +515,7 @@ def nr_project(kin, q, free, tol, max_iter, eps, fast, phi_out):
         if not ok:
             r = svd_projector(A, eps, P, Ap, s)
             matvec(Ap, phi_out, dq, n, m, False)
-        for a in range(n):
-            q[a] -= dq[a]
+        K.integrate(kin[1], q, dq, -1.0, q)
     return max_iter, res, r, False
 
 
@@ -523,7 +527,7 @@ def vel_project(pk, q, qd, mode, eps):
     ``qd <- qd - M^-1 V1 (V1^T M^-1 V1)^-1 V1^T qd`` with V1 the right singular vectors of A
     above eps (the same rank decision as P). Returns (rank, ||A qd|| before).
     """
-    n = q.shape[0]
+    n = pk[1].shape[0]
     m = pk[9].shape[0]
     if m == 0 or mode == 0:
         return 0, 0.0

@@ -3,9 +3,25 @@
 The model is passed as two packed arrays (few arguments keep the dispatch cheap):
 
 * ``par`` (n,) int64: parent joint index (-1 = world), ``par[i] < i``
-* ``geo`` (n, 28) float64 per joint: [0:9] R_fixed (row-major), [9:12] p_fixed, [12:15] axis,
-  [15] type (0 revolute, 1 prismatic), [16] mass, [17:20] first moment h = m c,
-  [20:28] unused/reserved ... and the inertia about the joint origin is in ``ine`` (n, 3, 3).
+* ``geo`` (n, 28) float64 per velocity coordinate (a one-DOF "sub-joint"): [0:9] R_fixed
+  (row-major), [9:12] p_fixed, [12:15] axis, [15] type (0 revolute, 1 prismatic), [16] mass,
+  [17:20] first moment h = m c, [20] index in q (one-DOF joint: its coordinate; multi-DOF joint:
+  the first of its coordinates), [21] the joint it belongs to (0 one-DOF, 1 free-flyer,
+  2 spherical, 3 planar), [22] its position among that joint's velocity coordinates, [23] the
+  index of that joint's first velocity coordinate, [24:28] unused; the inertia about the joint
+  origin is in ``ine`` (n, 3, 3).
+
+A multi-DOF joint is a chain of one-DOF sub-joints (free-flyer: prismatic x, y, z then revolute
+x, y, z; spherical: revolute x, y, z; planar: prismatic x, y, revolute z), all in the joint's
+child frame: the first carries the placement ``M(q)`` of the joint (from its quaternion / angle
+coordinates in q), the others the identity, and only the last one carries the body. Velocities
+are then the joint's (child-frame) velocity coordinates, as in Pinocchio. The chain's bias
+acceleration holds the products of its own coordinates, ``E = sum_{j<k} (s_j x s_k) v_j v_k``,
+which the joint does not have (its motion subspace is constant): :func:`_vel_product` removes
+them (``qdd_sub = qdd - E`` wherever an acceleration is formed).
+
+``q`` has ``nq`` entries (Pinocchio's layout), velocities and accelerations ``n`` (= nv, the rows
+of ``geo``).
 
 All spatial vectors are linear-first, expressed in the body (joint) frame for the dynamics
 kernels and in the world frame for :func:`world_kinematics`. Batched kernels take 2-D (N, n)
@@ -29,24 +45,109 @@ _CACHE = True
 
 
 @njit(cache=_CACHE, fastmath=False)
-def _local_transform(geo, i, qi, R, p):
-    """R, p (written in place) = placement of joint i in its parent frame at q_i."""
-    ax0, ax1, ax2 = geo[i, 12], geo[i, 13], geo[i, 14]
-    if geo[i, 15] == 0.0:
-        J00, J01, J02, J10, J11, J12, J20, J21, J22 = rodrigues(ax0, ax1, ax2, np.cos(qi), np.sin(qi))
+def _local_transform(geo, i, q, R, p):
+    """R, p (written in place) = placement of sub-joint i in its parent frame at q (nq,)."""
+    g = geo[i, 21]
+    if g == 0.0:
+        qi = q[int(geo[i, 20])]
+        ax0, ax1, ax2 = geo[i, 12], geo[i, 13], geo[i, 14]
+        if geo[i, 15] == 0.0:
+            J00, J01, J02, J10, J11, J12, J20, J21, J22 = rodrigues(ax0, ax1, ax2, np.cos(qi), np.sin(qi))
+            for r in range(3):
+                f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
+                R[r, 0] = f0 * J00 + f1 * J10 + f2 * J20
+                R[r, 1] = f0 * J01 + f1 * J11 + f2 * J21
+                R[r, 2] = f0 * J02 + f1 * J12 + f2 * J22
+                p[r] = geo[i, 9 + r]
+        else:
+            for r in range(3):
+                f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
+                R[r, 0] = f0
+                R[r, 1] = f1
+                R[r, 2] = f2
+                p[r] = geo[i, 9 + r] + (f0 * ax0 + f1 * ax1 + f2 * ax2) * qi
+        return
+    if geo[i, 22] != 0.0:  # a later coordinate of a multi-DOF joint: the same frame
         for r in range(3):
-            f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
-            R[r, 0] = f0 * J00 + f1 * J10 + f2 * J20
-            R[r, 1] = f0 * J01 + f1 * J11 + f2 * J21
-            R[r, 2] = f0 * J02 + f1 * J12 + f2 * J22
-            p[r] = geo[i, 9 + r]
+            for c in range(3):
+                R[r, c] = 1.0 if r == c else 0.0
+            p[r] = 0.0
+        return
+    J00, J01, J02, J10, J11, J12, J20, J21, J22, t0, t1, t2 = _joint_placement(g, q, int(geo[i, 20]))
+    for r in range(3):
+        f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
+        R[r, 0] = f0 * J00 + f1 * J10 + f2 * J20
+        R[r, 1] = f0 * J01 + f1 * J11 + f2 * J21
+        R[r, 2] = f0 * J02 + f1 * J12 + f2 * J22
+        p[r] = geo[i, 9 + r] + f0 * t0 + f1 * t1 + f2 * t2
+
+
+@njit(cache=_CACHE)
+def _joint_placement(g, q, k):
+    """The placement M(q) (R row-major, then t: 12 scalars) of a multi-DOF joint of kind g
+    (1 free-flyer, 2 spherical, 3 planar) whose coordinates start at q[k]; quaternions (x, y, z,
+    w) and (cos, sin) pairs are normalized here."""
+    if g == 3.0:
+        c, s = q[k + 2], q[k + 3]
+        r = np.sqrt(c * c + s * s)
+        c, s = c / r, s / r
+        return c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0, q[k], q[k + 1], 0.0
+    o = k + 3 if g == 1.0 else k
+    x, y, z, w = q[o], q[o + 1], q[o + 2], q[o + 3]
+    r = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x * r, y * r, z * r, w * r
+    if g == 1.0:
+        t0, t1, t2 = q[k], q[k + 1], q[k + 2]
     else:
-        for r in range(3):
-            f0, f1, f2 = geo[i, 3 * r], geo[i, 3 * r + 1], geo[i, 3 * r + 2]
-            R[r, 0] = f0
-            R[r, 1] = f1
-            R[r, 2] = f2
-            p[r] = geo[i, 9 + r] + (f0 * ax0 + f1 * ax1 + f2 * ax2) * qi
+        t0 = t1 = t2 = 0.0
+    return (
+        1.0 - 2.0 * (y * y + z * z),
+        2.0 * (x * y - z * w),
+        2.0 * (x * z + y * w),
+        2.0 * (x * y + z * w),
+        1.0 - 2.0 * (x * x + z * z),
+        2.0 * (y * z - x * w),
+        2.0 * (x * z - y * w),
+        2.0 * (y * z + x * w),
+        1.0 - 2.0 * (x * x + y * y),
+        t0,
+        t1,
+        t2,
+    )
+
+
+@njit(cache=_CACHE)
+def _vel_product(geo, qd, i):
+    """E_i: the chain's velocity-product acceleration of sub-joint i, in its joint's velocity
+    coordinates (0 for a one-DOF joint; see the module docstring)."""
+    g = geo[i, 21]
+    if g == 0.0:
+        return 0.0
+    h = int(geo[i, 23])
+    c = int(geo[i, 22])
+    if g == 1.0:
+        if c < 3:
+            v0, v1, v2 = qd[h], qd[h + 1], qd[h + 2]
+            w0, w1, w2 = qd[h + 3], qd[h + 4], qd[h + 5]
+            if c == 0:
+                return v1 * w2 - v2 * w1
+            if c == 1:
+                return v2 * w0 - v0 * w2
+            return v0 * w1 - v1 * w0
+        h += 3
+        c -= 3
+    elif g == 3.0:
+        if c == 0:
+            return qd[h + 1] * qd[h + 2]
+        if c == 1:
+            return -qd[h] * qd[h + 2]
+        return 0.0
+    w0, w1, w2 = qd[h], qd[h + 1], qd[h + 2]
+    if c == 0:
+        return w1 * w2
+    if c == 1:
+        return -w0 * w2
+    return w0 * w1
 
 
 @njit(cache=_CACHE, inline='always')
@@ -74,9 +175,9 @@ def _inertia_mul(m, h0, h1, h2, I, v0, v1, v2, w0, w1, w2):
 
 @njit(cache=_CACHE)
 def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, tau):
-    n = q.shape[0]
+    n = geo.shape[0]
     for i in range(n):
-        _local_transform(geo, i, q[i], R[i], p[i])
+        _local_transform(geo, i, q, R[i], p[i])
         lam = par[i]
         if lam < 0:
             wl0 = wl1 = wl2 = 0.0
@@ -102,7 +203,7 @@ def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, ta
         b0, b1, b2 = matTvec3_tuple(Ri, (c0, c1, c2))
         e0, e1, e2 = matTvec3_tuple(Ri, (al0, al1, al2))
         ax0, ax1, ax2 = geo[i, 12], geo[i, 13], geo[i, 14]
-        sd, sdd = qd[i], qdd[i]
+        sd, sdd = qd[i], qdd[i] - _vel_product(geo, qd, i)
         if geo[i, 15] == 0.0:
             w0 += ax0 * sd
             w1 += ax1 * sd
@@ -186,7 +287,7 @@ def rnea_batch(par, geo, ine, Q, QD, QDD, FEXT, has_fext, grav, out):
     """out[k] = RNEA(Q[k], QD[k], QDD[k], FEXT[k]) for every sample k. Returns a status."""
     if not _inputs_finite(Q, QD, QDD, FEXT, has_fext):
         return 1
-    N, n = Q.shape
+    N, n = Q.shape[0], geo.shape[0]
     R, p, V, A, F = rnea_buffers(n)
     for k in range(N):
         _rnea_one(par, geo, ine, Q[k], QD[k], QDD[k], FEXT[k if has_fext else 0], has_fext, grav, R, p, V, A, F, out[k])
@@ -195,9 +296,9 @@ def rnea_batch(par, geo, ine, Q, QD, QDD, FEXT, has_fext, grav, out):
 
 @njit(cache=_CACHE)
 def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
-    n = q.shape[0]
+    n = geo.shape[0]
     for i in range(n):
-        _local_transform(geo, i, q[i], R[i], p[i])
+        _local_transform(geo, i, q, R[i], p[i])
         mc[i] = geo[i, 16]
         hc[i, 0], hc[i, 1], hc[i, 2] = geo[i, 17], geo[i, 18], geo[i, 19]
         for r in range(3):
@@ -267,7 +368,7 @@ def crba_batch(par, geo, ine, Q, out):
     """out[k] = joint-space inertia matrix M(Q[k]). Returns a status."""
     if not _all_finite(Q):
         return 1
-    N, n = Q.shape
+    N, n = Q.shape[0], geo.shape[0]
     R = np.empty((n, 3, 3))
     p = np.empty((n, 3))
     mc = np.empty(n)
@@ -281,7 +382,7 @@ def crba_batch(par, geo, ine, Q, out):
 @njit(cache=_CACHE)
 def mass_matrix(par, geo, ine, q, M):
     """M (n, n) = the joint-space inertia matrix at q (one sample, CRBA)."""
-    n = q.shape[0]
+    n = geo.shape[0]
     for a in range(n):
         for b in range(n):
             M[a, b] = 0.0
@@ -294,7 +395,7 @@ def mass_matrix(par, geo, ine, q, M):
 def mass_and_bias(par, geo, ine, grav, q, qd, M, h):
     """M (n, n) = the inertia matrix and h (n,) = RNEA(q, qd, qdd = 0) with gravity (no
     external forces) at one state."""
-    n = q.shape[0]
+    n = geo.shape[0]
     mass_matrix(par, geo, ine, q, M)
     R, p, V, A, F = rnea_buffers(n)
     _rnea_one(par, geo, ine, q, qd, np.zeros(n), np.zeros((1, 6)), False, grav, R, p, V, A, F, h)
@@ -309,7 +410,7 @@ def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol
     """
     if not _inputs_finite(Q, QD, TAU, FEXT, has_fext):
         return 1
-    N, n = Q.shape
+    N, n = Q.shape[0], geo.shape[0]
     R, p, V, A, F = rnea_buffers(n)
     mc = np.empty(n)
     hc = np.empty((n, 3))
@@ -340,10 +441,10 @@ def world_buffers(n):
 
 
 @njit(cache=_CACHE)
-def _world_place(par, geo, i, qi, Rl, pl, Rw, pw):
-    """World placement Rw[i], pw[i] of joint i at q_i from its parent's (Rl (3, 3), pl (3,):
+def _world_place(par, geo, i, q, Rl, pl, Rw, pw):
+    """World placement Rw[i], pw[i] of joint i at q (nq,) from its parent's (Rl (3, 3), pl (3,):
     scratch, left holding the local placement). Returns r = pw[i] - pw[parent] (world axes)."""
-    _local_transform(geo, i, qi, Rl, pl)
+    _local_transform(geo, i, q, Rl, pl)
     lam = par[i]
     if lam < 0:
         for a in range(3):
@@ -369,11 +470,11 @@ def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
     angular acceleration Al (n,3) and classical origin acceleration Ao (n,3), all in world
     coordinates (no gravity).
     """
-    n = q.shape[0]
+    n = geo.shape[0]
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for i in range(n):
-        r0, r1, r2 = _world_place(par, geo, i, q[i], Rl, pl, Rw, pw)
+        r0, r1, r2 = _world_place(par, geo, i, q, Rl, pl, Rw, pw)
         lam = par[i]
         if lam < 0:
             w0 = w1 = w2 = 0.0
@@ -401,7 +502,7 @@ def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
         Ao[i, 2] = c2 + e2 + f2
         W[i, 0], W[i, 1], W[i, 2] = w0, w1, w2
         Al[i, 0], Al[i, 1], Al[i, 2] = l0, l1, l2
-        sd, sdd = qd[i], qdd[i]
+        sd, sdd = qd[i], qdd[i] - _vel_product(geo, qd, i)
         if geo[i, 15] == 0.0:
             W[i, 0] += ax0 * sd
             W[i, 1] += ax1 * sd
@@ -421,12 +522,12 @@ def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
 @njit(cache=_CACHE)
 def fk_batch(par, geo, Q, Rw, pw):
     """World placement of every joint frame for every sample: Rw (N,n,3,3), pw (N,n,3)."""
-    N, n = Q.shape
+    N, n = Q.shape[0], geo.shape[0]
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for k in range(N):
         for i in range(n):
-            _world_place(par, geo, i, Q[k, i], Rl, pl, Rw[k], pw[k])
+            _world_place(par, geo, i, Q[k], Rl, pl, Rw[k], pw[k])
 
 
 @njit(cache=_CACHE)
@@ -480,3 +581,74 @@ def frame_state(par, geo, Rw, pw, W, Vo, Al, Ao, fj, fRo, fpo, Rf, Sf, J):
             J[1, j] = ax1
             J[2, j] = ax2
         j = par[j]
+
+
+@njit(cache=_CACHE)
+def _quat_mul_exp(q, o, w0, w1, w2, out):
+    """out[o:o+4] = the unit quaternion (x, y, z, w) of q[o:o+4] times exp(w) (rotation vector w;
+    right multiplication: w in the child frame). out may be q."""
+    t = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+    if t < 1e-4:
+        k = 0.5 - t * t / 48.0
+    else:
+        k = np.sin(0.5 * t) / t
+    bx, by, bz, bw = k * w0, k * w1, k * w2, np.cos(0.5 * t)
+    ax, ay, az, aw = q[o], q[o + 1], q[o + 2], q[o + 3]
+    x = aw * bx + ax * bw + ay * bz - az * by
+    y = aw * by - ax * bz + ay * bw + az * bx
+    z = aw * bz + ax * by - ay * bx + az * bw
+    w = aw * bw - ax * bx - ay * by - az * bz
+    r = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)
+    out[o], out[o + 1], out[o + 2], out[o + 3] = x * r, y * r, z * r, w * r
+
+
+@njit(cache=_CACHE)
+def integrate(geo, q, v, h, out):
+    """out (nq,) = q (+) h v: the configuration reached from q along the velocity v (nv,) in time
+    h, on the joints' Lie groups (as :meth:`robot_dynamics.model.Model.integrate`, Pinocchio's
+    ``integrate``); quaternions come out of unit norm. out may be q."""
+    n = geo.shape[0]
+    i = 0
+    while i < n:
+        g = geo[i, 21]
+        k = int(geo[i, 20])
+        if g == 0.0:
+            out[k] = q[k] + h * v[i]
+            i += 1
+        elif g == 2.0:
+            _quat_mul_exp(q, k, h * v[i], h * v[i + 1], h * v[i + 2], out)
+            i += 3
+        elif g == 1.0:
+            u0, u1, u2 = h * v[i], h * v[i + 1], h * v[i + 2]
+            w0, w1, w2 = h * v[i + 3], h * v[i + 4], h * v[i + 5]
+            # p += R(q) J_l(w) u  (the SE(3) exponential's translation, in the child frame)
+            t2 = w0 * w0 + w1 * w1 + w2 * w2
+            t = np.sqrt(t2)
+            if t < 1e-4:
+                a, b = 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0
+            else:
+                a, b = (1.0 - np.cos(t)) / t2, (t - np.sin(t)) / (t2 * t)
+            c0, c1, c2 = cross3(w0, w1, w2, u0, u1, u2)
+            d0, d1, d2 = cross3(w0, w1, w2, c0, c1, c2)
+            e0, e1, e2 = u0 + a * c0 + b * d0, u1 + a * c1 + b * d1, u2 + a * c2 + b * d2
+            R00, R01, R02, R10, R11, R12, R20, R21, R22, _, _, _ = _joint_placement(2.0, q, k + 3)
+            p0 = q[k] + R00 * e0 + R01 * e1 + R02 * e2
+            p1 = q[k + 1] + R10 * e0 + R11 * e1 + R12 * e2
+            p2 = q[k + 2] + R20 * e0 + R21 * e1 + R22 * e2
+            _quat_mul_exp(q, k + 3, w0, w1, w2, out)
+            out[k], out[k + 1], out[k + 2] = p0, p1, p2
+            i += 6
+        else:  # planar: SE(2)
+            u0, u1, t = h * v[i], h * v[i + 1], h * v[i + 2]
+            if abs(t) < 1e-4:
+                a, b = 1.0 - t * t / 6.0, t / 2.0 - t**3 / 24.0
+            else:
+                a, b = np.sin(t) / t, (1.0 - np.cos(t)) / t
+            px, py = a * u0 - b * u1, b * u0 + a * u1
+            c, s = q[k + 2], q[k + 3]
+            r = np.sqrt(c * c + s * s)
+            c, s = c / r, s / r
+            cw, sw = np.cos(t), np.sin(t)
+            out[k], out[k + 1] = q[k] + c * px - s * py, q[k + 1] + s * px + c * py
+            out[k + 2], out[k + 3] = c * cw - s * sw, s * cw + c * sw
+            i += 3

@@ -55,7 +55,7 @@ def constraint_terms(model, q, qd=None, jacobian=True):
     Parameters: q (n,), qd (n,) optional. Returns :class:`ConstraintTerms`.
     For a tree (no loops) the arrays have m = 0 rows.
     """
-    n = model.nq
+    n = model.nv
     m = model.nconstraints
     st = world_state(model, q, qd)
     phi = np.zeros(m)

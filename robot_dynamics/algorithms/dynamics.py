@@ -38,9 +38,9 @@ _EMPTY_FEXT = np.zeros((1, 1, 6))
 
 def _state_batch(model, q, qd, x, x_name, f_ext):
     """(Q, QD, X, FE, has_fext, single): q, qd and x (qdd or tau) as (S, nq) batches of one
-    size S, and the external wrenches as :func:`_fext` gives them."""
-    n = model.nq
-    Q, single = as_batch(q, n, 'q')
+    size S (q: (S, nq), the others (S, nv)), and the external wrenches as :func:`_fext` gives them."""
+    n = model.nv
+    Q, single = as_batch(q, model.nq, 'q')
     QD = same_batch(Q, as_batch(qd, n, 'qd')[0], 'qd', single)
     X = same_batch(Q, as_batch(x, n, x_name)[0], x_name, single)
     FE, has = _fext(model, f_ext, Q.shape[0])
@@ -51,7 +51,7 @@ def _fext(model, f_ext, N):
     if f_ext is None:
         return _EMPTY_FEXT, False
     F = np.asarray(f_ext, dtype=np.float64)
-    n = model.nq
+    n = model.nv
     if F.shape == (n, 6):
         F = F.reshape(1, n, 6)
     if F.ndim != 3 or F.shape[1:] != (n, 6) or F.shape[0] not in (1, N):
@@ -76,10 +76,14 @@ def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
     Parameters
     ----------
     model : Model
-    q, qd, qdd : array_like, (n,) or (N, n)
-        Joint positions [rad | m], velocities and accelerations (order ``model.joint_names``).
-    f_ext : array_like (n, 6) or (N, n, 6), optional
-        External wrench on each body in its joint frame (Pinocchio's convention).
+    q : array_like, (nq,) or (N, nq)
+        Joint positions [rad | m] (Pinocchio's layout: quaternions (x, y, z, w) for multi-DOF joints).
+    qd, qdd : array_like, (nv,) or (N, nv)
+        Velocities and accelerations (order ``model.joint_names``; a multi-DOF joint's in its
+        child frame, as Pinocchio's).
+    f_ext : array_like (nv, 6) or (N, nv, 6), optional
+        External wrench on the body of each velocity coordinate in its joint frame (Pinocchio's
+        convention; a multi-DOF joint's coordinates share its frame).
     gravity : array_like (3,), optional
         Overrides ``model.gravity`` (world frame, m/s^2).
 
@@ -93,7 +97,7 @@ def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
     >>> tau = rnea(model, q, np.zeros(model.nq), np.zeros(model.nq))   # gravity torques
     """
     Q, QD, QDD, FE, has, single = _state_batch(model, q, qd, qdd, 'qdd', f_ext)
-    out = np.empty_like(Q)
+    out = np.empty_like(QD)
     st = K.rnea_batch(model._par, model._geo, model._ine, Q, QD, QDD, FE, has, _grav(model, gravity), out)
     if st:
         raise InputError('rnea: q, qd, qdd or f_ext contains non-finite values')
@@ -103,11 +107,11 @@ def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
 def crba(model, q):
     """Composite-rigid-body algorithm: joint-space inertia matrix M(q).
 
-    q : (n,) or (N, n). Returns M (n, n) or (N, n, n), symmetric positive semi-definite
+    q : (nq,) or (N, nq). Returns M (nv, nv) or (N, nv, nv), symmetric positive semi-definite
     (definite unless a joint drives no inertia).
     """
-    n = model.nq
-    Q, single = as_batch(q, n, 'q')
+    n = model.nv
+    Q, single = as_batch(q, model.nq, 'q')
     out = np.zeros((Q.shape[0], n, n))
     if K.crba_batch(model._par, model._geo, model._ine, Q, out):
         raise InputError('crba: q contains non-finite values')
@@ -125,9 +129,9 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
         When a Cholesky pivot of M is not positive (relative tolerance ``rel_tol``): the named
         joint moves no inertia (e.g. it carries only massless links).
     """
-    n = model.nq
+    n = model.nv
     Q, QD, TAU, FE, has, single = _state_batch(model, q, qd, tau, 'tau', f_ext)
-    out = np.empty_like(Q)
+    out = np.empty_like(QD)
     Mw = np.zeros((Q.shape[0], n, n))
     st = K.fd_batch(model._par, model._geo, model._ine, Q, QD, TAU, FE, has, _grav(model, gravity), out, Mw, rel_tol)
     if st == 1:
@@ -146,14 +150,14 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
 def gravity_torques(model, q, gravity=None):
     """Generalized gravity g(q) = rnea(q, 0, 0), shape (n,) or (N, n)."""
     Q = np.asarray(q, dtype=np.float64)
-    z = np.zeros_like(Q)
+    z = np.zeros(Q.shape[:-1] + (model.nv,))
     return rnea(model, Q, z, z, gravity=gravity)
 
 
 def nonlinear_effects(model, q, qd, gravity=None):
     """Bias forces h(q, qd) = C(q, qd) qd + g(q) = rnea(q, qd, 0)."""
-    Q = np.asarray(q, dtype=np.float64)
-    return rnea(model, Q, qd, np.zeros_like(Q), gravity=gravity)
+    QD = np.asarray(qd, dtype=np.float64)
+    return rnea(model, q, QD, np.zeros_like(QD), gravity=gravity)
 
 
 def kinetic_energy(model, q, qd):

@@ -54,7 +54,7 @@ def joint_placements(model, q):
     Q, single = as_batch(q, model.nq, 'q')
     if not np.all(np.isfinite(Q)):
         raise InputError('q contains non-finite values')
-    N, n = Q.shape
+    N, n = Q.shape[0], model.nv
     Rw = np.empty((N, n, 3, 3))
     pw = np.empty((N, n, 3))
     K.fk_batch(model._par, model._geo, Q, Rw, pw)
@@ -121,10 +121,10 @@ def world_state(model, q, qd=None, qdd=None):
     velocity, alpha (n,3) angular acceleration, a (n,3) classical origin acceleration, and
     ``axis`` (n,3) the joint axes in world coordinates. ``qd``/``qdd`` default to zero.
     """
-    n = model.nq
+    n = model.nv
     q = as_float(q, 'q')
-    if q.shape != (n,):
-        raise InputError(f'q must have shape ({n},), got {q.shape}')
+    if q.shape != (model.nq,):
+        raise InputError(f'q must have shape ({model.nq},), got {q.shape}')
     qd = np.zeros(n) if qd is None else as_float(qd, 'qd')
     qdd = np.zeros(n) if qdd is None else as_float(qdd, 'qdd')
     if qd.shape != (n,) or qdd.shape != (n,):
@@ -164,7 +164,7 @@ def _frame_state(model, st, fidx):
 
 def _lwa_columns(model, st, fidx, p_f, v_f=None):
     """LWA Jacobian (6, n) of frame fidx and, if v_f is given, its time derivative."""
-    n = model.nq
+    n = model.nv
     J = np.zeros((6, n))
     dJ = np.zeros((6, n)) if v_f is not None else None
     j = model.frame_parent[fidx]
@@ -177,8 +177,9 @@ def _lwa_columns(model, st, fidx, p_f, v_f=None):
     J[:3, sup] = np.where(rev[:, None], cross(ax, d), ax).T
     J[3:, sup] = np.where(rev[:, None], ax, 0.0).T
     if v_f is not None:
-        wxa = cross(st['w'][sup], ax)
-        dlin_rev = cross(wxa, d) + cross(ax, v_f - st['v'][sup])
+        g = model.group_last[sup]  # a multi-DOF joint's axes move with its child frame
+        wxa = cross(st['w'][g], ax)
+        dlin_rev = cross(wxa, d) + cross(ax, v_f - st['v'][g])
         dJ[:3, sup] = np.where(rev[:, None], dlin_rev, wxa).T
         dJ[3:, sup] = np.where(rev[:, None], wxa, 0.0).T
     return J, dJ
@@ -275,7 +276,7 @@ def frame_wrench_to_joint(model, q, frame, wrench, reference='local_world_aligne
     w = np.asarray(wrench, dtype=np.float64)
     if w.shape != (6,) or not np.all(np.isfinite(w)):
         raise InputError(f'wrench must be a finite (6,) vector, got shape {w.shape}')
-    F = np.zeros((model.nq, 6)) if out is None else out
+    F = np.zeros((model.nv, 6)) if out is None else out
     fidx = model.frame_index(frame)
     j = model.frame_parent[fidx]
     if j < 0:

@@ -421,6 +421,7 @@ def make_loop_map(model, kind='auto'):
     """Loop map of ``model``: 'tree' (no loops), 'closed_form' (sidecar triangle resolvers),
     'numeric', or 'auto' (closed form where the sidecar declares one for every loop, else
     numeric)."""
+    model.require_one_dof('the loop maps of inertia partitioning')
     if kind == 'auto':
         if not model.loops:
             return TreeLoopMap(model)
@@ -528,6 +529,7 @@ class PartitionedModel:
     """
 
     def __init__(self, model, loop_map='auto', neglect_bodies=()):
+        model.require_one_dof('inertia partitioning')
         self.model = model
         self.loop_map = make_loop_map(model, loop_map) if isinstance(loop_map, str) else loop_map
         self.all_coords = list(self.loop_map.independent)

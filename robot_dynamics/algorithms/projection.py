@@ -228,7 +228,7 @@ class ConstrainedDynamics(namedtuple('ConstrainedDynamics', _CD_FIELDS)):
 
 
 def _cfd_raw(model, pack, q, qd, tau, variant_code, gamma, eps):
-    n = model.nq
+    n = model.nv
     m = pack[9].shape[0]
     out = (
         np.empty(n),
@@ -284,11 +284,11 @@ def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, ep
 
     Example
     -------
-    >>> res = constrained_forward_dynamics(model, q, qd, np.zeros(model.nq))
+    >>> res = constrained_forward_dynamics(model, q, qd, np.zeros(model.nv))
     >>> res.qdd, res.F, res.lam
     """
-    n = model.nq
-    q = _vec(q, n, 'q', False)  # finiteness is checked by the kernel (status 1)
+    n = model.nv
+    q = _vec(q, model.nq, 'q', False)  # finiteness is checked by the kernel (status 1)
     qd = _vec(qd, n, 'qd', False)
     tau = _vec(tau, n, 'tau', False)
     code = _variant(variant)
@@ -305,7 +305,7 @@ def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, ep
 
 def _terms(model, q, qd, eps):
     """All state-dependent terms (M, h, A, P, A+, C qd, ...) at (q, qd), tau = 0."""
-    return constrained_forward_dynamics(model, q, qd, np.zeros(model.nq), 'Mc', None, eps)
+    return constrained_forward_dynamics(model, q, qd, np.zeros(model.nv), 'Mc', None, eps)
 
 
 LagrangeDynamics = namedtuple('LagrangeDynamics', 'qdd F lam rows')
@@ -337,8 +337,8 @@ def lagrange_forward_dynamics(model, q, qd, tau, rows=None, rcond=1e-10):
     from robot_dynamics.algorithms.constraints import constraint_terms
     from robot_dynamics.algorithms.dynamics import crba, nonlinear_effects
 
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     qd = _vec(qd, n, 'qd')
     f = _vec(tau, n, 'tau')
     ct = constraint_terms(model, q, qd)
@@ -384,7 +384,7 @@ def _joint_mask(model, joints, default):
 
 
 def _joint_mask_uncached(model, joints):
-    n = model.nq
+    n = model.nv
     if isinstance(joints, str):
         if joints == 'independent':
             idx = model.independent_indices
@@ -443,11 +443,10 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
         When no assembly exists for the fixed coordinates (Newton stalls at a least-squares
         point with ``||phi|| > tol``) or it does not converge within ``max_iter``.
     """
-    n = model.nq
     pack = _pack(model)
     default = 'independent' if q_independent is not None else 'none'
     mask, idx = _joint_mask(model, fixed, default)
-    q = model.reference_q() if q_guess is None else _vec(q_guess, n, 'q_guess').copy()
+    q = model.reference_q() if q_guess is None else _vec(q_guess, model.nq, 'q_guess').copy()
     if q_independent is not None:
         qi = np.asarray(q_independent, dtype=np.float64).reshape(-1)
         if qi.shape != (len(idx),):
@@ -455,7 +454,12 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
                 f'q_independent must have shape ({len(idx)},) for the fixed joints '
                 f'{[model.joint_names[i] for i in idx]}, got {qi.shape}'
             )
-        q[idx] = qi
+        if np.any(model.q_of_v[idx] < 0):
+            raise InputError(
+                'q_independent sets one-DOF joints only; a multi-DOF joint is fixed at q_guess: '
+                f'{[model.joint_names[i] for i in idx if model.q_of_v[i] < 0]}'
+            )
+        q[model.q_of_v[idx]] = qi
     if not np.all(np.isfinite(q)):
         raise InputError('assemble: start configuration contains non-finite values')
     phi = np.empty(model.nconstraints)
@@ -463,7 +467,7 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
     if ok:
         return AssemblyResult(q, int(it), float(res), int(r))
     fixed_names = [model.joint_names[i] for i in idx]
-    if fallback and np.all(np.isfinite(q)):
+    if fallback and not model.multi_dof and np.all(np.isfinite(q)):
         # Newton failed: minimise ||phi|| over the free joints (damped, globally convergent).
         # A zero minimum is an assembly Newton missed (polished by Newton); a non-zero
         # stationary point means no assembly exists near the guess.
@@ -493,7 +497,7 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
         if res2 > 1e3 * max(tol, 1e-12) and gnorm <= 1e-6 * max(res2, 1e-12):
             raise AssemblyError(
                 f"assemble: no closed configuration of '{model.name}' exists near the guess "
-                f'with {fixed_names} fixed at {q[idx]}: Newton-Raphson fails and the '
+                f'with {fixed_names} fixed at {q[model.q_of_v[idx]]}: Newton-Raphson fails and the '
                 f'least-squares minimum of the closure residual is ||phi|| = {res2:.3e} > '
                 f'tol = {tol:g} (out of reach / no assembly)',
                 q=q2,
@@ -521,10 +525,10 @@ def project_velocity(model, q, qd, mode='euclidean', eps=None):
     correction ``qd - M^-1 V1 (V1^T M^-1 V1)^-1 V1^T qd`` (V1: the rank-r right singular
     vectors of A); 'none': unchanged. Returns the projected qd (n,).
     """
-    n = model.nq
+    n = model.nv
     if mode not in _VP:
         raise InputError(f'velocity projection mode must be one of {sorted(_VP)}, got {mode!r}')
-    q = _vec(q, n, 'q')
+    q = _vec(q, model.nq, 'q')
     v = _vec(qd, n, 'qd').copy()
     pack = _pack(model)
     PK.vel_project(pack, q, v, _VP[mode], _eps(eps))
@@ -547,7 +551,7 @@ callable theta)."""
 
 def _theta_spec(model, theta, q, qd):
     """(theta, thetad, J_theta (k,n), Jdot_theta qd (k,), indices) for joint or callable theta."""
-    n = model.nq
+    n = model.nv
     if callable(theta):
         th, J, Jdqd = theta(q, qd)
         J = np.atleast_2d(np.asarray(J, dtype=float))
@@ -555,7 +559,7 @@ def _theta_spec(model, theta, q, qd):
     _, idx = _joint_mask(model, theta, 'independent')
     J = np.zeros((len(idx), n))
     J[np.arange(len(idx)), idx] = 1.0
-    return q[idx].copy(), qd[idx].copy(), J, np.zeros(len(idx)), idx
+    return q[model.q_of_v[idx]].copy(), qd[idx].copy(), J, np.zeros(len(idx)), idx
 
 
 def independent_coordinates(model, q, qd, theta='independent', eps=None, terms=None):
@@ -570,8 +574,8 @@ def independent_coordinates(model, q, qd, theta='independent', eps=None, terms=N
     (absolute-tolerance pseudo-inverse; K must have full column rank n, which for
     ``theta = actuated joints`` is exactly the passive-joint controllability condition (64)).
     """
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     qd = _vec(qd, n, 'qd')
     e = _eps(eps)
     d = _terms(model, q, qd, e) if terms is None else terms
@@ -667,8 +671,8 @@ def _actuation(d, b, W, act_idx, eps, n):
 def controllability(model, q, actuated='model', eps=None):
     """``sigma_min([A; S_a])`` at q (seed 002 eq. 64): > eps iff locking the actuated joints
     leaves no admissible motion, i.e. the passive-joint PIDC can realise any motion."""
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     _, idx = _joint_mask(model, 'actuated' if actuated == 'model' else actuated, 'actuated')
     d = _terms(model, q, np.zeros(n), _eps(eps))
     S = np.zeros((len(idx), n))
@@ -709,8 +713,8 @@ def projected_inverse_dynamics(
 
     Returns :class:`PIDCResult`. ``tau`` is in the sign convention ``M qdd + h = tau - F``.
     """
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     qd = _vec(qd, n, 'qd')
     e = _eps(eps)
     d = _terms(model, q, qd, e) if terms is None else terms
@@ -725,7 +729,7 @@ def projected_inverse_dynamics(
 
 
 def _pidc_from_u(model, d, u, W, actuated, e, strict, err, errd):
-    n = model.nq
+    n = model.nv
     if isinstance(actuated, str) and actuated == 'model':
         actuated = 'actuated'
     _, idx = _joint_mask(model, actuated, 'actuated')
@@ -788,8 +792,8 @@ def pidc(
     :func:`independent_coordinates` (default ``model.independent``; e.g. 'actuated').
     Returns :class:`PIDCResult` with ``e`` and ``ed`` filled.
     """
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     qd = _vec(qd, n, 'qd')
     e_ = _eps(eps)
     d = _terms(model, q, qd, e_)
@@ -846,8 +850,8 @@ def hybrid_control(
     (sampled loops with a one-step-delayed ``F_meas`` need ``GF < 1``, brief A5). All joints
     must be actuated (with passive joints f_perp is used up by eq. 62, par. 7.4).
     """
-    n = model.nq
-    q = _vec(q, n, 'q')
+    n = model.nv
+    q = _vec(q, model.nq, 'q')
     qd = _vec(qd, n, 'qd')
     e = _eps(eps)
     d = _terms(model, q, qd, e)
@@ -887,7 +891,7 @@ def constraint_force_control(model, q, qd, F_d=None, lam_d=None, **kw):
 def hold_command(model, q, qd, damping=0.0):
     """Generalized force (n,) that balances gravity statically with the actuated joints only
     (minimum norm, passive-joint aware), minus ``damping`` * actuated joint velocities."""
-    n = model.nq
+    n = model.nv
     res = projected_inverse_dynamics(model, q, np.zeros(n), u=np.zeros(n))
     tau = res.tau.copy()
     idx = model.actuated_indices

@@ -90,6 +90,7 @@ def rnea_time_derivatives(model, q, qd, qdd, qddd, qdddd=None, order=2, gravity=
     ndarray (order + 1, n) or (order + 1, S, n)
         Row 0 equals :func:`robot_dynamics.rnea` (no external wrenches).
     """
+    model.require_one_dof('rnea_time_derivatives')
     if order not in (1, 2):
         raise InputError(f'order must be 1 or 2, got {order!r}')
     if order == 2 and qdddd is None:

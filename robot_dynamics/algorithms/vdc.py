@@ -870,6 +870,7 @@ def structure_from_model(model, tool_frame=None, eps=1e-6):
     ``rod_joint`` B_4j; B_0j is massless (the preceding link's mass is in the previous segment).
     ``tool_frame`` (default: the sidecar key ``actuators.<last>.tool_frame``) is the frame D.
     """
+    model.require_one_dof('virtual decomposition control')
     acts = [(n, a) for n, a in model.actuators.items() if a.get('type') == 'hydraulic_cylinder']
     if not acts:
         raise StructureError(f"{model.loops_source}: actuators: no 'hydraulic_cylinder' entry")

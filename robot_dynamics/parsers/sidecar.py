@@ -81,6 +81,8 @@ _TOP_KEYS = {
     'submechanisms',
     'actuators',
     'description',
+    'root_joint',
+    'joint_types',
 }
 _LOOP_KEYS = {'name', 'type', 'frame_a', 'frame_b', 'axis', 'axes', 'description'}
 _SUBMECH_KEYS = {
@@ -184,7 +186,10 @@ def _first(keys):
 
 
 def read_spec(spec):
-    """Load the sidecar: a path, or an already parsed dict. Returns (dict, source name)."""
+    """Load the sidecar: a path, an already parsed dict, or a (dict, source name) pair as this
+    function returns. Returns (dict, source name)."""
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], dict):
+        return spec
     if isinstance(spec, dict):
         return spec, '<dict>'
     if not isinstance(spec, (str, bytes, os.PathLike)):
@@ -361,7 +366,7 @@ def check_semantics(model, src, declared=()):
                 ),
             )
     A = constraint_jacobian(model, q)
-    n, dof = model.nq, model.nq - _rank(A)
+    n, dof = model.nv, model.nv - _rank(A)
     sea = {a.get('motor_joint'): a.get('joint') for a in model.actuators.values() if a.get('type') == 'sea'}
     eye = np.eye(n)
 
@@ -481,7 +486,11 @@ def attach_loops(model, spec, check=True):
                 row_names=tuple(f'{name}/{r}' for r in rn),
             )
         )
-    actuated = _names(src, 'actuated', data['actuated'], jset, 'movable joint') if 'actuated' in data else list(joints)
+    actuated = (
+        _names(src, 'actuated', data['actuated'], jset, 'movable joint')
+        if 'actuated' in data
+        else model.default_actuated()
+    )
     independent = (
         _names(src, 'independent', data['independent'], jset, 'movable joint')
         if 'independent' in data

@@ -13,7 +13,8 @@ lenient, so the tree is validated here: every problem raises
 :class:`~robot_dynamics.errors.ModelError` naming the file and the link/joint.
 
 * revolute, continuous and prismatic joints become coordinates; fixed joints are merged into
-  the parent body (inertia and frames); floating and planar joints are rejected.
+  the parent body (inertia and frames); ``floating`` joints become free-flyers and ``planar``
+  joints planar joints (:mod:`robot_dynamics.spatial.joints`).
 * mimic joints load as ordinary coordinates (recorded in ``model.mimic``).
 * meshes are never opened (geometry is irrelevant to dynamics), so missing mesh files are fine;
   ``<visual>``/``<collision>``, ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other
@@ -33,13 +34,15 @@ import io
 import logging
 import os
 import re
+import warnings
 from contextlib import redirect_stderr
 from types import SimpleNamespace
 
 import numpy as np
 
-from robot_dynamics.errors import ModelError
-from robot_dynamics.model import PRISMATIC, REVOLUTE, Model
+from robot_dynamics.errors import LoopSpecError, ModelError, ModelWarning
+from robot_dynamics.model import PRISMATIC, REVOLUTE, SUB_JOINTS, Joint, Model
+from robot_dynamics.spatial.joints import joint_model
 
 log = logging.getLogger(__name__)
 
@@ -544,14 +547,9 @@ def _check_inertials(src, links):
     ev = np.linalg.eigvalsh(np.where(finite[:, None, None], Ic, 0.0))
     tol = 1e-9 * np.fmax(1.0, np.abs(ev).max(axis=1))
     bad_mass = ~np.isfinite(m) | (m < 0)
-    bad = (
-        bad_mass
-        | ~finite
-        | (ev.min(axis=1) < -tol)
-        | (2 * ev.max(axis=1) > ev.sum(axis=1) + tol)
-        | ((m == 0) & (np.abs(Ic).max(axis=(1, 2)) > tol))
-    )
-    for i in np.flatnonzero(bad).tolist():
+    bad = bad_mass | ~finite | (ev.min(axis=1) < -tol)
+    odd = ~bad & ((2 * ev.max(axis=1) > ev.sum(axis=1) + tol) | ((m == 0) & (np.abs(Ic).max(axis=(1, 2)) > tol)))
+    for i in np.flatnonzero(bad | odd).tolist():
         el = f"link '{links[rows[i]].name}' <inertial>"
         e = ev[i]
         if bad_mass[i]:
@@ -564,7 +562,10 @@ def _check_inertials(src, links):
             msg = f'inertia violates the triangle inequality (principal moments {e}): not a physical body'
         else:
             msg = 'zero mass with non-zero rotational inertia'
-        errors[rows[i]] = ModelError(src, el, msg)
+        if odd[i]:  # loaded as given, as Pinocchio does
+            warnings.warn(f'{src}: {el}: {msg}; loaded as given', ModelWarning, stacklevel=4)
+        else:
+            errors[rows[i]] = ModelError(src, el, msg)
     m_all[rows], c_all[rows] = m, c
     I_all[rows] = R @ Ic @ R.transpose(0, 2, 1)
     return m_all, c_all, I_all, errors
@@ -593,7 +594,92 @@ def _body_inertias(n, body, m, c, I, R, p):
     return M, com, Icom
 
 
-def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, reader='fast'):
+ROOT_JOINTS = ('free_flyer', 'planar')
+#: joint kinds a sidecar's ``joint_types`` may give a URDF joint
+SIDECAR_JOINT_TYPES = ('spherical',)
+
+
+def _sidecar_source(loops, src, directory):
+    """The sidecar to read: the ``loops`` argument, or ``<stem>.loops.yaml`` beside a URDF file."""
+    if loops is None and directory is not None:
+        base = os.path.basename(src)
+        for ext in ('.urdf.xacro', '.xacro', '.urdf'):
+            if base.endswith(ext):
+                base = base[: -len(ext)]
+                break
+        cand = os.path.join(directory, base + '.loops.yaml')
+        return cand if os.path.isfile(cand) else None
+    return loops if loops is not None and loops is not False else None
+
+
+def _joint_kinds(src, spec, spec_src, jn, urdf_types, root_joint):
+    """Kind of each tree joint (URDF type, or the sidecar's ``joint_types``) and the root joint."""
+    kinds = [{'floating': 'free_flyer', 'continuous': 'revolute'}.get(t, t) for t in urdf_types]
+    side_root = spec.get('root_joint') if spec else None
+    if side_root is not None and side_root not in ROOT_JOINTS:
+        raise LoopSpecError(spec_src, 'root_joint', f'must be one of {list(ROOT_JOINTS)}, got {side_root!r}')
+    if root_joint is not None and root_joint not in ROOT_JOINTS:
+        raise ModelError(src, None, f'root_joint must be one of {list(ROOT_JOINTS)} or None, got {root_joint!r}')
+    types = (spec.get('joint_types') if spec else None) or {}
+    if not isinstance(types, dict):
+        raise LoopSpecError(spec_src, 'joint_types', 'must be a mapping joint: type')
+    index = {n: i for i, n in enumerate(jn)}
+    for j, kind in types.items():
+        if j not in index:
+            raise LoopSpecError(spec_src, f'joint_types.{j}', f'not a movable joint of the URDF{_hint(j, index)}')
+        if kind not in SIDECAR_JOINT_TYPES:
+            raise LoopSpecError(
+                spec_src, f'joint_types.{j}', f'must be one of {list(SIDECAR_JOINT_TYPES)}, got {kind!r}'
+            )
+        kinds[index[j]] = kind
+    return kinds, root_joint if root_joint is not None else side_root
+
+
+def _expand(kinds, par, Rf, pf, lo, hi, vl, el_, jn, axes, types, fr_par):
+    """Per-joint lists -> per-velocity-coordinate lists (a multi-DOF joint becomes its chain of
+    one-DOF coordinates, see :mod:`robot_dynamics.model`); returns them, the joints and the
+    frames' parents (the last coordinate of their joint)."""
+    out = {k: [] for k in ('par', 'Rf', 'pf', 'lo', 'hi', 'vl', 'el', 'names', 'axes', 'types')}
+    last, joints, iq = [], [], 0
+    eye, zero = np.eye(3), np.zeros(3)
+    for i, kind in enumerate(kinds):
+        parent = last[par[i]] if par[i] >= 0 else -1
+        iv = len(out['par'])
+        subs = SUB_JOINTS.get(kind)
+        if subs is None:
+            rows = [(jn[i], par_i, Rf[i], pf[i], lo[i], hi[i], vl[i], el_[i], axes[i], types[i]) for par_i in (parent,)]
+            nq = 1
+        else:
+            rows = []
+            for c, (suffix, t, a) in enumerate(subs):
+                ax = np.zeros(3)
+                ax[a] = 1.0
+                rows.append(
+                    (
+                        f'{jn[i]}/{suffix}',
+                        parent if c == 0 else iv + c - 1,
+                        Rf[i] if c == 0 else eye,
+                        pf[i] if c == 0 else zero,
+                        -np.inf,
+                        np.inf,
+                        vl[i],
+                        el_[i],
+                        ax,
+                        t,
+                    )
+                )
+            nq = joint_model(kind).nq
+        for r in rows:
+            for k, v in zip(('names', 'par', 'Rf', 'pf', 'lo', 'hi', 'vl', 'el', 'axes', 'types'), r):
+                out[k].append(v)
+        joints.append(Joint(jn[i], kind, iq, nq, iv, len(rows)))
+        iq += nq
+        last.append(len(out['par']) - 1)
+    fp = [last[j] if j >= 0 else -1 for j in fr_par]
+    return out, joints, fp
+
+
+def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, reader='fast', root_joint=None):
     """Build a :class:`Model` from a URDF path, xacro path or XML string.
 
     ``loops``: sidecar path, already-parsed dict, ``False`` (ignore any sidecar) or ``None``
@@ -602,6 +688,9 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
     ``gravity``: (3,) world gravity, default (0, 0, -9.81).
     ``reader``: ``'fast'`` (this module's reader, linear time) or ``'urdfdom'`` (urdfdom-py,
     about ten times slower; the tests check that both give the same model).
+    ``root_joint``: ``'free_flyer'`` or ``'planar'`` puts the URDF root link on that joint,
+    named ``root_joint`` (Pinocchio's ``buildModelFromUrdf(path, JointModelFreeFlyer())``); the
+    sidecar key ``root_joint`` does the same; None (default): the sidecar's, else a fixed base.
     """
     from robot_dynamics.parsers import sidecar as loopmod
 
@@ -640,14 +729,11 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
                 f"('{child_joint[j.child].name}' and '{j.name}'): URDF must be "
                 f'a tree; declare the closing joint in the loops sidecar',
             )
-        if j.type in ('floating', 'planar'):
+        if j.type == 'planar' and j.axis is not None and not np.allclose(np.abs(j.axis), (0.0, 0.0, 1.0)):
             raise ModelError(
-                src,
-                el,
-                f"joint type '{j.type}' is not supported (fixed-base "
-                f'trees of revolute/continuous/prismatic/fixed joints only)',
+                src, el, f'a planar joint moves in the xy plane of its frame: axis must be z, got {j.axis}'
             )
-        if j.type not in _SUPPORTED and j.type != 'fixed':
+        if j.type not in _SUPPORTED and j.type not in ('fixed', 'floating', 'planar') and j.type != 'fixed':
             raise ModelError(src, el, f"unknown joint type '{j.type}'")
         child_joint[j.child] = j
         children[j.parent].append(jk)
@@ -797,7 +883,34 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
         if grav is None or grav.shape != (3,) or not np.all(np.isfinite(grav)):
             raise ModelError(src, None, f'gravity must be a finite 3-vector, got {gravity!r}')
 
-    n, nf = len(jn), len(fr_link)
+    spec_src = _sidecar_source(loops, src, directory)
+    spec = loopmod.read_spec(spec_src) if spec_src is not None else None
+    kinds, root_kind = _joint_kinds(
+        src, spec[0] if spec else None, spec[1] if spec else None, jn, [joints[i].type for i in jks], root_joint
+    )
+    types = [_SUPPORTED.get(joints[i].type, PRISMATIC) for i in jks]
+    axes = [ax_unit[i] for i in jks]
+    if root_kind is not None:  # the root link on a joint named root_joint
+        if 'root_joint' in joint_set:
+            raise ModelError(src, "joint 'root_joint'", 'the name of the root joint is taken')
+        kinds.insert(0, root_kind)
+        par = [-1] + [p + 1 for p in par]
+        for lst, v in (
+            (jn, 'root_joint'),
+            (Rf, eye),
+            (pf, zero),
+            (lo, -np.inf),
+            (hi, np.inf),
+            (vl, np.inf),
+            (el_, np.inf),
+        ):
+            lst.insert(0, v)
+        types.insert(0, PRISMATIC)
+        axes.insert(0, np.array([0.0, 0.0, 1.0]))
+        fr_par = [p + 1 for p in fr_par]
+        jks = [-1] + jks
+    ex, tree_joints, fr_par = _expand(kinds, par, Rf, pf, lo, hi, vl, el_, jn, axes, types, fr_par)
+    n, nf = len(ex['names']), len(fr_link)
     fr_link, fr_par = np.array(fr_link, dtype=np.int64), np.array(fr_par, dtype=np.int64)
     frame_R, frame_p = np.array(fr_R, float).reshape(nf, 3, 3), np.array(fr_p, float).reshape(nf, 3)
     # the body of each joint: its child link and the links fixed to it (those with inertia)
@@ -807,20 +920,22 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
     model = Model(
         name=name or robot.name or 'robot',
         source=src,
-        joint_names=jn,
-        parents=np.array(par, dtype=np.int64),
-        joint_types=np.array([_SUPPORTED[joints[i].type] for i in jks], dtype=np.int64),
-        joint_urdf_types=[joints[i].type for i in jks],
-        axes=ax_unit[jks].reshape(n, 3),
-        R_fixed=np.array(Rf, float).reshape(n, 3, 3),
-        p_fixed=np.array(pf, float).reshape(n, 3),
+        joint_names=ex['names'],
+        parents=np.array(ex['par'], dtype=np.int64),
+        joint_types=np.array(ex['types'], dtype=np.int64),
+        joint_urdf_types=[
+            jt.kind if jt.nv > 1 else joints[jks[k]].type for k, jt in enumerate(tree_joints) for _ in range(jt.nv)
+        ],
+        axes=np.array(ex['axes'], float).reshape(n, 3),
+        R_fixed=np.array(ex['Rf'], float).reshape(n, 3, 3),
+        p_fixed=np.array(ex['pf'], float).reshape(n, 3),
         mass=mass,
         com=com,
         inertia_com=inertia_com,
-        lower=np.array(lo, float),
-        upper=np.array(hi, float),
-        velocity_limit=np.array(vl, float),
-        effort_limit=np.array(el_, float),
+        lower=np.array(ex['lo'], float),
+        upper=np.array(ex['hi'], float),
+        velocity_limit=np.array(ex['vl'], float),
+        effort_limit=np.array(ex['el'], float),
         frame_names=[link_list[i] for i in fr_link.tolist()],
         frame_parent=fr_par,
         frame_R=frame_R,
@@ -829,31 +944,21 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
         mimic=mim,
         urdf_xml=xml,
         gravity=grav,
+        joints=tree_joints,
     )
 
     # ---- loop sidecar
-    spec_src = None
-    if loops is None and directory is not None:
-        base = os.path.basename(src)
-        for ext in ('.urdf.xacro', '.xacro', '.urdf'):
-            if base.endswith(ext):
-                base = base[: -len(ext)]
-                break
-        cand = os.path.join(directory, base + '.loops.yaml')
-        if os.path.isfile(cand):
-            spec_src = cand
-    elif loops is not None and loops is not False:
-        spec_src = loops
-    if spec_src is not None:
-        loopmod.attach_loops(model, spec_src)
+    if spec is not None:
+        loopmod.attach_loops(model, spec)
     else:
-        model.actuated = list(model.joint_names)
-        model.independent = list(model.joint_names)
-        model.passive = []
+        model.actuated = model.default_actuated()
+        model.independent = list(model.actuated)
+        act = set(model.actuated)
+        model.passive = [j for j in model.joint_names if j not in act]
     return model
 
 
-def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False) -> Model:
+def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, root_joint=None) -> Model:
     """Load a robot: URDF/xacro path or XML string, plus its loop-closure sidecar.
 
     Parameters
@@ -868,6 +973,10 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False) -
     allow_xacro : bool
         Expand a ``.xacro`` file (default False: model files are data; xacro evaluates Python,
         so only opt in for files you trust).
+    root_joint : {'free_flyer', 'planar'} or None
+        Put the URDF root link on a joint named ``root_joint`` of that kind (a floating base,
+        as Pinocchio's ``buildModelFromUrdf(path, pin.JointModelFreeFlyer())``); the sidecar
+        key ``root_joint: free_flyer`` does the same. Default: the sidecar's, else fixed.
 
     Returns
     -------
@@ -887,4 +996,4 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False) -
     >>> model.joint_names
     ['crank_joint', 'coupler_joint', 'rocker_joint']
     """
-    return build_model(source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro)
+    return build_model(source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro, root_joint=root_joint)

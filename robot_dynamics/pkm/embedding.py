@@ -268,6 +268,7 @@ class PKM:
     """
 
     def __init__(self, model, tol=1e-10, max_outer=20, max_inner=20, scheme='nested'):
+        model.require_one_dof('constraint embedding (PKM)')
         self.model = model
         self.tol, self.max_outer, self.max_inner, self.scheme = tol, max_outer, max_inner, scheme
         src = model.loops_source or model.source

@@ -332,6 +332,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     platform has 6 DOF (task = body-fixed pose). Raises :class:`PKMStructureError` (naming the
     model, limb, loop or joint) for what is outside the route.
     """
+    model.require_one_dof('the general PKM route')
     key = ('general_pkm', platform, None if task is None else tuple(task))
     cache = pkm_cache(model)
     if key in cache:

@@ -221,6 +221,7 @@ def limbs_from_model(model, platform=None):
     (or ``point``) cut joints (R(x) R(y) R(z)) and one actuated joint per limb; anything else
     raises :class:`PKMStructureError`. The result is cached on the model.
     """
+    model.require_one_dof('the recursive 2nd-order inverse dynamics (PKM limbs)')
     key = ('limbs_from_model', platform)
     cache = pkm_cache(model)
     if key in cache:

@@ -201,6 +201,7 @@ class SEAPKM:
 def sea_limbs(model):
     """[(arm joint, elbow joint, motor joint)] of the three SEA limbs, in the order of the
     sidecar's ``actuators`` of type ``sea`` (``joint``, its link's child joint, ``motor_joint``)."""
+    model.require_one_dof('the SEA PKM model')
     import xml.etree.ElementTree as ET
 
     seas = [a for a in model.actuators.values() if a.get('type') == 'sea']

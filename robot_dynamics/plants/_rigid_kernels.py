@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from robot_dynamics.algorithms import _projection_kernels as PK
+from robot_dynamics.algorithms import _tree_kernels as K
 from robot_dynamics.spatial.linalg import (
     is_pd,
     matmul,
@@ -59,7 +60,7 @@ def cfd_fast(pk, q, qd, tau, eps, want_s, qdd, F, lam, s, phi, A, Q, Qb, Rbi, pi
     kinetic, potential, certified); status as :func:`robot_dynamics.algorithms._projection_kernels.cfd`
     (on a failed certificate its SVD route is taken, certified False).
     """
-    n = q.shape[0]
+    n = pk[1].shape[0]
     m = phi.shape[0]
     M = np.empty((n, n))
     h = np.empty(n)
@@ -125,7 +126,7 @@ def _stage(pk, q, qd, tau, variant, gamma, eps, fast, qdd):
     """qdd at one state, fast or reference route. Returns (status, rank)."""
     if not fast:
         return PK.cfd_qdd(pk, q, qd, tau, variant, gamma, eps, qdd)
-    n = q.shape[0]
+    n = pk[1].shape[0]
     m = pk[9].shape[0]
     k = min(m, n)
     F, lam, s, phi = np.empty(n), np.empty(m), np.zeros(k), np.empty(m)
@@ -140,10 +141,10 @@ def rk4_step(pk, q, qd, tau, dt, variant, gamma, eps, fast, q_out, qd_out, a0):
 
     a0 receives qdd at the start state. Returns (status, minimum rank over the stages).
     """
-    n = q.shape[0]
+    n = pk[1].shape[0]
     V = np.empty((4, n))  # qd and qdd at the four stages
     Kv = np.empty((4, n))
-    qs = np.empty(n)
+    qs = np.empty(q.shape[0])
     st, rmin = _stage(pk, q, qd, tau, variant, gamma, eps, fast, a0)
     if st:
         return st, rmin
@@ -152,15 +153,18 @@ def rk4_step(pk, q, qd, tau, dt, variant, gamma, eps, fast, q_out, qd_out, a0):
         Kv[0, i] = a0[i]
     for k in range(3):
         h = dt if k == 2 else 0.5 * dt
+        K.integrate(pk[1], q, V[k], h, qs)
         for i in range(n):
-            qs[i] = q[i] + h * V[k, i]
             V[k + 1, i] = qd[i] + h * Kv[k, i]
         st, r = _stage(pk, qs, V[k + 1], tau, variant, gamma, eps, fast, Kv[k + 1])
         if st:
             return st, r
         rmin = min(rmin, r)
+    dv = np.empty(n)
     for i in range(n):
-        q_out[i] = q[i] + dt / 6.0 * (qd[i] + 2.0 * V[1, i] + 2.0 * V[2, i] + V[3, i])
+        dv[i] = qd[i] + 2.0 * V[1, i] + 2.0 * V[2, i] + V[3, i]
+    K.integrate(pk[1], q, dv, dt / 6.0, q_out)
+    for i in range(n):
         qd_out[i] = qd[i] + dt / 6.0 * (a0[i] + 2.0 * Kv[1, i] + 2.0 * Kv[2, i] + Kv[3, i])
     return 0, rmin
 
@@ -177,7 +181,7 @@ def end_of_step(pk, q, qd, tau, variant, gamma, eps, fast, pos_proj, nr_tol, nr_
     iterations, nr converged, ||A qd|| before the velocity projection, rank, kinetic, potential).
     """
     kin = PK.kin_pack(pk)
-    n = q.shape[0]
+    n = pk[1].shape[0]
     m = pk[9].shape[0]
     it = 0
     ok = True

@@ -173,7 +173,7 @@ def external_generalized_force(model, q, loads):
     """
     from robot_dynamics.algorithms.kinematics import frame_jacobian
 
-    tau = np.zeros(model.nq)
+    tau = np.zeros(model.nv)
     for frame, (w, ref) in loads.items():
         tau += frame_jacobian(model, q, frame, ref).T @ w
     return tau
@@ -290,7 +290,7 @@ class Plant:
 
     def full_tau(self, tau):
         """Map tau (n,) or actuated efforts (p,) to the generalized force (n,)."""
-        n = self.model.nq
+        n = self.model.nv
         if tau is None:
             return np.zeros(n)
         t = np.asarray(tau, dtype=np.float64).reshape(-1)
@@ -316,12 +316,23 @@ class BranchMonitor:
     ``check`` is called once per step with the start (q0, qd0, qdd0) and end (q1, qd1, qdd1)
     of the last (sub-)step of size h and the step diagnostics; it returns the list of
     :class:`BranchEvent` and the metrics ``(jump_q, jump_v)``. Usable on its own (e.g. by a
-    ROS simulator node wrapping another integrator).
+    ROS simulator node wrapping another integrator). ``difference(q0, q1)``: the velocity (nv,)
+    from q0 to q1 in unit time (:meth:`robot_dynamics.model.Model.difference`; default
+    ``q1 - q0``, for models without multi-DOF joints).
     """
 
     def __init__(
-        self, indicator=None, mode='sign', tol=1e-6, jump_tol=1e-3, eps=DEFAULT_EPS, nr_tol=1e-12, nr_max_iter=10
+        self,
+        indicator=None,
+        mode='sign',
+        tol=1e-6,
+        jump_tol=1e-3,
+        eps=DEFAULT_EPS,
+        nr_tol=1e-12,
+        nr_max_iter=10,
+        difference=None,
     ):
+        self.difference = difference if difference is not None else (lambda q0, q1: q1 - q0)
         self.indicator, self.mode, self.tol = indicator, mode, float(tol)
         self.jump_tol, self.eps = float(jump_tol), float(eps)
         self.nr_tol, self.nr_max_iter = nr_tol, nr_max_iter
@@ -372,7 +383,7 @@ class BranchMonitor:
             )
         self.rank = rank
         da = a1 - a0
-        jq = _norm(q1 - q0 - 0.5 * h * (v0 + v1) + h * h / 12.0 * da)
+        jq = _norm(self.difference(q0, q1) - 0.5 * h * (v0 + v1) + h * h / 12.0 * da)
         jv = _norm(v1 - v0 - 0.5 * h * (a0 + a1))
         vj = 2.0 * jq / h
         vlim = self.jump_tol * (1.0 + _norm(v1)) + 0.02 * h * _norm(da)
@@ -537,7 +548,7 @@ class ConstrainedPlant(Plant):
     def external_tau(self, q=None):
         """Generalized force (n,) of the external loads at q (default: the current state)."""
         if not self._ext:
-            return np.zeros(self.model.nq)
+            return np.zeros(self.model.nv)
         return external_generalized_force(self.model, self.q if q is None else q, self._ext)
 
     # ------------------------------------------------------------------ state
@@ -558,8 +569,8 @@ class ConstrainedPlant(Plant):
         or mass-weighted if ``vel_proj='mass'``). Raises AssemblyError if q0 cannot be closed.
         """
         model = self.model
-        n = model.nq
-        q = model.reference_q() if q0 is None else _vec(q0, n, 'q0').copy()
+        n = model.nv
+        q = model.reference_q() if q0 is None else _vec(q0, model.nq, 'q0').copy()
         qd = np.zeros(n) if qd0 is None else _vec(qd0, n, 'qd0').copy()
         fixed = self.reset_fixed if fixed is None else fixed
         if self._m:
@@ -569,7 +580,7 @@ class ConstrainedPlant(Plant):
                 from robot_dynamics.algorithms.projection import _joint_mask
 
                 _, idx = _joint_mask(model, fixed, 'independent')
-                q = assemble(model, q[idx], q_guess=q, fixed=fixed, tol=self.nr_tol, eps=self.eps).q
+                q = assemble(model, q[model.q_of_v[idx]], q_guess=q, fixed=fixed, tol=self.nr_tol, eps=self.eps).q
             mode = self._vp if self._vp != PK.VP_NONE else PK.VP_EUCLIDEAN
             p = self._pack
             PK.vel_project(p, q, qd, mode, self.eps)
@@ -607,6 +618,7 @@ class ConstrainedPlant(Plant):
             self.eps,
             self.nr_tol,
             self.nr_max_iter,
+            model.difference if model.multi_dof else None,
         )
         self.monitor.reset(self.q, int(r))
         self.last = StepInfo(
@@ -665,14 +677,14 @@ class ConstrainedPlant(Plant):
             return RobotDynamicsError(f'{where} (state or tau)')
         A = constraint_jacobian(self.model, q)
         U, sv, _ = np.linalg.svd(A)
-        k = min(len(sv), self.model.nq) - 1
+        k = min(len(sv), self.model.nv) - 1
         sig = float(sv[k]) if k >= 0 else 0.0
         names = constraint_row_names(self.model)
         w = np.abs(U[:, k]) if k >= 0 else np.zeros(len(names))
         rows = [names[i] for i in np.argsort(-w)[:2] if w[i] > 0.3]
         # singular: sigma_min well below its value at the reference configuration
         sv_ref = np.linalg.svd(constraint_jacobian(self.model, self.model.reference_q()), compute_uv=False)
-        scale = float(sv_ref[min(len(sv_ref), self.model.nq) - 1]) if len(sv_ref) else 1.0
+        scale = float(sv_ref[min(len(sv_ref), self.model.nv) - 1]) if len(sv_ref) else 1.0
         if sig > max(0.05 * scale, 10.0 * self.eps):  # (or well inside the rank window)
             return RobotDynamicsError(
                 f'{where}{"" if note else " (state or tau)"}; sigma_min(A) = '
@@ -711,9 +723,9 @@ class ConstrainedPlant(Plant):
         tau = self.full_tau(tau)
         if self._ext:
             tau = tau + external_generalized_force(self.model, self.q, self._ext)
-        n, m = self.model.nq, self._m
+        n, m = self.model.nv, self._m
         q0, v0 = self.q, self.qd
-        q1, v1, a0, a1 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        q1, v1, a0, a1 = np.empty(self.model.nq), np.empty(n), np.empty(n), np.empty(n)
         F, lam, s, phi = np.empty(n), np.empty(m), np.zeros(min(m, n)), np.empty(m)
         args = (self._vcode, self.gamma, self.eps)
         substeps = 1
@@ -842,7 +854,7 @@ class ConstrainedPlant(Plant):
         """
         p = self._pack
         kp = _kin_pack(p)
-        n = self.model.nq
+        n = self.model.nv
         args = (self._vcode, self.gamma, self.eps)
         a = np.empty(n)
         st, rmin = PK.cfd_qdd(p, q, v, tau, *args, a)
@@ -852,7 +864,7 @@ class ConstrainedPlant(Plant):
         q, v = q.copy(), v.copy()
         h = dt if self._h is None else min(self._h, dt)
         tt, sub, nr_it, ok_all, under, over = 0.0, 0, 0, True, 0, 0
-        qn, vn, an, eq, evv = (np.empty(n) for _ in range(5))
+        qn, vn, an, eq, evv = np.empty(self.model.nq), *(np.empty(n) for _ in range(4))
         phi = np.empty(self._m)
         free = np.ones(n, dtype=bool)
         smin = np.empty(1)
@@ -863,7 +875,10 @@ class ConstrainedPlant(Plant):
                 p, q, v, a, tau, h, *args, qn, vn, an, eq, evv, PK._DP_A, PK._DP_B, PK._DP_E, self.tangent_error, smin
             )
             self._check(st)
-            sq = self.atol + self.rtol * np.maximum(np.abs(q), np.abs(qn))
+            if self.model.multi_dof:  # errors in the tangent space: unit scale for q
+                sq = self.atol + self.rtol
+            else:
+                sq = self.atol + self.rtol * np.maximum(np.abs(q), np.abs(qn))
             sv = self.atol + self.rtol * np.maximum(np.abs(v), np.abs(vn))
             err = float(np.sqrt(0.5 * (np.mean((eq / sq) ** 2) + np.mean((evv / sv) ** 2))))
             h_next = None

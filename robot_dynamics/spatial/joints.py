@@ -155,6 +155,12 @@ class JointModel(ABC):
         """``q`` with its quaternion (if any) scaled to unit norm."""
         return np.array(q, float)
 
+    def __eq__(self, other):
+        return type(self) is type(other) and np.array_equal(getattr(self, 'axis', None), getattr(other, 'axis', None))
+
+    def __hash__(self):
+        return hash((type(self), tuple(np.ravel(getattr(self, 'axis', ())))))
+
     def __repr__(self):
         return f'{type(self).__name__}()'
 
