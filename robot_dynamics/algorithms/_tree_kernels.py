@@ -32,9 +32,9 @@ import numpy as np
 from numba import njit
 
 from robot_dynamics.spatial.linalg import (
-    chol_factor,
-    chol_solve,
     cross3,
+    ltdl_factor,
+    ltdl_solve,
     matmul3,
     matTvec3_tuple,
     matvec3_tuple,
@@ -254,7 +254,10 @@ def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, ta
         else:
             tau[i] = ax0 * F[i, 0] + ax1 * F[i, 1] + ax2 * F[i, 2]
         lam = par[i]
-        if lam >= 0:
+        if lam >= 0 and geo[i, 22] != 0.0:  # the same frame as the parent coordinate's
+            for a in range(6):
+                F[lam, a] += F[i, a]
+        elif lam >= 0:
             x = _force_to_parent(R[i], p[i], F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5])
             for a in range(6):
                 F[lam, a] += x[a]
@@ -297,6 +300,7 @@ def rnea_batch(par, geo, ine, Q, QD, QDD, FEXT, has_fext, grav, out):
 @njit(cache=_CACHE)
 def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
     n = geo.shape[0]
+    T = np.empty((3, 3))
     for i in range(n):
         _local_transform(geo, i, q, R[i], p[i])
         mc[i] = geo[i, 16]
@@ -325,7 +329,8 @@ def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
             M[i, i] = ax0 * F0 + ax1 * F1 + ax2 * F2
         j = i
         while par[j] >= 0:
-            F0, F1, F2, F3, F4, F5 = _force_to_parent(R[j], p[j], F0, F1, F2, F3, F4, F5)
+            if geo[j, 22] == 0.0:  # (a later coordinate of a multi-DOF joint: the same frame)
+                F0, F1, F2, F3, F4, F5 = _force_to_parent(R[j], p[j], F0, F1, F2, F3, F4, F5)
             j = par[j]
             bx0, bx1, bx2 = geo[j, 12], geo[j, 13], geo[j, 14]
             if geo[j, 15] == 0.0:
@@ -335,7 +340,15 @@ def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
             M[i, j] = val
             M[j, i] = val
         lam = par[i]
-        if lam >= 0:
+        if lam >= 0 and geo[i, 22] != 0.0:  # the same frame as the parent coordinate's
+            mc[lam] += m
+            hc[lam, 0] += h0
+            hc[lam, 1] += h1
+            hc[lam, 2] += h2
+            for a in range(3):
+                for b in range(3):
+                    Ic[lam, a, b] += I[a, b]
+        elif lam >= 0:
             Ri = R[i]
             p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
             r0 = Ri[0, 0] * h0 + Ri[0, 1] * h1 + Ri[0, 2] * h2
@@ -346,7 +359,6 @@ def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
             hc[lam, 1] += r1 + m * p1
             hc[lam, 2] += r2 + m * p2
             # R I R^T
-            T = np.empty((3, 3))
             for a in range(3):
                 for b in range(3):
                     T[a, b] = Ri[a, 0] * I[0, b] + Ri[a, 1] * I[1, b] + Ri[a, 2] * I[2, b]
@@ -403,10 +415,11 @@ def mass_and_bias(par, geo, ine, grav, q, qd, M, h):
 
 @njit(cache=_CACHE)
 def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol):
-    """Tree forward dynamics qdd = M^-1 (tau - b) by CRBA + RNEA bias + Cholesky.
+    """Tree forward dynamics qdd = M^-1 (tau - b) by CRBA + RNEA bias + the tree-sparse L^T D L
+    factorization of M (:func:`robot_dynamics.spatial.linalg.ltdl_factor`, O(n d^2)).
 
     Returns 0, 1 (non-finite input) or 2 + k (pivot k not positive: joint k drives no
-    inertia), and writes M (overwritten by its Cholesky factor) into Mout[k].
+    inertia), and writes M (overwritten by its factors) into Mout[k].
     """
     if not _inputs_finite(Q, QD, TAU, FEXT, has_fext):
         return 1
@@ -425,12 +438,12 @@ def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol
         for i in range(n):
             if L[i, i] > scale:
                 scale = L[i, i]
-        j = chol_factor(L, L, rel_tol * max(scale, 1e-300))  # in place
+        j = ltdl_factor(L, par, rel_tol * max(scale, 1e-300))  # in place
         if j >= 0:
             return 2 + j
         for i in range(n):
             b[i] = TAU[k, i] - b[i]
-        chol_solve(L, b, out[k])
+        ltdl_solve(L, par, b, out[k])
     return 0
 
 

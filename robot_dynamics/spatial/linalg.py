@@ -14,7 +14,9 @@ PKM kernels), so they compute exactly what the caller's own inline arithmetic wo
 * LU with partial (row) pivoting, LAPACK's conventions (``getrf``/``getrs``: unit lower L,
   swap sequence ``piv``, solves in place): :func:`lu_factor`, :func:`lu_solve`,
   :func:`lu_solve_T`, :func:`lu_tri_solve`, :func:`lu_inverse`, :func:`lu_perm`, :func:`solve`
-* Cholesky: :func:`chol_factor`, :func:`chol_solve`, :func:`solve_spd`, :func:`is_pd`
+* Cholesky: :func:`chol_factor`, :func:`chol_solve`, :func:`solve_spd`, :func:`is_pd`;
+  the tree-sparse L^T D L factorization of a joint-space inertia matrix (no fill-in):
+  :func:`ltdl_factor`, :func:`ltdl_solve`
 * Householder QR (column pivoting optional): :func:`householder_qr`, :func:`householder_q`,
   :func:`householder_apply`, :func:`upper_tri_inverse`
 * complete orthogonal (URV) decomposition and its pseudo-inverse: :func:`urv`,
@@ -372,6 +374,54 @@ def is_pd(Mat, rel_tol):
         if Mat[j, j] > scale:
             scale = Mat[j, j]
     return chol_factor(Mat, np.zeros((n, n)), rel_tol * max(scale, 1e-300)) < 0
+
+
+# --------------------------------------------------------------------------- tree-sparse LTDL
+@njit(cache=_C, error_model='numpy')
+def ltdl_factor(H, par, tol):
+    """In place ``H = L^T D L`` of a joint-space inertia matrix H (n, n) (Featherstone,
+    *Rigid Body Dynamics Algorithms*, sec. 6.5): with ``par`` (n,) the parent of each coordinate
+    (``par[i] < i``, -1 for the root), H[i, j] is zero unless one of i, j is an ancestor of the
+    other, and L (unit lower triangular) has the same pattern: no fill-in, O(n d^2) for depth d.
+    Reads and writes the lower triangle (H[k, i], i an ancestor of k): D on the diagonal, L below.
+
+    Returns -1, or the first index (from the leaves) whose pivot D[k] is not > tol.
+    """
+    n = H.shape[0]
+    for k in range(n - 1, -1, -1):
+        d = H[k, k]
+        if not d > tol:
+            return k
+        i = par[k]
+        while i >= 0:
+            a = H[k, i] / d
+            j = i
+            while j >= 0:
+                H[i, j] -= a * H[k, j]
+                j = par[j]
+            H[k, i] = a
+            i = par[i]
+    return -1
+
+
+@njit(cache=_C, error_model='numpy')
+def ltdl_solve(H, par, rhs, out):
+    """Solve ``L^T D L out = rhs`` with the factors of :func:`ltdl_factor` (out may alias rhs)."""
+    n = H.shape[0]
+    for i in range(n):
+        out[i] = rhs[i]
+    for i in range(n - 1, -1, -1):  # L^T y = rhs
+        j = par[i]
+        while j >= 0:
+            out[j] -= H[i, j] * out[i]
+            j = par[j]
+    for i in range(n):
+        out[i] /= H[i, i]
+    for i in range(n):  # L x = D^-1 y
+        j = par[i]
+        while j >= 0:
+            out[i] -= H[i, j] * out[j]
+            j = par[j]
 
 
 # --------------------------------------------------------------------------- Householder QR

@@ -201,6 +201,51 @@ def test_cholesky_reports_the_first_non_positive_pivot():
     assert la.chol_factor(np.diag([1.0, 1e-13]), np.zeros((2, 2)), 1e-12) == 1  # pivot below the tolerance
 
 
+def _tree_sparse_spd(rng, n):
+    """A random parent array (par[i] < i) and an SPD matrix with its branch-induced sparsity:
+    M = sum over coordinates k of c_k c_k^T, c_k supported on the ancestors of k (a CRBA's M)."""
+    par = np.array([-1] + [int(rng.integers(-1, i)) for i in range(1, n)], dtype=np.int64)
+    M = np.zeros((n, n))
+    for k in range(n):
+        c = np.zeros(n)
+        j = k
+        while j >= 0:
+            c[j] = rng.normal()
+            j = par[j]
+        M += np.outer(c, c) + 0.1 * np.diag((np.arange(n) == k).astype(float))
+    return par, M
+
+
+@pytest.mark.parametrize('n', [1, 2, 7, 25])
+def test_tree_sparse_ltdl_solves_like_numpy_without_fill_in(n):
+    rng = np.random.default_rng(n)
+    par, M = _tree_sparse_spd(rng, n)
+    # the pattern: M[i, j] != 0 only for i an ancestor of j or j of i
+    anc = np.eye(n, dtype=bool)
+    for k in range(n):
+        j = par[k]
+        while j >= 0:
+            anc[k, j] = anc[j, k] = True
+            j = par[j]
+    assert np.all(M[~anc] == 0.0)
+    H = M.copy()
+    assert la.ltdl_factor(H, par, 0.0) == -1
+    assert np.all(H[~anc] == 0.0)  # no fill-in
+    b = rng.normal(size=n)
+    x = np.empty(n)
+    la.ltdl_solve(H, par, b, x)
+    assert np.allclose(x, np.linalg.solve(M, b), rtol=0, atol=1e-10 * np.abs(np.linalg.solve(M, b)).max())
+    # the factors: M = L^T D L
+    L = np.tril(H, -1) + np.eye(n)
+    assert np.allclose(L.T @ np.diag(np.diag(H)) @ L, M, atol=1e-12 * np.abs(M).max())
+
+
+def test_tree_sparse_ltdl_reports_a_non_positive_pivot_from_the_leaves():
+    par = np.array([-1, 0, 1], dtype=np.int64)
+    M = np.array([[2.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])  # the leaf moves nothing
+    assert la.ltdl_factor(M.copy(), par, 1e-12) == 2
+
+
 # --------------------------------------------------------------------------- Householder QR
 @pytest.mark.parametrize('m,n', [(6, 6), (9, 4), (3, 7)])
 def test_pivoted_householder_qr_against_scipy(m, n):
