@@ -77,7 +77,12 @@ def _load(args):
 
     path = resolve_robot(args.robot)
     try:
-        return rd.load_model(path, loops=getattr(args, 'loops', None), allow_xacro=getattr(args, 'xacro', False))
+        return rd.load_model(
+            path,
+            loops=getattr(args, 'loops', None),
+            allow_xacro=getattr(args, 'xacro', False),
+            root_joint=getattr(args, 'root_joint', None),
+        )
     except rd.RobotDynamicsError as exc:
         raise SystemExit(f'robot-dynamics: {exc}') from None
 
@@ -113,10 +118,16 @@ def cmd_info(args):
         config = '-'
     print(f'config     {config}')
     print(f'gravity    {m.gravity.tolist()} m/s^2')
-    print(f'joints     {m.nq} (order of q):')
+    print(f'joints     {len(m.joints)}, nq = {m.nq}, nv = {m.nv}', end='')
+    multi = ', '.join(
+        f'{j.name} ({j.kind}: q[{j.idx_q}:{j.idx_q + j.nq}], v[{j.idx_v}:{j.idx_v + j.nv}])' for j in m.multi_dof
+    )
+    print(f'; multi-DOF: {multi}' if multi else '')
+    print('velocity coordinates (order of v, tau):')
+    world = 'world' if m.frame_parent[m.frame_index(m.root_link)] >= 0 else m.root_link  # a floating root link
     for i, j in enumerate(m.joint_names):
         role = 'actuated' if j in m.actuated else 'passive'
-        par = m.joint_names[m.parents[i]] if m.parents[i] >= 0 else m.root_link
+        par = m.joint_names[m.parents[i]] if m.parents[i] >= 0 else world
         lim = f'[{m.lower[i]:+.3g}, {m.upper[i]:+.3g}]' if np.isfinite(m.lower[i]) else 'unbounded'
         print(
             f'  {i:2d} {j:24s} {m.joint_urdf_types[i]:10s} {role:8s} parent={par:18s} '
@@ -413,6 +424,12 @@ def _add_id_options(p, plot_default=None):
     p.add_argument(
         '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
     )
+    p.add_argument(
+        '--root-joint',
+        choices=('free_flyer', 'planar'),
+        default=None,
+        help="put the root link on a joint named root_joint (a floating base; default: the sidecar's, else fixed)",
+    )
 
 
 def _command(sub, func, name, **kw):
@@ -427,6 +444,12 @@ def _add_model_options(p):
     p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
     p.add_argument(
         '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
+    )
+    p.add_argument(
+        '--root-joint',
+        choices=('free_flyer', 'planar'),
+        default=None,
+        help="put the root link on a joint named root_joint (a floating base; default: the sidecar's, else fixed)",
     )
 
 

@@ -26,6 +26,13 @@ def test_info_reports_closure_at_reference(capsys):
     assert f'sidecar    {os.path.join(share_dir(), "urdf", "four_bar.loops.yaml")}' in out
 
 
+def test_info_of_a_floating_base_shows_the_joints_slices(capsys):
+    assert cli.main(['info', rd.data_path('urdf/four_bar.urdf'), '--root-joint', 'free_flyer']) == 0
+    out = capsys.readouterr().out
+    assert 'nq = 10, nv = 9; multi-DOF: root_joint (free_flyer: q[0:7], v[0:6])' in out
+    assert 'root_joint/x' in out and 'parent=world' in out
+
+
 def test_id_writes_csv_consistent_with_rnea(tmp_path, capsys):
     csv = tmp_path / 'id.csv'
     png = tmp_path / 'id.png'
