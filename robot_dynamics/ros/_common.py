@@ -58,6 +58,9 @@ def load_model_param(node):
     if not desc:
         raise rd.ModelError('<parameter robot_description>', None, 'is empty: give a URDF path or the URDF XML')
     model = rd.load_model(desc, loops=loops or None)
+    # /joint_states carries one coordinate per joint name; a floating base and ball joints need
+    # the base pose on /tf and a ball-joint convention, which the nodes do not publish
+    model.require_one_dof('the ROS nodes (/joint_states of one-DOF joints)')
     node.get_logger().info(
         f'model {model.name}: {model.nq} joints, {len(model.loops)} loop(s), actuated {model.actuated}'
     )
