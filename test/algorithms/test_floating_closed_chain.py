@@ -106,6 +106,20 @@ def test_constrained_forward_dynamics_equals_pinocchio_constraint_dynamics(model
         assert np.abs(res.qdd - lag.qdd).max() <= 1e-9 * max(1.0, np.abs(lag.qdd).max())
 
 
+def test_projected_inverse_dynamics_with_an_unactuated_floating_base_recovers_the_hip_torques(model):
+    # a motion produced by hip torques alone (base, knees and rods passive) is realisable, and
+    # the inverse dynamics distributes the effort through the closures back onto the hips
+    rng = np.random.default_rng(6)
+    for q, qd, _ in _states(model, 3, seed=6):
+        tau = np.zeros(model.nv)
+        tau[model.actuated_indices] = 5.0 * rng.standard_normal(2)
+        qdd = rd.constrained_forward_dynamics(model, q, qd, tau).qdd
+        res = rd.projected_inverse_dynamics(model, q, qd, u=qdd)
+        assert not res.controllable  # 2 actuators cannot steer the 6-DOF base
+        assert res.residual <= 1e-10
+        assert np.abs(res.tau - tau).max() <= 1e-10 * max(1.0, np.abs(tau).max())
+
+
 def test_constraint_rows_match_finite_differences_on_the_manifold(model):
     ((q, qd, _),) = _states(model, 1, seed=4)
     t = rd.constraint_terms(model, q, qd)
