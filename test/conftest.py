@@ -65,7 +65,6 @@ SERIAL_MODULES = (
     'test_startup',
     'test_mcap_bag',
     'test_environment',
-    'test_cli',
 )
 LOCKSTEP_GRAPH_MODULES = {
     'test_ros_gough_stewart',
@@ -76,6 +75,9 @@ LOCKSTEP_GRAPH_MODULES = {
     'test_ros_sea',
     'test_ros_ip',
 }
+# (test/tools/test_cli.py runs the command line in-process: no ROS graph, no wall-clock bound;
+# its warm-up test spawns worker processes that load the cached kernels, CPU-bound like the
+# core tests)
 # (the three lock-step graphs of the URDF-only robots, test_ros_tripteron, _embedding_robots and
 # _cylinder_elbow, stay serial: next to the other phase-1 graphs on a fresh clone, test_ros_ip
 # timed out waiting 60 s for its graph once)
