@@ -4,7 +4,7 @@
 trajectory_node does with ``sync_topic``) and the same law in the same loop
 (:class:`~robot_dynamics.control.vdc.VDCController` in :class:`~robot_dynamics.control.loop.ControlLoop`
 with ``sync``), fed the values the messages carry (stamps as integer ns, seconds as
-``sec + 1e-9 nanosec``). Used by test_vdc_law.py and test_ros_realtime.py."""
+``sec + 1e-9 nanosec``). Used by test_vdc_law.py and test_ros_hydraulic.py."""
 
 import numpy as np
 

@@ -404,69 +404,9 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
     )
 
 
-def _lockstep_boom_states(t_end, hog):
-    """/joint_states of the lock-step boom graph up to plant time t_end: stamp ns -> positions."""
-    import subprocess
-    import sys
-
-    out = {}
-
-    def body(launcher, probe, model, log):
-        def t_plant():
-            with probe.lock:
-                return max((m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in probe.js[-5:]), default=0.0)
-
-        probe.wait_for(lambda: t_plant() >= t_end, 90.0, f'plant time {t_end} s (lock-step)')
-        with probe.lock:
-            for _, m in probe.js:
-                ns = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
-                if ns <= t_end * 1e9:
-                    out[ns] = np.array(m.position)
-
-    procs = [subprocess.Popen([sys.executable, '-c', 'while 1: pass'])] if hog else []
-    try:
-        run_graph(
-            'hydraulic_boom',
-            body,
-            ready=lambda: True,
-            timing='lockstep',
-            overrides={'trajectory_node': {'task_loops': 1}},
-        )
-    finally:
-        for p in procs:
-            p.kill()
-    return out
-
-
-def test_lockstep_hydraulic_graph_is_deterministic_next_to_a_cpu_hog():
-    """Lock-step (sim_node -> trajectory_node mode boom_task with sync_topic -> vdc_controller =
-    controller_node + law vdc with reference_sync and wait_first_reference): no wall-clock timer
-    injects a plant step (the controller's watchdog runs on simulated time, the plant does not
-    start before the first reference), so two runs, one next to a CPU hog, publish the same joint
-    states at every common stamp, and both equal the offline closed loop of the same plant, law,
-    loop and reference (test/boom_offline.py) to 1e-9 over the first 2.5 s of plant time
-    (approach leg and the first leg). Measured: the runs are bit-identical to each other and to
-    the offline loop (the Newton IK of the reference is warm-started from the previous sample in
-    both, so the only possible difference is a repeated t = 0 sample, < 1e-12)."""
-    from boom_offline import lockstep_boom
-
-    a = _lockstep_boom_states(2.5, hog=False)
-    b = _lockstep_boom_states(2.5, hog=True)
-    ref, _, _ = lockstep_boom(2.5)
-    common = sorted(set(a) & set(b) & set(ref))
-    # the probe may match the graph after the plant started (DDS discovery under load) and may
-    # miss a few messages (publisher depth 10): >= 300 common stamps of the 2500
-    assert len(common) >= 300, (len(common), len(a), len(b))
-    diff = max(np.abs(a[k] - b[k]).max() for k in common)
-    off = max(max(np.abs(a[k] - ref[k]).max(), np.abs(b[k] - ref[k]).max()) for k in common)
-    moved = max(np.abs(a[k] - a[common[0]]).max() for k in common)
-    print(
-        f'\n{len(common)} common stamps, max difference {diff:.1e} between the runs, {off:.1e} '
-        f'to the offline loop, motion {moved:.3f}'
-    )
-    assert moved > 1e-3  # the boom really moved
-    assert diff < 1e-9, diff
-    assert off < 1e-9, off
+# start-up deadline of the SEA graph (goal input matched, states and tracking errors flowing),
+# separate from the measured goal moves that follow it
+SEA_START_DEADLINE = 120.0
 
 
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
@@ -494,10 +434,15 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
         from robot_dynamics.ros._common import QOS_COMMAND
 
         pub = probe.node.create_publisher(PointStamped, spec.goal_topic, QOS_COMMAND)
-        probe.wait_for(
+        # start-up, not measured: the goal input matched and the loop running (states and
+        # tracking errors flowing); on a loaded slow machine the four nodes' start (imports,
+        # cached kernels, DDS discovery) took more than 30 s, hence its own deadline
+        probe.wait_logged(
             lambda: pub.get_subscription_count() > 0 and len(probe.js) > 100 and len(probe.serr) > 100,
-            30.0,
+            SEA_START_DEADLINE,
             'trajectory_node goal input, joint states, control',
+            out,
+            ('js', 'serr', 'cmd', 'rtf'),
         )
 
         def goal(x, y):
