@@ -255,15 +255,24 @@ def test_trajectory_node_parameters_have_descriptors():
         probe.close()
         launcher.shutdown()
     assert_no_process_left(launcher)
-    # a bad start value: the node stops, naming the parameter
-    for bad, what in (
-        ({'mode': 'banana'}, 'parameter mode'),
-        ({'rate': -5.0}, 'parameter rate'),
-        ({'profile': 'zigzag'}, 'parameter profile'),
-    ):
+    # a bad start value: the node stops, naming the parameter (the three launches side by side:
+    # each its own launcher, node and output; a node that started would run the 30 s out)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def launch(bad):
         b2 = load_bringup('five_bar', timing='realtime', overrides={'trajectory_node': bad})
         b2.nodes = [n for n in b2.nodes if n.name == 'trajectory_node']
         out = io.StringIO()
         la = Launcher(b2, out=out)
-        assert la.run(duration=30.0) == 1, out.getvalue()[-2000:]
-        assert what in out.getvalue(), out.getvalue()[-2000:]
+        return la.run(duration=30.0), out.getvalue()
+
+    cases = (
+        ({'mode': 'banana'}, 'parameter mode'),
+        ({'rate': -5.0}, 'parameter rate'),
+        ({'profile': 'zigzag'}, 'parameter profile'),
+    )
+    with ThreadPoolExecutor(len(cases)) as pool:
+        results = list(pool.map(launch, [bad for bad, _ in cases]))
+    for (bad, what), (status, log) in zip(cases, results):
+        assert status == 1, (bad, log[-2000:])
+        assert what in log, (bad, log[-2000:])
