@@ -182,6 +182,9 @@ class Model:
                     jm = cache[key] = _jm.joint_model(jt.kind, self.axes[jt.idx_v])
                 self.joints[k] = Joint(jt.name, jt.kind, jt.idx_q, jt.nq, jt.idx_v, jt.nv, jm)
         self._joint_by_name = {jt.name: jt for jt in self.joints}
+        self._nq = self.joints[-1].idx_q + self.joints[-1].nq if self.joints else 0
+        self._nv = len(self.joint_names)
+        self._shape_q, self._shape_v = (self._nq,), (self._nv,)  # (the single-call fast paths)
         self.multi_dof = [jt for jt in self.joints if jt.nv > 1]
         for jt in self.multi_dof:
             self._joint_index.setdefault(jt.name, jt.idx_v)
@@ -251,13 +254,12 @@ class Model:
     @property
     def nq(self) -> int:
         """Number of configuration coordinates (Pinocchio's ``nq``; = ``nv`` without multi-DOF joints)."""
-        jt = self.joints[-1] if self.joints else None
-        return 0 if jt is None else jt.idx_q + jt.nq
+        return self._nq
 
     @property
     def nv(self) -> int:
         """Number of velocity coordinates (= ``len(joint_names)``)."""
-        return len(self.joint_names)
+        return self._nv
 
     def joint(self, name) -> Joint:
         """The :class:`Joint` called ``name``."""

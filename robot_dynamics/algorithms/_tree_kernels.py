@@ -414,12 +414,13 @@ def mass_and_bias(par, geo, ine, grav, q, qd, M, h):
 
 
 @njit(cache=_CACHE)
-def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol):
+def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, L, rel_tol):
     """Tree forward dynamics qdd = M^-1 (tau - b) by CRBA + RNEA bias + the tree-sparse L^T D L
     factorization of M (:func:`robot_dynamics.spatial.linalg.ltdl_factor`, O(n d^2)).
 
-    Returns 0, 1 (non-finite input) or 2 + k (pivot k not positive: joint k drives no
-    inertia), and writes M (overwritten by its factors) into Mout[k].
+    ``L`` (n, n): scratch for M and its factors, sample after sample (only the entries of
+    ancestor pairs are written and read, so it needs no zeroing). Returns 0, 1 (non-finite
+    input) or 2 + k (pivot k not positive: joint k drives no inertia).
     """
     if not _inputs_finite(Q, QD, TAU, FEXT, has_fext):
         return 1
@@ -431,7 +432,6 @@ def fd_batch(par, geo, ine, Q, QD, TAU, FEXT, has_fext, grav, out, Mout, rel_tol
     zero = np.zeros(n)
     b = np.empty(n)
     for k in range(N):
-        L = Mout[k]
         _crba_one(par, geo, ine, Q[k], R, p, mc, hc, Ic, L)
         _rnea_one(par, geo, ine, Q[k], QD[k], zero, FEXT[k if has_fext else 0], has_fext, grav, R, p, V, A, F, b)
         scale = 0.0

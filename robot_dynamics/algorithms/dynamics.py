@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _EMPTY_FEXT = np.zeros((1, 1, 6))
+_F64 = np.dtype(np.float64)
 
 
 def _state_batch(model, q, qd, x, x_name, f_ext):
@@ -45,6 +46,19 @@ def _state_batch(model, q, qd, x, x_name, f_ext):
     X = same_batch(Q, as_batch(x, n, x_name)[0], x_name, single)
     FE, has = _fext(model, f_ext, Q.shape[0])
     return Q, QD, X, FE, has, single
+
+
+def _plain_single(model, q, *vs):
+    """(1, nq) and (1, nv) float64 views of one sample when q and every v are plain 1-D float64
+    arrays of the right sizes (the common single call, checked cheaply), else None."""
+    f64 = _F64
+    if type(q) is not np.ndarray or q.dtype is not f64 or q.shape != model._shape_q:
+        return None
+    shape = model._shape_v
+    for v in vs:
+        if type(v) is not np.ndarray or v.dtype is not f64 or v.shape != shape:
+            return None
+    return (q[None], *(v[None] for v in vs))
 
 
 def _fext(model, f_ext, N):
@@ -96,6 +110,12 @@ def rnea(model, q, qd, qdd, f_ext=None, gravity=None):
     -------
     >>> tau = rnea(model, q, np.zeros(model.nq), np.zeros(model.nq))   # gravity torques
     """
+    one = _plain_single(model, q, qd, qdd) if f_ext is None else None
+    if one is not None:  # (the same kernel, without the general argument handling)
+        out = np.empty((1, model.nv))
+        if K.rnea_batch(model._par, model._geo, model._ine, *one, _EMPTY_FEXT, False, _grav(model, gravity), out):
+            raise InputError('rnea: q, qd, qdd or f_ext contains non-finite values')
+        return out[0]
     Q, QD, QDD, FE, has, single = _state_batch(model, q, qd, qdd, 'qdd', f_ext)
     out = np.empty_like(QD)
     st = K.rnea_batch(model._par, model._geo, model._ine, Q, QD, QDD, FE, has, _grav(model, gravity), out)
@@ -111,7 +131,8 @@ def crba(model, q):
     (definite unless a joint drives no inertia).
     """
     n = model.nv
-    Q, single = as_batch(q, model.nq, 'q')
+    one = _plain_single(model, q)
+    Q, single = (one[0], True) if one is not None else as_batch(q, model.nq, 'q')
     out = np.zeros((Q.shape[0], n, n))
     if K.crba_batch(model._par, model._geo, model._ine, Q, out):
         raise InputError('crba: q contains non-finite values')
@@ -130,9 +151,13 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
         joint moves no inertia (e.g. it carries only massless links).
     """
     n = model.nv
-    Q, QD, TAU, FE, has, single = _state_batch(model, q, qd, tau, 'tau', f_ext)
+    one = _plain_single(model, q, qd, tau) if f_ext is None else None
+    if one is not None:
+        Q, QD, TAU, FE, has, single = *one, _EMPTY_FEXT, False, True
+    else:
+        Q, QD, TAU, FE, has, single = _state_batch(model, q, qd, tau, 'tau', f_ext)
     out = np.empty_like(QD)
-    Mw = np.zeros((Q.shape[0], n, n))
+    Mw = np.empty((n, n))
     st = K.fd_batch(model._par, model._geo, model._ine, Q, QD, TAU, FE, has, _grav(model, gravity), out, Mw, rel_tol)
     if st == 1:
         raise InputError('forward_dynamics: q, qd, tau or f_ext contains non-finite values')
@@ -156,7 +181,7 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
 def _first_bad(model, Q, QD, TAU, FE, has, gravity, rel_tol):
     """Index of the first sample whose forward dynamics fails (a singular mass matrix)."""
     for k in range(Q.shape[0]):
-        out, Mw = np.empty((1, model.nv)), np.zeros((1, model.nv, model.nv))
+        out, Mw = np.empty((1, model.nv)), np.empty((model.nv, model.nv))
         fe = FE[k : k + 1] if has else FE
         grav = _grav(model, gravity)
         if K.fd_batch(
