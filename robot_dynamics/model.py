@@ -110,13 +110,15 @@ class Loop:
 class Model:
     """Constant model of a robot: spanning tree from the URDF, loops from the sidecar.
 
-    Attributes (n = number of movable joints = ``len(q)``):
+    Attributes (n = ``nv``, the number of velocity coordinates; = ``len(q)`` = ``nq`` without
+    multi-DOF joints, see the module docstring):
 
     name, source (URDF path or ``'<string>'``), loops_source (sidecar path or None)
-    joint_names (n,) order of q, qd, qdd and tau
+    joint_names (n,) order of qd, qdd and tau (and of q without multi-DOF joints)
+    joints: list of :class:`Joint` (one per joint, with its slices of q and v)
     parents (n,) int: parent joint index, -1 for the world; parents[i] < i
     joint_types (n,) int: REVOLUTE (0, also continuous) or PRISMATIC (1)
-    joint_urdf_types (n,) str: 'revolute' | 'continuous' | 'prismatic'
+    joint_urdf_types (n,) str: 'revolute' | 'continuous' | 'prismatic' (a multi-DOF joint's kind)
     axes (n, 3): unit joint axes in the joint frames
     R_fixed (n, 3, 3), p_fixed (n, 3): joint frame placement in the parent joint frame at q = 0
     mass (n,), com (n, 3), inertia_com (n, 3, 3): body inertias in the joint frames
