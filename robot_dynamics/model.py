@@ -370,10 +370,9 @@ class Model:
 
     def _q_of_v(self, x):
         """Per-velocity-coordinate values x (..., nv) placed at the one-DOF joints' q indices."""
-        idx = np.array([jt.idx_q for jt in self.joints if jt.nv == 1], dtype=np.int64)
-        vdx = np.array([jt.idx_v for jt in self.joints if jt.nv == 1], dtype=np.int64)
+        one = self.q_of_v >= 0
         out = np.zeros(x.shape[:-1] + (self.nq,))
-        out[..., idx] = x[..., vdx]
+        out[..., self.q_of_v[one]] = x[..., one]
         return out
 
     def neutral(self) -> np.ndarray:

@@ -162,9 +162,12 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
     if st == 1:
         raise InputError('forward_dynamics: q, qd, tau or f_ext contains non-finite values')
     if st >= 2:
+        if Q.shape[0] > 1:  # the failing sample's own call names the joint
+            for k in range(Q.shape[0]):
+                forward_dynamics(model, Q[k], QD[k], TAU[k], FE[k] if has else None, gravity, rel_tol)
         # the factorization runs from the leaves: name the top of the subtree that moves nothing
         k = st - 2
-        Mk = crba(model, Q[0] if Q.shape[0] == 1 else Q[_first_bad(model, Q, QD, TAU, FE, has, gravity, rel_tol)])
+        Mk = crba(model, Q[0])
         tol = rel_tol * max(float(np.max(np.diag(Mk))), 1e-300)
         while model.parents[k] >= 0 and Mk[model.parents[k], model.parents[k]] <= tol:
             k = int(model.parents[k])
@@ -176,30 +179,6 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, rel_tol=1e-12)
             f'give its subtree mass/inertia or constrain it',
         )
     return out[0] if single else out
-
-
-def _first_bad(model, Q, QD, TAU, FE, has, gravity, rel_tol):
-    """Index of the first sample whose forward dynamics fails (a singular mass matrix)."""
-    for k in range(Q.shape[0]):
-        out, Mw = np.empty((1, model.nv)), np.empty((model.nv, model.nv))
-        fe = FE[k : k + 1] if has else FE
-        grav = _grav(model, gravity)
-        if K.fd_batch(
-            model._par,
-            model._geo,
-            model._ine,
-            Q[k : k + 1],
-            QD[k : k + 1],
-            TAU[k : k + 1],
-            fe,
-            has,
-            grav,
-            out,
-            Mw,
-            rel_tol,
-        ):
-            return k
-    return 0
 
 
 def gravity_torques(model, q, gravity=None):

@@ -647,7 +647,7 @@ def _expand(kinds, par, Rf, pf, lo, hi, vl, el_, jn, axes, types, fr_par):
         iv = len(out['par'])
         subs = SUB_JOINTS.get(kind)
         if subs is None:
-            rows = [(jn[i], par_i, Rf[i], pf[i], lo[i], hi[i], vl[i], el_[i], axes[i], types[i]) for par_i in (parent,)]
+            rows = [(jn[i], parent, Rf[i], pf[i], lo[i], hi[i], vl[i], el_[i], axes[i], types[i])]
             nq = 1
         else:
             rows = []
@@ -733,7 +733,7 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
             raise ModelError(
                 src, el, f'a planar joint moves in the xy plane of its frame: axis must be z, got {j.axis}'
             )
-        if j.type not in _SUPPORTED and j.type not in ('fixed', 'floating', 'planar') and j.type != 'fixed':
+        if j.type not in _SUPPORTED and j.type not in ('fixed', 'floating', 'planar'):
             raise ModelError(src, el, f"unknown joint type '{j.type}'")
         child_joint[j.child] = j
         children[j.parent].append(jk)

@@ -184,3 +184,21 @@ def test_methods_for_one_dof_joints_refuse_naming_the_joint(model, method):
         _refusals()[method](model)
     msg = str(exc.value)
     assert method in msg and "joint 'root_joint'" in msg and 'free_flyer' in msg and 'left_rod_ball' in msg, msg
+
+
+def test_the_compiled_lie_group_integration_equals_the_joint_models(model):
+    # the simulator's and the projections' kernel (free-flyer, spherical) against Model.integrate,
+    # whose joint models test/algorithms/test_floating_base.py checks against pin.integrate;
+    # a planar root too
+    from robot_dynamics.algorithms import _tree_kernels as K
+
+    planar = rd.load_model(rd.data_path('urdf/four_bar.urdf'), root_joint='planar')
+    rng = np.random.default_rng(8)
+    for m in (model, planar):
+        for _ in range(5):
+            q = m.random_configuration(rng)
+            v = rng.standard_normal(m.nv)
+            h = rng.uniform(-1.0, 1.0)
+            out = np.empty(m.nq)
+            K.integrate(m._geo, q, v, h, out)
+            assert np.abs(out - m.integrate(q, h * v)).max() <= 1e-12
