@@ -65,6 +65,7 @@ _EXPORTS = {
         'constraint_jacobian',
         'constraint_row_names',
         'constraint_terms',
+        'idle_motions',
         'loop_errors',
         'loop_residual',
     ),

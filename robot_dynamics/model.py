@@ -130,6 +130,10 @@ class Model:
         joint is kept as an independent coordinate; couple it with a loop or controller)
     loops: list of :class:`Loop`; actuated, passive, independent: joint-name lists
     submechanisms: list of dicts; actuators: dict; reference_configuration: dict joint -> value
+    idle_motions: the motions the loops and the actuated joints leave free at the complete
+        reference configuration, found at load (list of
+        :class:`robot_dynamics.algorithms.constraints.IdleMotion`; empty when none or when the
+        sidecar declares no ``actuated`` or no complete reference configuration)
     """
 
     name: str
@@ -165,6 +169,7 @@ class Model:
     loops_source: str | None = None
     urdf_xml: str = ''
     joints: list = None
+    idle_motions: list = field(default_factory=list)
 
     def __post_init__(self):
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}

@@ -31,9 +31,19 @@ __all__ = [
     'constraint_bias',
     'loop_errors',
     'constraint_row_names',
+    'IdleMotion',
+    'idle_motions',
+    'describe_idle_motions',
+    'idle_motions_of',
 ]
 
 ConstraintTerms = namedtuple('ConstraintTerms', 'phi A bias')
+IdleMotion = namedtuple('IdleMotion', 'direction joints')
+IdleMotion.__doc__ = """One motion the loops and the actuated joints leave free: ``direction`` (n,) a
+joint-velocity direction (its largest entry 1), ``joints`` the list of (velocity-coordinate name,
+component) pairs it moves, largest first."""
+#: relative singular-value threshold of the idle-motion null space (as the loader's rank checks)
+IDLE_RANK_TOL = 1e-9
 ConstraintTerms.__doc__ = """phi (m,), A (m, n), bias = Adot qd (m,) (None if qd not given)."""
 
 
@@ -140,3 +150,74 @@ def loop_errors(model, q):
         out[lp.name] = (float(np.linalg.norm(phi[r : r + k])), float(np.linalg.norm(phi[r + k : r + m])))
         r += m
     return out
+
+
+def idle_motions(model, q=None, actuated=None, tol=IDLE_RANK_TOL):
+    """Idle motions at ``q``: the joint velocities that keep every loop closed while every actuated
+    joint stands still, i.e. the null space of ``[A(q); S_a]`` (A the (m, n) constraint Jacobian,
+    S_a the rows of the identity that select the actuated velocity coordinates).
+
+    A rod with spherical ends that spins about its own axis, a floating base, or a mechanism
+    degree of freedom that no actuator drives is such a motion. They are facts of the
+    description, not errors: forward dynamics and simulation treat them as free (zero
+    generalised force), inverse dynamics puts no effort on them.
+
+    Parameters: q (nq,) default ``model.reference_q()``; actuated: joint names (default
+    ``model.actuated``); tol: relative singular-value threshold. Returns a list of
+    :class:`IdleMotion`, one per dimension of the null space. The basis is sparse where the
+    motions are independent: reduced so that each motion has a unit component on a pivot
+    coordinate of its own and none on the others' pivots (two spinning rods give one motion
+    each, not a mix).
+    """
+    q = model.reference_q() if q is None else np.asarray(q, dtype=np.float64)
+    n = model.nv
+    acts = model.actuated if actuated is None else list(actuated)
+    idx = []
+    for j in acts:
+        if j in model._joint_index:
+            idx.append(model.joint_index(j))
+        else:  # a multi-DOF joint: every velocity coordinate of it
+            sl = model.v_index(j)
+            idx.extend(range(sl.start, sl.stop))
+    A = constraint_terms(model, q).A if model.loops else np.zeros((0, n))
+    return idle_motions_of(model, A, idx, tol)
+
+
+def idle_motions_of(model, A, idx, tol=IDLE_RANK_TOL):
+    """:func:`idle_motions` from the constraint Jacobian ``A`` (m, n) and the actuated velocity
+    coordinates ``idx`` (indices into v)."""
+    n = model.nv
+    idx = list(idx)
+    M = np.vstack([A, np.eye(n)[idx]]) if idx else A
+    if M.shape[0] == 0:
+        N = np.eye(n)
+    else:
+        _, s, Vt = np.linalg.svd(M)
+        r = int((s > tol * max(1.0, float(s.max()) if s.size else 0.0)).sum())
+        N = Vt[r:].T  # (n, k)
+    k = N.shape[1]
+    if k == 0:
+        return []
+    # reduced basis: pivots by QR with column pivoting of N^T (the best-conditioned k coordinates)
+    from scipy.linalg import qr
+
+    _, _, piv = qr(N.T, pivoting=True)
+    piv = piv[:k]
+    B = N @ np.linalg.inv(N[piv, :])  # (n, k): B[piv] = I
+    out = []
+    for c in range(k):
+        d = B[:, c] / np.abs(B[:, c]).max()
+        d[np.abs(d) < 1e-10] = 0.0
+        order = np.argsort(-np.abs(d))
+        out.append(IdleMotion(d, [(model.joint_names[i], float(d[i])) for i in order if d[i] != 0.0]))
+    return out
+
+
+def describe_idle_motions(motions, most=6):
+    """One line per idle motion: the coordinates it moves with their components."""
+    lines = []
+    for i, mo in enumerate(motions):
+        parts = ', '.join(f'{j} {v:+.3g}' for j, v in mo.joints[:most])
+        more = f' (+{len(mo.joints) - most} more)' if len(mo.joints) > most else ''
+        lines.append(f'idle motion {i + 1}: {parts}{more}')
+    return lines

@@ -36,6 +36,7 @@ import numpy as np
 
 from robot_dynamics.algorithms import _projection_kernels as PK
 from robot_dynamics.spatial.linalg import svd_projector
+from robot_dynamics.algorithms.constraints import describe_idle_motions, idle_motions_of
 from robot_dynamics.errors import (
     AssemblyError,
     ConstraintRankError,
@@ -749,6 +750,12 @@ def _pidc_from_u(model, d, u, W, actuated, e, strict, err, errd):
             f'span {rG} of {dof} admissible directions); the motion is realised only in '
             f'the least-squares sense, unrealisable potent force = {residual:.3e}'
         )
+        idle = idle_motions_of(model, d.A, idx)
+        if idle:
+            msg += (
+                f'; {len(idle)} idle motion(s) (free with the actuated joints still, no effort on them): '
+                + '; '.join(describe_idle_motions(idle))
+            )
         if strict:
             raise ControllabilityError(msg)
     fpar = d.P @ tau

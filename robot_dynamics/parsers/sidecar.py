@@ -327,16 +327,25 @@ def check_semantics(model, src, declared=()):
       assemble it first);
     * at that ``q_r``: declared ``independent`` joints determine the configuration,
       ``rank [A; S_i] = n``, and there are as many as the mechanism has degrees of freedom,
-      ``n - rank A``; declared ``actuated`` joints drive it, ``rank [A; S_a] = n`` (a joint
-      driven through a series-elastic actuator counts with its motor, and then the count is
-      not checked: motor and link side are separate degrees of freedom).
+      ``n - rank A``, less those of them that are idle motions (see below);
+    * declared ``actuated`` joints drive it, ``rank [A; S_a] = n`` (a joint driven through a
+      series-elastic actuator counts with its motor, and then the count is not checked: motor
+      and link side are separate degrees of freedom). Motions they leave free are idle
+      motions (a rod spinning about its axis, a floating base, an unactuated degree of
+      freedom): not an error, a :class:`~robot_dynamics.errors.ModelWarning` naming each, and
+      ``model.idle_motions`` lists them (:func:`robot_dynamics.algorithms.constraints.idle_motions`).
 
     ``declared``: the sidecar's top-level keys (defaults are not judged: without a
     ``reference_configuration`` there is no closed configuration to judge ranks at).
     Raises :class:`LoopSpecError` naming the loop or key."""
     if not model.loops:
         return
-    from robot_dynamics.algorithms.constraints import constraint_jacobian, loop_errors
+    from robot_dynamics.algorithms.constraints import (
+        constraint_jacobian,
+        describe_idle_motions,
+        idle_motions,
+        loop_errors,
+    )
 
     for i, lp in enumerate(model.loops):
         ba, bb = (int(model.frame_parent[model.frame_index(f)]) for f in (lp.frame_a, lp.frame_b))
@@ -369,36 +378,49 @@ def check_semantics(model, src, declared=()):
     n, dof = model.nv, model.nv - _rank(A)
     sea = {a.get('motor_joint'): a.get('joint') for a in model.actuators.values() if a.get('type') == 'sea'}
     eye = np.eye(n)
+    idle = []
+    if 'actuated' in declared:
+        idle = idle_motions(model, q, list(model.actuated) + [sea[j] for j in model.actuated if j in sea])
+        model.idle_motions = idle
+    N = np.array([mo.direction for mo in idle]).reshape(len(idle), n)
 
-    def spans(joints):
+    def spans(joints, extra=None):
         js = set(joints) | {sea[j] for j in joints if j in sea}
-        return _rank(np.vstack([A, eye[[model.joint_index(j) for j in js]]])) == n
+        rows = [A, eye[[model.joint_index(j) for j in js]]] + ([extra] if extra is not None else [])
+        return _rank(np.vstack(rows)) == n
 
     rank = f'rank A = {n - dof}'
     checks = (
         (
             'independent',
-            lambda: not spans(model.independent),
+            lambda: not spans(model.independent, N),
             f'{model.independent} do not determine the configuration at the reference configuration: the '
-            f'mechanism has {dof} degree(s) of freedom (n = {n} joints, {rank}); choose {dof} joints whose '
-            'motion is not fixed by the loops',
+            f'mechanism has {dof} degree(s) of freedom (n = {n} joints, {rank}'
+            + (f', {len(idle)} of them idle motions' if idle else '')
+            + f'); choose {dof - len(idle)} joints whose motion is not fixed by the loops',
         ),
         (
             'independent',
-            lambda: not sea and len(model.independent) != dof,
+            lambda: not sea and not (dof - len(idle) <= len(model.independent) <= dof),
             f'{len(model.independent)} independent joint(s) {model.independent} for a mechanism with {dof} '
-            f'degree(s) of freedom (n = {n}, {rank})',
-        ),
-        (
-            'actuated',
-            lambda: not spans(model.actuated),
-            f'{model.actuated} cannot drive the mechanism at the reference configuration (rank [A; S_a] < {n}: '
-            f'{dof} degree(s) of freedom); actuate joints whose motion the loops leave free',
+            f'degree(s) of freedom (n = {n}, {rank}' + (f', {len(idle)} of them idle motions' if idle else '') + ')',
         ),
     )
     for key, fails, message in checks:
         if key in declared and fails():
             raise LoopSpecError(src, key, message)
+    if idle:
+        import warnings
+
+        from robot_dynamics.errors import ModelWarning
+
+        warnings.warn(
+            f'{src}: actuated: {len(idle)} idle motion(s) at the reference configuration (the loops and '
+            f'the actuated joints {model.actuated} leave them free; forward dynamics and simulation treat '
+            'them as free, inverse dynamics puts no effort on them): ' + '; '.join(describe_idle_motions(idle)),
+            ModelWarning,
+            stacklevel=4,
+        )
 
 
 def _name(src, key, v, allowed, what):

@@ -153,13 +153,18 @@ def launch_hint(urdf_path):
 def check_robot(source, loops=None, allow_xacro=False):
     """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
     when the description itself is malformed)."""
-    from robot_dynamics.algorithms.constraints import constraint_jacobian, loop_errors
+    from robot_dynamics.algorithms.constraints import (
+        constraint_jacobian,
+        describe_idle_motions,
+        idle_motions,
+        loop_errors,
+    )
     from robot_dynamics.parsers.sidecar import _rank
     from robot_dynamics.parsers.urdf import load_model
 
     m = load_model(source, loops=loops, allow_xacro=allow_xacro)
     r = CheckReport(m.name)
-    r.facts.append(('joints', f'{m.nq} ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
+    r.facts.append(('joints', f'{m.nv} ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
     r.facts.append(('loops', ', '.join(f'{lp.name} ({lp.type})' for lp in m.loops) or 'none (tree)'))
     q = m.reference_q()
     if m.loops:
@@ -174,13 +179,28 @@ def check_robot(source, loops=None, allow_xacro=False):
         )
         A = constraint_jacobian(m, q)
         rank = _rank(A)  # the loader's rank decision (check_semantics)
-        r.facts.append(('degrees of freedom', f'{m.nq - rank} (n = {m.nq}, rank A = {rank}, {A.shape[0]} rows)'))
+        r.facts.append(('degrees of freedom', f'{m.nv - rank} (n = {m.nv}, rank A = {rank}, {A.shape[0]} rows)'))
 
         def rk(js):
-            return _rank(np.vstack([A, np.eye(m.nq)[[m.joint_index(j) for j in js]]]))
+            return _rank(np.vstack([A, np.eye(m.nv)[[m.joint_index(j) for j in js]]]))
 
-        r.facts.append(('actuation rank', f'rank [A; S_a] = {rk(m.actuated)} of {m.nq}'))
-        r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nq}'))
+        r.facts.append(('actuation rank', f'rank [A; S_a] = {rk(m.actuated)} of {m.nv}'))
+        r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nv}'))
+        # idle motions: at the reference configuration when it closes the loops, else at the
+        # nearest closed configuration assemble finds (none judged if it finds none)
+        q_idle = q if worst <= 1e-6 else None
+        if q_idle is None:
+            from robot_dynamics.algorithms.projection import assemble
+
+            try:
+                q_idle = assemble(m, q_guess=q).q
+            except RobotDynamicsError:
+                pass
+        if q_idle is None:
+            r.facts.append(('idle motions', 'not judged (no closed configuration found from the reference)'))
+        else:
+            idle = idle_motions(m, q_idle)
+            r.facts.append(('idle motions', '; '.join(describe_idle_motions(idle)) if idle else 'none'))
     else:
         r.facts.append(('degrees of freedom', f'{m.nq} (tree)'))
     hint = launch_hint(source)

@@ -7,6 +7,7 @@ import time
 import traceback
 import warnings
 
+import numpy as np
 import pytest
 
 import robot_dynamics as rd
@@ -124,12 +125,33 @@ def test_open_reference_configuration_is_rejected():
         ('five_bar', 'independent', ['motor1_joint'], 'do not determine the configuration'),
         ('five_bar', 'independent', ['motor1_joint', 'motor2_joint', 'elbow1_joint'], '3 independent joint(s)'),
         ('hydraulic_boom', 'independent', ['lift_joint', 'lift_case_joint'], 'do not determine the configuration'),
-        ('hydraulic_boom', 'actuated', ['lift_rod_joint', 'lift_joint'], 'cannot drive the mechanism'),
     ],
 )
 def test_dof_and_actuation_rank_are_checked(robot, key, value, words):
     msg = _load_error(robot, _sidecar(robot, **{key: value}))
     assert f': {key}: ' in msg and words in msg, msg
+
+
+def test_idle_motions_load_with_a_warning_naming_them():
+    """Actuated joints that leave a motion free (here the boom's lift cylinder rod and the lift joint
+    move together, the tilt stays undriven) are a fact, not an error: the model loads, the warning
+    and model.idle_motions name the motion, which keeps the loops closed with the actuated
+    joints still (A d = 0, d_a = 0, checked independently by finite differences of the residual)."""
+    d = _sidecar('hydraulic_boom', actuated=['lift_rod_joint', 'lift_joint'])
+    with pytest.warns(rd.ModelWarning, match='idle motion') as rec:
+        m = rd.load_model(f'{F.URDF_DIR}/hydraulic_boom.urdf', loops=d)
+    msg = str(rec[0].message)
+    assert ': actuated: ' in msg and 'tilt_joint' in msg
+    assert len(m.idle_motions) >= 1
+    q = m.reference_q()
+    for mo in m.idle_motions:
+        assert mo.joints[0][0] in msg
+        d_ = mo.direction
+        assert np.abs(d_[[m.joint_index(j) for j in m.actuated]]).max() < 1e-12
+        h = 1e-6
+        dphi = (rd.loop_residual(m, q + h * d_) - rd.loop_residual(m, q - h * d_)) / (2 * h)
+        assert np.abs(dphi).max() < 1e-8, dphi
+        assert np.abs(d_).max() == 1.0
 
 
 def test_numbers_are_urdf_numbers():

@@ -102,7 +102,9 @@ def _hold_and_rejection_checks(launcher, probe, model, out):
     assert np.abs(np.array(js.position) - q_hold).max() < 0.05
     assert np.abs(np.array(js.velocity)).max() < 0.1
     # sim_node's log line travels through its output pipe to the launcher: wait for it
-    probe.wait_logged(lambda: 'rejected command' in out.getvalue(), 5.0, "sim_node's 'rejected command' log", out, ('js', 'hold'))
+    probe.wait_logged(
+        lambda: 'rejected command' in out.getvalue(), 5.0, "sim_node's 'rejected command' log", out, ('js', 'hold')
+    )
     # resume (the probe's command publisher gone: one owner of the command topic again)
     probe.drop_cmd_pub()
     t_on = probe.call_enable(True)

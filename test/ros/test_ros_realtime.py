@@ -82,6 +82,13 @@ def test_irsbot2_tracks_in_wall_clock_time():
 T1_PLANT_STEP_LIMIT = 150e-6
 
 
+# start-up deadline of a real-time graph (its nodes' imports, cached kernels and DDS discovery
+# next to whatever else runs on the machine), separate from the measured motion that follows
+GRAPH_START_DEADLINE = 120.0
+# [s] state-to-command latency (p99) the hydraulic valve loop tolerates: 5 plant steps of 1 ms
+LATENCY_TOLERATED = 5e-3
+
+
 def _plant_step_seconds(robot):
     """Median wall time [s] of one step of ``robot``'s sim_node plant under its hold command
     (5 passes of 200 steps after 50 warm-up steps), in this process."""
@@ -287,7 +294,8 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
     cannot give the graph its ~1.9 cores it diverges and no tracking bound is meaningful; when
     it kept up: the tool error's maximum below 0.1 m (the 0.3-0.4 m legs: never diverges),
     chamber pressures (controller diagnostics, 100 Hz) inside (0, p_s + 10 %), and, when the
-    controller kept up too (answered >= 95 % of the states, its /diagnostics counters), the tool
+    controller kept up too (answered >= 95 % of the states, its /diagnostics counters; state-to-command
+    latency p99 within LATENCY_TOLERATED) and the plant ran at full speed (every RTF report >= 0.98), the tool
     error's 95th percentile below 3x the demo's 10 mm. Measured numbers: docs/hydraulic_vdc.md."""
     spec = DEMOS['hydraulic_boom']
 
@@ -321,10 +329,14 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
         answered = (
             1.0 - float(loop[-1]['skipped_states']) / max(float(loop[-1]['states']), 1.0) if loop else float('nan')
         )
+        # the controller's state-to-command latency (state age at the command + compute), p99 of its
+        # window: the valve loop tolerates ~5 plant steps (docs/hydraulic_vdc.md)
+        lat99 = float(loop[-1].get('latency_p99', 'nan')) if loop else float('nan')
         print(
             f'\nhydraulic_boom real time: {len(e)} samples, max e {e.max() * 1e3:.2f} mm, p95 '
             f'{np.percentile(e, 95) * 1e3:.2f} mm, p [{P.min() / 1e5:.1f}, {P.max() / 1e5:.1f}] bar, '
-            f'RTF {np.round(rtf, 2).tolist()}, states answered {answered:.1%}'
+            f'RTF {np.round(rtf, 2).tolist()}, states answered {answered:.1%}, state-to-command '
+            f'latency p99 {lat99 * 1e3:.2f} ms'
             + ('' if kept_up else ': the plant did not keep up, tracking not judged')
         )
         assert len(e) > 300, len(e)
@@ -334,7 +346,9 @@ def test_hydraulic_boom_tracks_the_task_in_wall_clock_time():
             # >= 0.97 the controller answered 75 % of the states in a CI run and the tool error's
             # p95 reached 42 mm (the valve loop and skipped states: docs/control_loop.md); the boom
             # must still never diverge
-            if answered >= 0.95:
+            # and the plant ran at full speed throughout (an RTF report of 0.95 averages over a
+            # second that may hide tens of milliseconds without a step: the valve loop's delay)
+            if answered >= 0.95 and lat99 <= LATENCY_TOLERATED and min(rtf) >= 0.98:
                 assert np.percentile(e, 95) < 3 * spec.bound, np.percentile(e, 95)
             assert e.max() < 0.1, e.max()
             assert P.min() > 0.0 and P.max() < 1.1 * 185e5, (P.min(), P.max())
@@ -359,7 +373,7 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
         probe.subscribe('cmd', Float64MultiArray, '/valve_controller/commands')
 
     def body(launcher, probe, model, out):
-        probe.wait_for(lambda: len(probe.cmd) > 200, 60.0, 'valve commands')
+        probe.wait_logged(lambda: len(probe.cmd) > 200, GRAPH_START_DEADLINE, 'valve commands', out, ('cmd',))
         sim = launcher.procs['sim_node']
         with probe.lock:
             n0 = len(probe.cmd)
@@ -392,7 +406,10 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
         # the 0 V commands come from the watchdog timer (timer_rate 200 Hz; on the plant clock no
         # reference arrives while the plant is frozen): 1 s at >= 100 Hz on a loaded machine
         assert len(cmds) - last_live - 1 >= 100 + 100, (len(cmds), last_live)
-        assert 'state stale' in out.getvalue()
+        # the controller's log line travels through its output pipe to the launcher
+        probe.wait_logged(
+            lambda: 'state stale' in out.getvalue(), 5.0, "the controller's 'state stale' log", out, ('cmd',)
+        )
 
     run_graph(
         'hydraulic_boom',
@@ -402,11 +419,6 @@ def test_vdc_controller_closes_the_valves_on_stale_input_in_real_time():
         timing='realtime',
         overrides={'trajectory_node': {'task_loops': 1}},
     )
-
-
-# start-up deadline of the SEA graph (goal input matched, states and tracking errors flowing),
-# separate from the measured goal moves that follow it
-SEA_START_DEADLINE = 120.0
 
 
 def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
@@ -439,7 +451,7 @@ def test_planar_3rrr_sea_moves_between_goals_in_wall_clock_time():
         # cached kernels, DDS discovery) took more than 30 s, hence its own deadline
         probe.wait_logged(
             lambda: pub.get_subscription_count() > 0 and len(probe.js) > 100 and len(probe.serr) > 100,
-            SEA_START_DEADLINE,
+            GRAPH_START_DEADLINE,
             'trajectory_node goal input, joint states, control',
             out,
             ('js', 'serr', 'cmd', 'rtf'),
