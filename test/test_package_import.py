@@ -58,6 +58,7 @@ PUBLIC = [
     'frame_wrench_to_joint',
     'gravity_torques',
     'hybrid_control',
+    'idle_motions',
     'independent_coordinates',
     'joint_placements',
     'kinematics',
