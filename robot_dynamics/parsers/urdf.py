@@ -4,8 +4,12 @@ The document is parsed once with lxml and read by this module's own reader, whic
 as it reads and builds the objects :func:`build_model` consumes, with the attribute names and
 defaults of ``urdfdom-py`` (ROS 2's Python URDF parser): an absent ``<origin>`` is the identity,
 an absent ``xyz``/``rpy`` is zero, an absent ``<axis>`` is (1, 0, 0), an absent ``<limit>``
-leaves the joint unbounded, ``<limit>`` without ``lower``/``upper`` gives 0, and of a repeated
-element only the first counts. It is linear in the size of the file (a 10 000-link chain loads
+leaves the joint unbounded, and of a repeated element only the first counts. One reading differs
+from urdfdom's: a revolute or prismatic joint whose ``<limit>`` lacks ``lower`` or ``upper`` is
+unbounded on that side, with a :class:`~robot_dynamics.errors.ModelWarning` naming the file, the
+joint and the attribute (urdfdom, urdfdom-py and Pinocchio read the missing value as 0, which
+locks a joint without both attributes at 0; ``joint_state_publisher`` skips such a joint with a
+warning instead of locking it, and the URDF specification marks the attributes optional). It is linear in the size of the file (a 10 000-link chain loads
 in a fraction of a second); urdfdom-py itself stays the independent check:
 ``build_model(..., reader='urdfdom')`` reads the same document with urdfdom-py, and the test
 suite asserts that both readers give the same model (test/parsers/test_urdf_reader.py). urdfdom-py is
@@ -416,8 +420,8 @@ def _prevalidate(xml, src, show_lines, read=True):
                 lim = SimpleNamespace(
                     effort=num(lim, 'effort'),
                     velocity=num(lim, 'velocity'),
-                    lower=num(lim, 'lower', 0.0),
-                    upper=num(lim, 'upper', 0.0),
+                    lower=num(lim, 'lower'),  # None when absent (see the module docstring)
+                    upper=num(lim, 'upper'),
                 )
             mim = first.get('mimic')
             if mim is not None:
@@ -507,21 +511,39 @@ def _parse_urdfdom(xml, src, show_lines=True):
     xcore.on_error = lambda msg: log.debug('%s: urdfdom-py: %s', src, msg)
     try:
         with redirect_stderr(io.StringIO()):
-            return U.URDF.from_xml_string(text)
+            robot = U.URDF.from_xml_string(text)
     except xcore.ParseError as exc:
         raise ModelError(src, str(exc.path), f'cannot parse URDF: {exc.e}') from exc
     except Exception as exc:
         raise ModelError(src, None, f'cannot parse URDF: {type(exc).__name__}: {exc}') from exc
     finally:
         xcore.on_error = old
+    # urdfdom-py reads an absent <limit lower/upper> as 0; keep "absent" (None), as _parse does
+    for el, j in zip(root.iterchildren('joint'), robot.joints):
+        lim = el.find('limit')
+        if lim is not None and j.limit is not None:
+            for attr in ('lower', 'upper'):
+                if lim.get(attr) is None:
+                    setattr(j.limit, attr, None)
+    return robot
 
 
 _READERS = {'fast': _parse, 'urdfdom': _parse_urdfdom}
 
 
-def _check_inertials(src, links):
+def _warn(src, element, message, strict):
+    """A description loaded as given but not physical or ambiguous: a :class:`ModelWarning`
+    ``"<src>: <element>: <message>; loaded as given"``, or with ``strict`` a :class:`ModelError`."""
+    if strict:
+        raise ModelError(src, element, f'{message} (strict=True refuses what loads with a ModelWarning otherwise)')
+    warnings.warn(f'{src}: {element}: {message}; loaded as given', ModelWarning, stacklevel=5)
+
+
+def _check_inertials(src, links, strict=False):
     """Mass (L,), centre of mass (L, 3) and rotational inertia about it (L, 3, 3) of each link,
     in the link frame, and a list of the ModelError of each invalid link (None when valid).
+    A non-physical inertia (not positive semi-definite, outside the triangle inequality,
+    rotational inertia without mass) warns, or with ``strict`` raises ModelError.
 
     All links at once: the inertia tensors are checked (positive semi-definite, triangle
     inequality) with one batched eigenvalue computation."""
@@ -547,8 +569,16 @@ def _check_inertials(src, links):
     ev = np.linalg.eigvalsh(np.where(finite[:, None, None], Ic, 0.0))
     tol = 1e-9 * np.fmax(1.0, np.abs(ev).max(axis=1))
     bad_mass = ~np.isfinite(m) | (m < 0)
-    bad = bad_mass | ~finite | (ev.min(axis=1) < -tol)
-    odd = ~bad & ((2 * ev.max(axis=1) > ev.sum(axis=1) + tol) | ((m == 0) & (np.abs(Ic).max(axis=(1, 2)) > tol)))
+    # undefined dynamics (refused in both modes): a negative or non-finite mass, a non-finite
+    # inertia or origin
+    bad = bad_mass | ~finite
+    # not a physical body, loaded as given as Pinocchio does (refused with strict): an inertia
+    # with a negative principal moment (beyond the rounding of eigvalsh), outside the triangle
+    # inequality, or rotational inertia on a massless link
+    negative = ev.min(axis=1) < -64 * np.finfo(float).eps * np.abs(ev).max(axis=1)
+    odd = ~bad & (
+        negative | (2 * ev.max(axis=1) > ev.sum(axis=1) + tol) | ((m == 0) & (np.abs(Ic).max(axis=(1, 2)) > tol))
+    )
     for i in np.flatnonzero(bad | odd).tolist():
         el = f"link '{links[rows[i]].name}' <inertial>"
         e = ev[i]
@@ -557,13 +587,15 @@ def _check_inertials(src, links):
         elif not finite[i]:
             msg = 'non-finite inertia or origin'
         elif e.min() < -tol[i]:
-            msg = f'inertia tensor is not positive semi-definite (eigenvalues {e})'
+            msg = f'inertia tensor is not positive semi-definite (eigenvalues {e}): not a physical body'
         elif 2 * e.max() > e.sum() + tol[i]:
             msg = f'inertia violates the triangle inequality (principal moments {e}): not a physical body'
-        else:
+        elif m[i] == 0 and np.abs(Ic[i]).max() > tol[i]:
             msg = 'zero mass with non-zero rotational inertia'
-        if odd[i]:  # loaded as given, as Pinocchio does
-            warnings.warn(f'{src}: {el}: {msg}; loaded as given', ModelWarning, stacklevel=4)
+        else:
+            msg = f'a principal moment of inertia is slightly negative (principal moments {e}): not a physical body'
+        if odd[i]:  # loaded as given, as Pinocchio does (strict: refused)
+            _warn(src, el, msg, strict)
         else:
             errors[rows[i]] = ModelError(src, el, msg)
     m_all[rows], c_all[rows] = m, c
@@ -679,7 +711,9 @@ def _expand(kinds, par, Rf, pf, lo, hi, vl, el_, jn, axes, types, fr_par):
     return out, joints, fp
 
 
-def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, reader='fast', root_joint=None):
+def build_model(
+    source, loops=None, gravity=None, name=None, allow_xacro=False, reader='fast', root_joint=None, strict=False
+):
     """Build a :class:`Model` from a URDF path, xacro path or XML string.
 
     ``loops``: sidecar path, already-parsed dict, ``False`` (ignore any sidecar) or ``None``
@@ -691,6 +725,8 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
     ``root_joint``: ``'free_flyer'`` or ``'planar'`` puts the URDF root link on that joint,
     named ``root_joint`` (Pinocchio's ``buildModelFromUrdf(path, JointModelFreeFlyer())``); the
     sidecar key ``root_joint`` does the same; None (default): the sidecar's, else a fixed base.
+    ``strict``: raise :class:`ModelError` for what otherwise loads with a :class:`ModelWarning`
+    (see :func:`load_model`).
     """
     from robot_dynamics.parsers import sidecar as loopmod
 
@@ -769,7 +805,7 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
 
     # everything per link / per joint that does not depend on the traversal, for all at once
     link_list = [lk.name for lk in robot.links]
-    m_link, c_link, I_link, bad_inertial = _check_inertials(src, robot.links)
+    m_link, c_link, I_link, bad_inertial = _check_inertials(src, robot.links, strict)
     Rj_all, pj_all = _poses([j.origin for j in joints])
     origin_finite = (np.isfinite(Rj_all).all(axis=(1, 2)) & np.isfinite(pj_all).all(axis=1)).tolist()
     ax_raw = np.array([(1.0, 0.0, 0.0) if j.axis is None else j.axis for j in joints], float).reshape(-1, 3)
@@ -806,6 +842,17 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
         else:
             lo.append(float(lim.lower) if lim.lower is not None else -np.inf)
             hi.append(float(lim.upper) if lim.upper is not None else np.inf)
+            if j.type in ('revolute', 'prismatic'):
+                missing = [a for a in ('lower', 'upper') if getattr(lim, a) is None]
+                if missing:
+                    _warn(
+                        src,
+                        el + ' <limit>',
+                        f'no {" and no ".join(repr(a) for a in missing)} attribute: the {j.type} joint is '
+                        f'read as unbounded on that side, limits [{lo[-1]}, {hi[-1]}] (urdfdom and '
+                        'Pinocchio read a missing value as 0, which would lock the joint)',
+                        strict,
+                    )
             if lo[-1] > hi[-1]:
                 raise ModelError(src, el + ' <limit>', f'lower {lo[-1]} > upper {hi[-1]}')
         vl.append(float(lim.velocity) if lim is not None and lim.velocity is not None else np.inf)
@@ -958,7 +1005,7 @@ def build_model(source, loops=None, gravity=None, name=None, allow_xacro=False, 
     return model
 
 
-def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, root_joint=None) -> Model:
+def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, root_joint=None, strict=False) -> Model:
     """Load a robot: URDF/xacro path or XML string, plus its loop-closure sidecar.
 
     Parameters
@@ -977,6 +1024,14 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, r
         Put the URDF root link on a joint named ``root_joint`` of that kind (a floating base,
         as Pinocchio's ``buildModelFromUrdf(path, pin.JointModelFreeFlyer())``); the sidecar
         key ``root_joint: free_flyer`` does the same. Default: the sidecar's, else fixed.
+    strict : bool
+        Refuse (:class:`ModelError`) what loads with a :class:`ModelWarning` by default, as
+        Pinocchio loads it: an inertia with a negative principal moment or outside the
+        triangle inequality, rotational inertia on a massless link, a revolute/prismatic
+        ``<limit>`` without ``lower`` or ``upper``. What leaves the dynamics undefined (a
+        negative or non-finite mass, a non-finite inertia or inertial origin, a malformed
+        ``<inertia>``) is a ModelError in both modes (a URDF inertia is symmetric by
+        construction: six values).
 
     Returns
     -------
@@ -989,6 +1044,11 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, r
     ModelError, LoopSpecError
         Naming the file and the offending element or key.
 
+    Warns
+    -----
+    ModelWarning
+        For a description loaded as given though not physical or ambiguous (see ``strict``).
+
     Example
     -------
     >>> import robot_dynamics as rd
@@ -996,4 +1056,6 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, r
     >>> model.joint_names
     ['crank_joint', 'coupler_joint', 'rocker_joint']
     """
-    return build_model(source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro, root_joint=root_joint)
+    return build_model(
+        source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro, root_joint=root_joint, strict=strict
+    )

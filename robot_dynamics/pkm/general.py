@@ -840,9 +840,8 @@ def inverse_dynamics_d2_general(
         s0 = idx[0]
         j = int(np.nonzero((th[s0] < p.lower - 1e-12) | (th[s0] > p.upper + 1e-12))[0][0])
         raise PKMSingularityError(
-            f'{p.model_name}: IK solution outside the URDF joint limits at '
-            f"{len(idx)} of {S} samples (first {s0}: joint '{p.joint_label[j]}' "
-            f'= {th[s0, j]:.6g})',
+            f'{p.model_name}: IK solution outside the URDF joint limits at {len(idx)} of {S} samples '
+            f'(first {s0}: {_outside_limits(p, j, th[s0, j])})',
             idx,
             np.where(out_lim, 5, 0),
         )
@@ -1089,13 +1088,22 @@ def _raise_status(p, status, info, resid, theta):
             j = int(info[s0])
             msg = (
                 f'{p.model_name}: IK solution outside the URDF joint limits at {len(idx)} of {S} '
-                f"samples (first {s0}: joint '{p.joint_label[j]}' = {theta[s0, j]:.6g})"
+                f'samples (first {s0}: {_outside_limits(p, j, theta[s0, j])})'
             )
         else:
             msg = f'{p.model_name}: singular IK Jacobian J_IK (actuation singularity) at {len(idx)} samples, first {s0}'
         raise PKMSingularityError(msg, idx, st)
     raise PKMSingularityError(
         f'{p.model_name}: the kernel failed (status {sorted(set(status.tolist()))})', np.nonzero(status)[0], status
+    )
+
+
+def _outside_limits(p, j, value):
+    """``"joint 'X' = v, outside its limits [lo, hi] ..."``: the refusal of an IK solution
+    ``value`` [rad | m] of stacked joint ``j`` of the PKM ``p`` by its URDF limits."""
+    return (
+        f"joint '{p.joint_label[j]}' = {value:.6g}, outside its limits [{p.lower[j]:.6g}, {p.upper[j]:.6g}] "
+        '(the URDF <limit lower/upper> of the joint: the pose needs the joint beyond them)'
     )
 
 

@@ -91,6 +91,7 @@ class PKMLimbs:
         self.L, self.N = self.X.shape[:2]
         self.th_ref = np.zeros((self.L, self.N))
         self.lower = self.upper = None
+        self.joint_label = None  # (L*N) names of the limb joints, limb by limb (with the limits)
         self.ik_mode, self.ik_geom, self.ik_info = decoupled_ik_geometry(self.BR, self.Bp, self.X)
 
     def __repr__(self):
@@ -269,6 +270,7 @@ def limbs_from_model(model, platform=None):
     order = np.array([[l for l in range(L) if tree_index[l, act[l]] == j][0] for j in model.actuated_indices])
     out = PKMLimbs(BR, Bp, X, M, act, tree_index, [lb.name for lb in p.limbs], order, p.platform, model.gravity, name)
     out.lower, out.upper = p.lower.reshape(L, N), p.upper.reshape(L, N)
+    out.joint_label = list(p.joint_label)
     cache[key] = out
     return out
 
@@ -379,8 +381,11 @@ def inverse_dynamics_d2_full(
             6: 'closed-form IK branch ambiguous (warm start between two U or S branches, '
             'near a singular configuration?)',
         }
+        detail = what[int(st[bad[0]])]
+        if st[bad[0]] == 5:
+            detail += ' (' + _outside_limits(limbs, TH[bad[0], 0]) + ')'
         raise PKMSingularityError(
-            f'{limbs.model_name}: {len(bad)} of {S} samples failed, first sample {bad[0]}: {what[int(st[bad[0]])]}',
+            f'{limbs.model_name}: {len(bad)} of {S} samples failed, first sample {bad[0]}: {detail}',
             bad,
             st,
         )
@@ -472,14 +477,27 @@ class ID2Data:
         if st:
             if st == 4:
                 raise InputError('x or the task derivatives contain non-finite values')
+            extra = f': IK solution outside the URDF joint limits ({_outside_limits(L, th)})' if st == 5 else ''
             raise PKMSingularityError(
-                f'{L.model_name}: the sample failed (status {st}, see PKMSingularityError.status)',
+                f'{L.model_name}: the sample failed (status {st}, see PKMSingularityError.status){extra}',
                 np.array([0]),
                 np.array([st]),
             )
         self.theta[...] = th
         self.theta_a = self.TH[0][:, self._o, self._act]
         return self.U[0][:, self._o]
+
+
+def _outside_limits(limbs, th):
+    """``"joint 'X' = v, outside its limits [lo, hi] ..."`` for the first limb joint of the IK
+    solution ``th`` (L, N) [rad | m] outside the URDF limits of :class:`PKMLimbs` ``limbs``."""
+    out = (th < limbs.lower - 1e-12) | (th > limbs.upper + 1e-12)
+    l, k = (int(i) for i in np.argwhere(out)[0])
+    name = limbs.joint_label[l * limbs.N + k] if limbs.joint_label else f'{limbs.limb_names[l]}[{k}]'
+    return (
+        f"joint '{name}' = {th[l, k]:.6g}, outside its limits [{limbs.lower[l, k]:.6g}, {limbs.upper[l, k]:.6g}] "
+        '(the URDF <limit lower/upper> of the joint: the pose needs the joint beyond them)'
+    )
 
 
 def inverse_dynamics_d2(model, x, xd, xdd, xddd, xdddd, *, route='auto', **kw):

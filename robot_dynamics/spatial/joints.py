@@ -40,6 +40,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+
+from robot_dynamics.errors import InputError
+
 from robot_dynamics.spatial.lie import _exp_so3, _jl_inv_so3, _jl_so3, _log_so3
 from robot_dynamics.spatial.lie import quat_xyzw_to_matrix as quat_to_matrix
 
@@ -111,7 +114,10 @@ def _shape(size):
 def _uniform(rng, lower, upper, shape, what):
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
-        raise ValueError(f'random configuration of a {what} joint needs finite limits, got [{lo}, {hi}]')
+        raise InputError(
+            f'random configuration of a {what} joint needs finite limits, got limits [{lo}, {hi}] '
+            '(uniform sampling is undefined on an unbounded interval)'
+        )
     return rng.uniform(lo, hi, size=shape + lo.shape)
 
 

@@ -150,9 +150,10 @@ def launch_hint(urdf_path):
     return '; '.join(out)
 
 
-def check_robot(source, loops=None, allow_xacro=False):
+def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=False):
     """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
-    when the description itself is malformed)."""
+    when the description itself is malformed). ``loops``, ``allow_xacro``, ``root_joint`` and
+    ``strict`` as :func:`robot_dynamics.load_model`."""
     from robot_dynamics.algorithms.constraints import (
         constraint_jacobian,
         describe_idle_motions,
@@ -162,7 +163,7 @@ def check_robot(source, loops=None, allow_xacro=False):
     from robot_dynamics.parsers.sidecar import _rank
     from robot_dynamics.parsers.urdf import load_model
 
-    m = load_model(source, loops=loops, allow_xacro=allow_xacro)
+    m = load_model(source, loops=loops, allow_xacro=allow_xacro, root_joint=root_joint, strict=strict)
     r = CheckReport(m.name)
     r.facts.append(('joints', f'{m.nv} ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
     r.facts.append(('loops', ', '.join(f'{lp.name} ({lp.type})' for lp in m.loops) or 'none (tree)'))

@@ -82,6 +82,7 @@ def _load(args):
             loops=getattr(args, 'loops', None),
             allow_xacro=getattr(args, 'xacro', False),
             root_joint=getattr(args, 'root_joint', None),
+            strict=getattr(args, 'strict', False),
         )
     except rd.RobotDynamicsError as exc:
         raise SystemExit(f'robot-dynamics: {exc}') from None
@@ -93,7 +94,13 @@ def cmd_check(args):
     from robot_dynamics.tools.check import check_robot
 
     try:
-        rep = check_robot(resolve_robot(args.robot), loops=args.loops, allow_xacro=args.xacro)
+        rep = check_robot(
+            resolve_robot(args.robot),
+            loops=args.loops,
+            allow_xacro=args.xacro,
+            root_joint=args.root_joint,
+            strict=args.strict,
+        )
     except rd.RobotDynamicsError as exc:
         raise SystemExit(f'robot-dynamics: {exc}') from None
     print(rep.text())
@@ -430,6 +437,11 @@ def _add_id_options(p, plot_default=None):
         default=None,
         help="put the root link on a joint named root_joint (a floating base; default: the sidecar's, else fixed)",
     )
+    p.add_argument(
+        '--strict',
+        action='store_true',
+        help='refuse what loads with a ModelWarning otherwise (non-physical inertias, a <limit> without lower/upper)',
+    )
 
 
 def _command(sub, func, name, **kw):
@@ -440,7 +452,7 @@ def _command(sub, func, name, **kw):
 
 
 def _add_model_options(p):
-    """--loops and --xacro: how a robot description given by path is read."""
+    """--loops, --xacro, --root-joint, --strict: how a robot description given by path is read."""
     p.add_argument('--loops', default=None, help='loop sidecar (default: <stem>.loops.yaml)')
     p.add_argument(
         '--xacro', action='store_true', help='expand a .xacro model (runs its Python expressions: trusted files only)'
@@ -450,6 +462,11 @@ def _add_model_options(p):
         choices=('free_flyer', 'planar'),
         default=None,
         help="put the root link on a joint named root_joint (a floating base; default: the sidecar's, else fixed)",
+    )
+    p.add_argument(
+        '--strict',
+        action='store_true',
+        help='refuse what loads with a ModelWarning otherwise (non-physical inertias, a <limit> without lower/upper)',
     )
 
 

@@ -150,10 +150,6 @@ URDF_CASES = {
         chain(l2=link('l2', INERTIAL.replace('value="1.0"', 'value="-1.5"'))),
         ["link 'l2' <inertial>", 'mass must be finite and >= 0', '-1.5'],
     ),
-    'inertia_not_psd': (
-        chain(l2=link('l2', INERTIAL.replace('iyy="0.02"', 'iyy="-0.02"'))),
-        ["link 'l2' <inertial>", 'not positive semi-definite'],
-    ),
     'inertia_missing_attribute': (
         chain(l1=link('l1', INERTIAL.replace('ixy="0" ', ''))),
         ["link 'l1' <inertia ixy>", 'required attribute is missing'],
@@ -181,6 +177,10 @@ URDF_CASES = {
     'nan_mass': (
         chain(l1=link('l1', INERTIAL.replace('value="1.0"', 'value="nan"'))),
         ["link 'l1' <mass value>", 'non-finite'],
+    ),
+    'inf_inertia': (
+        chain(l1=link('l1', INERTIAL.replace('iyz="0"', 'iyz="inf"'))),
+        ["link 'l1' <inertia iyz>", 'non-finite'],
     ),
     'not_a_number': (
         chain(j2=joint('j2', 'l1', 'l2', origin='<origin xyz="0.3 zero 0"/>')),
@@ -241,7 +241,23 @@ NON_PHYSICAL_INERTIA = {
         chain(l1=link('l1', INERTIAL.replace('value="1.0"', 'value="0"'))),
         ["link 'l1' <inertial>", 'zero mass with non-zero rotational', 'loaded as given'],
     ),
+    # (published URDFs carry such inertias too: Tiago's antenna links, Romeo's body)
+    'inertia_not_psd': (
+        chain(l1=link('l1', INERTIAL.replace('iyy="0.02"', 'iyy="-0.02"'))),
+        ["link 'l1' <inertial>", 'not positive semi-definite', 'loaded as given'],
+    ),
+    # a principal moment a hair below zero (within the semi-definiteness tolerance, far beyond
+    # the rounding of an eigenvalue solver) that keeps the triangle inequality
+    'tiny_negative_principal_moment': (
+        chain(
+            l1=link('l1', INERTIAL.replace('ixx="0.01"', 'ixx="-1e-12"').replace('izz="0.02"', 'izz="0.0200000001"'))
+        ),
+        ["link 'l1' <inertial>", 'slightly negative', 'loaded as given'],
+    ),
 }
+
+# what leaves the dynamics undefined: refused with and without strict
+UNDEFINED_DYNAMICS = ['negative_mass', 'nan_mass', 'nan_in_inertial_origin', 'inf_inertia']
 
 
 @pytest.mark.parametrize('case', sorted(NON_PHYSICAL_INERTIA))
@@ -257,6 +273,84 @@ def test_non_physical_inertia_loads_with_a_warning_naming_file_and_link(tmp_path
     for n in needles:
         assert n in msg, (n, msg)
     assert model.nv == 3
+
+
+@pytest.mark.parametrize('case', sorted(NON_PHYSICAL_INERTIA))
+def test_strict_refuses_non_physical_inertia_naming_file_and_link(tmp_path, case):
+    text, needles = NON_PHYSICAL_INERTIA[case]
+    path = write(tmp_path, text)
+    with pytest.raises(rd.ModelError) as exc:
+        rd.load_model(path, strict=True)
+    msg = check_msg(exc, *needles[:-1], 'strict=True')
+    assert msg.startswith(path + ': ') and exc.value.element == needles[0], msg
+
+
+@pytest.mark.parametrize('case', UNDEFINED_DYNAMICS)
+@pytest.mark.parametrize('strict', [False, True])
+def test_undefined_dynamics_is_refused_in_both_modes(tmp_path, case, strict):
+    text, needles = URDF_CASES[case]
+    path = write(tmp_path, text)
+    with pytest.raises(rd.ModelError) as exc:
+        rd.load_model(path, strict=strict)
+    check_msg(exc, *needles)
+    assert 'strict' not in str(exc.value)
+
+
+def test_physical_model_loads_alike_with_strict(tmp_path):
+    path = write(tmp_path, chain())
+    a, b = rd.load_model(path), rd.load_model(path, strict=True)
+    np.testing.assert_array_equal(a.inertia_com, b.inertia_com)
+    np.testing.assert_array_equal(a.lower, b.lower)
+
+
+MISSING_BOUNDS = {
+    # (joint j2 (revolute) or j3 (prismatic), its <limit>, missing attributes, (lower, upper))
+    'revolute_no_bounds': ('j2', '<limit effort="1" velocity="2"/>', "no 'lower' and no 'upper'", (-np.inf, np.inf)),
+    'revolute_no_upper': ('j2', '<limit lower="-0.5" effort="1" velocity="2"/>', "no 'upper'", (-0.5, np.inf)),
+    'prismatic_no_lower': ('j3', '<limit upper="0.2" effort="1" velocity="2"/>', "no 'lower'", (-np.inf, 0.2)),
+}
+
+
+@pytest.mark.parametrize('case', sorted(MISSING_BOUNDS))
+def test_limit_without_lower_or_upper_is_unbounded_on_that_side_with_a_warning(tmp_path, case):
+    import pinocchio as pin
+
+    name, limit, what, bounds = MISSING_BOUNDS[case]
+    parts = {'j2': joint('j2', 'l1', 'l2', axis='<axis xyz="0 1 0"/>', limit=limit)}
+    if name == 'j3':
+        parts = {'j3': joint('j3', 'l2', 'l3', 'prismatic', axis='<axis xyz="1 0 0"/>', limit=limit)}
+    path = write(tmp_path, chain(**parts))
+    with pytest.warns(rd.ModelWarning) as rec:
+        m = rd.load_model(path)
+    assert len(rec) == 1
+    msg = str(rec[0].message)
+    assert msg.startswith(f"{path}: joint '{name}' <limit>: {what} attribute"), msg
+    assert 'unbounded' in msg and 'loaded as given' in msg
+    i = m.joint_index(name)
+    assert (m.lower[i], m.upper[i]) == bounds
+    assert m.effort_limit[i] == 1 and m.velocity_limit[i] == 2
+    # the reading that differs: urdfdom (through Pinocchio) puts the missing value at 0
+    pm = pin.buildModelFromUrdf(path)
+    iq = pm.joints[pm.getJointId(name)].idx_q
+    pin_bounds = (pm.lowerPositionLimit[iq], pm.upperPositionLimit[iq])
+    assert pin_bounds == tuple(0.0 if np.isinf(b) else b for b in bounds)
+    with pytest.raises(rd.ModelError, match=f"joint '{name}' <limit>: {what}.*strict=True"):
+        rd.load_model(path, strict=True)
+
+
+def test_continuous_joint_and_absent_limit_are_unbounded_without_a_warning(tmp_path):
+    import warnings
+
+    parts = {
+        'j1': joint('j1', 'base', 'l1', 'continuous', limit='<limit effort="1" velocity="2"/>'),
+        'j2': joint('j2', 'l1', 'l2', axis='<axis xyz="0 1 0"/>', limit=''),
+    }
+    path = write(tmp_path, chain(**parts))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        m = rd.load_model(path, strict=True)
+    np.testing.assert_array_equal(m.lower[:2], [-np.inf, -np.inf])
+    np.testing.assert_array_equal(m.upper[:2], [np.inf, np.inf])
 
 
 @pytest.mark.parametrize(

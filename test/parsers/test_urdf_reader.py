@@ -366,8 +366,11 @@ def test_synthetic_defaults_are_urdfdoms():
     np.testing.assert_array_equal(m.R_fixed[0], np.eye(3))  # no <origin>: identity
     np.testing.assert_array_equal(m.p_fixed[0], np.zeros(3))
     assert np.isinf(m.lower[0]) and np.isinf(m.upper[0]) and np.isinf(m.effort_limit[0])
-    m = build_model(SYNTHETIC['empty_origin_and_limit_without_bounds'], loops=False)
-    assert (m.lower[0], m.upper[0], m.effort_limit[0], m.velocity_limit[0]) == (0, 0, 1, 2)
+    # <limit> without lower/upper on a revolute joint: unbounded (urdfdom reads 0, which locks
+    # the joint), with a warning naming the file, the joint and both attributes
+    with pytest.warns(rd.ModelWarning, match=r"<string>: joint 'j' <limit>: no 'lower' and no 'upper'"):
+        m = build_model(SYNTHETIC['empty_origin_and_limit_without_bounds'], loops=False)
+    assert (m.lower[0], m.upper[0], m.effort_limit[0], m.velocity_limit[0]) == (-np.inf, np.inf, 1, 2)
     m = build_model(SYNTHETIC['mimic_and_dynamics'], loops=False)
     assert m.mimic == {'j2': ('j1', 1.0, 0.0), 'j3': ('j1', 0.0, -0.25)}
     m = build_model(SYNTHETIC['repeated_elements_first_counts'], loops=False)

@@ -7,6 +7,7 @@ balance), the closed-form leg lengths, and the brief's regression table (par. 5.
 
 import suite_paths
 import math
+import re
 import os
 
 import numpy as np
@@ -290,6 +291,33 @@ def test_errors(model):
     with pytest.raises(PKMStructureError):
         limbs_from_model(rd.load_model(os.path.join(HERE, '..', 'urdf', 'five_bar.urdf')))
     assert issubclass(PKMStructureError, rd.RobotDynamicsError)
+
+
+def test_a_pose_beyond_the_leg_stroke_names_the_joint_and_its_limits(model):
+    """Status 5 (IK solution outside the URDF limits): the message names the joint, its value
+    and its limits, in the batch entry and in the one-sample workspace alike; the value is the
+    closed-form leg length minus the reference length (independent route)."""
+    from robot_dynamics.pkm.recursive import ID2Data
+
+    X = np.eye(4)
+    X[2, 3] = 0.35  # 0.15 m above the home pose: the legs beyond their +-0.1 m stroke
+    z = np.zeros(6)
+    msgs = []
+    for call in (lambda: inverse_dynamics_d2(model, X, z, z, z, z), lambda: ID2Data(model)(X, z, z, z, z)):
+        with pytest.raises(PKMSingularityError) as ei:
+            call()
+        assert list(ei.value.status) == [5]
+        got = re.search(r"joint '(leg\d_p)' = ([-\d.e]+), outside its limits \[(-0.1), (0.1)\]", str(ei.value))
+        assert got, str(ei.value)
+        msgs.append(got.groups())
+    assert msgs[0] == msgs[1]
+    name, value = msgs[0][0], float(msgs[0][1])
+    i = model.joint_index(name)
+    assert (model.lower[i], model.upper[i]) == (-0.1, 0.1)
+    # the leg extension (the prismatic coordinate) by the closed form; legs in limb order
+    ext = gs.leg_lengths(X[:3, :3], X[:3, 3])
+    assert value == pytest.approx(ext[int(name[3]) - 1], abs=1e-6)
+    assert value > 0.1
 
 
 def test_id2data_workspace_equals_the_batch_entry_and_rejects_bad_input():

@@ -112,3 +112,26 @@ def test_warmup_in_worker_processes(capsys):
     out = capsys.readouterr().out
     assert '/2] gough_stewart (plant): sim_node' in out and '/2] gough_stewart (nodes): trajectory_node' in out, out
     assert cli.main(['warmup', 'four_bar', 'no_such_robot', '--jobs', '2']) == 1
+
+
+def test_strict_flag_refuses_a_non_physical_inertia_on_every_loading_command(tmp_path, capsys):
+    import warnings
+
+    text = open(rd.data_path('urdf/four_bar.urdf')).read()
+    # the crank's inertia outside the triangle inequality: izz > ixx + iyy
+    start = text.index('<inertia ', text.index('<link name="crank"'))
+    end = text.index('/>', start) + 2
+    bad = text[:start] + '<inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-3"/>' + text[end:]
+    path = tmp_path / 'four_bar.urdf'
+    path.write_text(bad)
+    (tmp_path / 'four_bar.loops.yaml').write_text(open(rd.data_path('urdf/four_bar.loops.yaml')).read())
+    with pytest.warns(rd.ModelWarning, match="link 'crank' <inertial>: inertia violates the triangle"):
+        assert cli.main(['info', str(path)]) == 0
+    for cmd in (['info'], ['check'], ['id', '--duration', '0.1', '--rate', '50']):
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')  # refused before anything would warn
+            with pytest.raises(SystemExit) as exc:
+                cli.main([*cmd, str(path), '--strict'])
+        msg = str(exc.value)
+        assert msg.startswith(f"robot-dynamics: {path}: link 'crank' <inertial>: inertia violates"), msg
+        assert 'strict=True' in msg
