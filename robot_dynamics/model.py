@@ -88,6 +88,13 @@ class Loop:
     direction); for a universal joint ``axes`` holds the first axis in ``frame_a`` and the second
     in ``frame_b``. ``pos_dirs`` (k, 3) and ``rot_pairs`` (r, 2, 3) are the constrained
     directions derived from the type (see :mod:`robot_dynamics.algorithms.constraints`).
+
+    A ``coupling`` loop is a joint-space constraint with one row,
+    ``q_joint - (multiplier q_reference + offset) = 0`` (URDF ``<mimic>``, MuJoCo's joint
+    equality, a gear pair); ``coupling`` holds ``(joint, reference_joint, multiplier, offset)``
+    (both one-DOF joints; units rad or m as the joints, ``multiplier`` in joint units per
+    reference-joint unit), ``pos_dirs``/``rot_pairs`` are empty and ``frame_a``/``frame_b`` are
+    the child links of the two joints.
     """
 
     name: str
@@ -99,11 +106,12 @@ class Loop:
     pos_dirs: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     rot_pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2, 3)))
     row_names: tuple = ()
+    coupling: tuple | None = None
 
     @property
     def nrows(self) -> int:
         """Number of scalar constraint rows of this loop."""
-        return len(self.pos_dirs) + len(self.rot_pairs)
+        return len(self.pos_dirs) + len(self.rot_pairs) + (self.coupling is not None)
 
 
 @dataclass
@@ -126,8 +134,8 @@ class Model:
     frame_names (nf,), frame_parent (nf,), frame_R (nf, 3, 3), frame_p (nf, 3)
     root_link: name of the URDF root link (fixed to the world)
     gravity (3,): gravity acceleration in the world frame, default (0, 0, -9.81)
-    mimic: dict joint -> (source joint, multiplier, offset), information only (each mimic
-        joint is kept as an independent coordinate; couple it with a loop or controller)
+    mimic: dict joint -> (source joint, multiplier, offset) of the URDF ``<mimic>`` elements (each
+        is also a ``coupling`` loop ``mimic_<joint>`` unless loaded with ``mimic='ignore'``)
     loops: list of :class:`Loop`; actuated, passive, independent: joint-name lists
     submechanisms: list of dicts; actuators: dict; reference_configuration: dict joint -> value
     idle_motions: the motions the loops and the actuated joints leave free at the complete

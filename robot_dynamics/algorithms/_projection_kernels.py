@@ -17,8 +17,10 @@ The model enters as a tuple ``pack`` of arrays built once per model by
     par (n,) int64, geo (n, 28), ine (n, 3, 3), grav (3,),
     fpar (nf,) int64 frame parent joint, fR (nf, 3, 3), fp (nf, 3) frame placement in it,
     lpf (L, 2) int64 (frame_a, frame_b) of each loop, lpr (L, 2) int64 row range of each loop,
-    rkind (m,) int64 0 = position row, 1 = orientation row,
-    ru (m, 3) direction n (position) or u (orientation) in frame_a, rw (m, 3) w in frame_b.
+    rkind (m,) int64 0 = position row, 1 = orientation row, 2 = joint coupling row,
+    ru (m, 3) direction n (position) or u (orientation) in frame_a, rw (m, 3) w in frame_b;
+    a coupling row ``q_j - (multiplier q_i + offset)`` (a loop of this one row) stores
+    ru = (v_j, v_i, q_j) and rw = (q_i, multiplier, offset) (indices as floats).
 """
 
 import numpy as np
@@ -118,7 +120,8 @@ def _constraints(kin, q, qd, want_A, want_bias, phi, A, bias, Rw, pw):
     """phi (m,), A (m, n) (if want_A) and Adot qd (m,) (if want_bias); fills Rw, pw.
 
     Row definitions (:func:`loop_row`): position row along n (fixed in frame_a):
-    ``n . (p_b - p_a)``; orientation row: ``u . w`` (u fixed in frame_a, w in frame_b).
+    ``n . (p_b - p_a)``; orientation row: ``u . w`` (u fixed in frame_a, w in frame_b);
+    coupling row: ``q_j - (multiplier q_i + offset)``, A row ``e_j - multiplier e_i``, bias 0.
     """
     par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw = kin
     n = geo.shape[0]
@@ -129,6 +132,18 @@ def _constraints(kin, q, qd, want_A, want_bias, phi, A, bias, Rw, pw):
     FJ = np.empty((2, 6, n))
     t = np.empty((9, 3))
     for lp in range(lpf.shape[0]):
+        r0 = lpr[lp, 0]
+        if rkind[r0] == 2:  # joint coupling: constant Jacobian row, zero bias
+            mult = rw[r0, 1]
+            phi[r0] = q[int(ru[r0, 2])] - (mult * q[int(rw[r0, 0])] + rw[r0, 2])
+            if want_A:
+                for c in range(n):
+                    A[r0, c] = 0.0
+                A[r0, int(ru[r0, 0])] += 1.0
+                A[r0, int(ru[r0, 1])] -= mult
+            if want_bias:
+                bias[r0] = 0.0
+            continue
         for k in range(2):
             f = lpf[lp, k]
             K.frame_state(par, geo, Rw, pw, W, Vo, Al, Ao, fpar[f], fR[f], fp[f], FR[k], FS[k], FJ[k])

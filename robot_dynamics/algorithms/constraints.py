@@ -11,6 +11,10 @@ with ``u`` fixed in frame_a and ``w`` fixed in frame_b is ``phi = u . w``. ``A``
 gradient of ``phi`` everywhere (not only on the constraint manifold), so Newton iterations on
 ``phi`` converge quadratically, and ``Adot qd`` is the exact second time derivative of ``phi``
 at ``qdd = 0``. Units: position rows in m, orientation rows dimensionless.
+
+A ``coupling`` loop (joint ``j`` follows joint ``i``) has the single row
+``phi = q_j - (multiplier q_i + offset)`` (rad or m, as joint j), with the constant Jacobian row
+``e_j - multiplier e_i`` and ``Adot qd = 0``.
 """
 
 from __future__ import annotations
@@ -59,6 +63,16 @@ def _frame_full(model, st, name, with_vel):
     return R, p, w, v, al, a, J
 
 
+def _coupling_row(model, lp, q, A_row):
+    """Residual of a coupling loop at q (nq,); writes its Jacobian row into A_row (n,) if given."""
+    joint, ref, mult, offset = lp.coupling
+    jj, ji = model.joint(joint), model.joint(ref)
+    if A_row is not None:
+        A_row[jj.idx_v] += 1.0
+        A_row[ji.idx_v] -= mult
+    return float(q[jj.idx_q] - (mult * q[ji.idx_q] + offset))
+
+
 def constraint_terms(model, q, qd=None, jacobian=True):
     """Residual, Jacobian and (if ``qd`` is given) bias ``Adot qd`` of all loops at once.
 
@@ -74,6 +88,10 @@ def constraint_terms(model, q, qd=None, jacobian=True):
     r = 0
     if not jacobian and bias is None:  # the residual only: cut-frame placements
         for lp in model.loops:
+            if lp.coupling is not None:
+                phi[r] = _coupling_row(model, lp, q, None)
+                r += 1
+                continue
             Ra, pa = _frame_pose(model, st, model.frame_index(lp.frame_a))
             Rb, pb = _frame_pose(model, st, model.frame_index(lp.frame_b))
             d = pb - pa
@@ -85,6 +103,12 @@ def constraint_terms(model, q, qd=None, jacobian=True):
                 r += 1
         return ConstraintTerms(phi, None, None)
     for lp in model.loops:
+        if lp.coupling is not None:
+            phi[r] = _coupling_row(model, lp, q, A[r] if jacobian else None)
+            if bias is not None:
+                bias[r] = 0.0
+            r += 1
+            continue
         Ra, pa, wa, va, ala, aa, Ja = _frame_full(model, st, lp.frame_a, qd is not None)
         Rb, pb, wb, vb, alb, ab, Jb = _frame_full(model, st, lp.frame_b, qd is not None)
         d = pb - pa
@@ -141,12 +165,15 @@ def loop_errors(model, q):
     Returns dict loop name -> (position error [m], orientation error [-]): the Euclidean
     norms of the loop's position rows and of its orientation rows (``u . w`` ~ the
     misalignment angle for small errors). Directions the cut joint leaves free (e.g. the
-    rotation about a revolute cut's axis) do not count.
+    rotation about a revolute cut's axis) do not count. A coupling loop's error ``|phi|`` is a
+    position error [m] if the coupled joint is prismatic, an orientation error [rad] if revolute.
     """
     phi = constraint_terms(model, q, jacobian=False).phi
     out, r = {}, 0
     for lp in model.loops:
         k, m = len(lp.pos_dirs), lp.nrows
+        if lp.coupling is not None:  # [m] for a prismatic joint, [rad] for a revolute one
+            k = int(model.joint(lp.coupling[0]).kind == 'prismatic')
         out[lp.name] = (float(np.linalg.norm(phi[r : r + k])), float(np.linalg.norm(phi[r + k : r + m])))
         r += m
     return out

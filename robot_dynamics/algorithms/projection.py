@@ -144,6 +144,12 @@ def _pack(model):
     for k, lp in enumerate(model.loops):
         lpf[k] = model.frame_index(lp.frame_a), model.frame_index(lp.frame_b)
         lpr[k, 0] = r
+        if lp.coupling is not None:  # kind 2: ru = (v_j, v_i, q_j), rw = (q_i, multiplier, offset)
+            jj, ji = model.joint(lp.coupling[0]), model.joint(lp.coupling[1])
+            rkind[r] = 2
+            ru[r] = jj.idx_v, ji.idx_v, jj.idx_q
+            rw[r] = ji.idx_q, lp.coupling[2], lp.coupling[3]
+            r += 1
         for nl in lp.pos_dirs:
             rkind[r] = 0
             ru[r] = nl

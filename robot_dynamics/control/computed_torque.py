@@ -50,7 +50,8 @@ def cut_wrenches(model, q, lam):
 
     Sign convention of the projection module: ``M qdd + h = tau - A^T lam``. Returns
     dict loop -> (6,) wrench (force, moment) exerted on frame_b by frame_a, about frame_b's
-    origin, expressed in frame_a axes.
+    origin, expressed in frame_a axes. A coupling loop has no cut: its entry is absent (its
+    multiplier acts in joint space, ``-lam`` on the coupled joint).
     """
     from robot_dynamics.algorithms.kinematics import forward_kinematics
 
@@ -58,6 +59,9 @@ def cut_wrenches(model, q, lam):
     names = [f for lp in model.loops for f in (lp.frame_a, lp.frame_b)]
     T = forward_kinematics(model, q, names) if names else {}
     for lp in model.loops:
+        if lp.coupling is not None:
+            r += 1
+            continue
         Ra, Rb = T[lp.frame_a][:3, :3], T[lp.frame_b][:3, :3]
         f = np.zeros(3)
         tq = np.zeros(3)

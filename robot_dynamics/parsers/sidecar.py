@@ -13,6 +13,14 @@ loop is closed::
         axis: [0, 0, 1]            # in frame_a (revolute, prismatic, cylindrical: joint axis;
                                    #  planar, point_on_plane: plane normal; point_on_line: line)
         # universal: axes: [[1,0,0], [0,1,0]]   first in frame_a, second in frame_b
+      - name: gear                 # a joint coupling (no cut frames): one row
+        type: coupling             #   q_joint - (multiplier q_mimic + offset) = 0
+        joint: wheel_joint         # one-DOF joints of the URDF
+        mimic: pinion_joint        # (or reference_joint: pinion_joint)
+        multiplier: -2.0           # default 1 [joint unit / mimic unit]
+        offset: 0.0                # default 0 [rad | m]
+        # or polycoef: [a0, a1, 0, 0, 0] (MuJoCo's joint equality: offset a0, multiplier a1;
+        #  the nonlinear terms a2.. must be 0)
     actuated: [motor1, motor2]     # other movable joints are passive (default: all actuated)
     independent: [motor1, motor2]  # minimal coordinates (default: actuated)
     reference_configuration: {motor1: 0.5, knee_joint: -1.0}   # a closed configuration
@@ -38,6 +46,7 @@ spherical (point,  x, y, z                     -
 planar             k                           (t1,k), (t2,k)
 point_on_line      t1, t2                      -
 point_on_plane     k                           -
+coupling           -  (one joint-space row ``q_joint - multiplier q_mimic - offset``)
 =================  ==========================  ======================================
 
 A position row along ``n`` (fixed in frame_a) is ``n . (p_b - p_a)``; an orientation row is
@@ -71,6 +80,7 @@ LOOP_TYPES = (
     'planar',
     'point_on_line',
     'point_on_plane',
+    'coupling',
 )
 _TOP_KEYS = {
     'format',
@@ -85,6 +95,17 @@ _TOP_KEYS = {
     'joint_types',
 }
 _LOOP_KEYS = {'name', 'type', 'frame_a', 'frame_b', 'axis', 'axes', 'description'}
+_COUPLING_KEYS = {
+    'name',
+    'type',
+    'joint',
+    'mimic',
+    'reference_joint',
+    'multiplier',
+    'offset',
+    'polycoef',
+    'description',
+}
 _SUBMECH_KEYS = {
     'name',
     'joints',
@@ -348,6 +369,8 @@ def check_semantics(model, src, declared=()):
     )
 
     for i, lp in enumerate(model.loops):
+        if lp.coupling is not None:
+            continue
         ba, bb = (int(model.frame_parent[model.frame_index(f)]) for f in (lp.frame_a, lp.frame_b))
         if ba == bb:
             body = 'the world' if ba < 0 else f"the body of joint '{model.joint_names[ba]}'"
@@ -432,6 +455,63 @@ def _name(src, key, v, allowed, what):
     return v
 
 
+def _joint_frame(model, v):
+    """Name of the frame fixed at the joint frame of velocity coordinate v (its URDF child link)."""
+    ks = np.flatnonzero(model.frame_parent == v)
+    for k in ks.tolist():
+        if not model.frame_p[k].any() and np.array_equal(model.frame_R[k], _E):
+            return model.frame_names[k]
+    return model.frame_names[int(ks[0])]
+
+
+def _coupling_loop(src, key, lp, model, names):
+    """A ``coupling`` loop entry -> :class:`Loop` (one joint-space row)."""
+    name = lp.get('name')
+    if not isinstance(name, str):
+        raise LoopSpecError(src, f'{key}.name', f'must be a string, got {_short(name)}')
+    if name in names:
+        raise LoopSpecError(src, f'{key}.name', f"duplicate loop name '{name}'")
+    names.add(name)
+    one_dof = {jt.name for jt in model.joints if jt.nv == 1}
+    if 'joint' not in lp:
+        raise LoopSpecError(src, f'{key}.joint', 'required key is missing (the coupled joint)')
+    joint = _name(src, f'{key}.joint', lp['joint'], one_dof, 'one-DOF joint')
+    if ('mimic' in lp) == ('reference_joint' in lp):
+        raise LoopSpecError(src, f'{key}.mimic', 'a coupling needs exactly one of mimic / reference_joint')
+    rk = 'mimic' if 'mimic' in lp else 'reference_joint'
+    ref = _name(src, f'{key}.{rk}', lp[rk], one_dof, 'one-DOF joint')
+    if ref == joint:
+        raise LoopSpecError(src, f'{key}.{rk}', f"a joint cannot be coupled to itself ('{joint}')")
+    if 'polycoef' in lp:
+        for k in ('multiplier', 'offset'):
+            if k in lp:
+                raise LoopSpecError(src, f'{key}.{k}', 'give either polycoef or multiplier/offset')
+        pc = lp['polycoef']
+        if not isinstance(pc, list) or not 1 <= len(pc) <= 5 or not all(_number_ok(c) for c in pc):
+            raise LoopSpecError(src, f'{key}.polycoef', f'expected 1 to 5 finite numbers, got {_short(pc)}')
+        if any(float(c) != 0.0 for c in pc[2:]):
+            raise LoopSpecError(
+                src, f'{key}.polycoef', f'nonlinear terms {pc[2:]} are not supported (only a0 + a1 q_mimic)'
+            )
+        offset, mult = float(pc[0]), float(pc[1]) if len(pc) > 1 else 0.0
+    else:
+        vals = []
+        for k, default in (('multiplier', 1.0), ('offset', 0.0)):
+            v = lp.get(k, default)
+            if not _number_ok(v):
+                raise LoopSpecError(src, f'{key}.{k}', f'expected a finite number, got {_short(v)}')
+            vals.append(float(v))
+        mult, offset = vals
+    return Loop(
+        name=name,
+        type='coupling',
+        frame_a=_joint_frame(model, model.joint(joint).idx_v),
+        frame_b=_joint_frame(model, model.joint(ref).idx_v),
+        row_names=(f'{name}/q',),
+        coupling=(joint, ref, mult, offset),
+    )
+
+
 def attach_loops(model, spec, check=True):
     """Validate the sidecar ``spec`` against ``model`` and store it on the model."""
     data, src = read_spec(spec)
@@ -452,12 +532,16 @@ def attach_loops(model, spec, check=True):
         key = f'loops[{i}]'
         if not isinstance(lp, dict):
             raise LoopSpecError(src, key, 'each loop must be a mapping')
-        bad = set(lp) - _LOOP_KEYS
+        coupling = lp.get('type') == 'coupling'
+        allowed = _COUPLING_KEYS if coupling else _LOOP_KEYS
+        bad = set(lp) - allowed
         if bad:
             k = _first(bad)
-            raise LoopSpecError(
-                src, f'{key}.{k}', f'unknown loop key{_hint(k, _LOOP_KEYS)} (allowed: {sorted(_LOOP_KEYS)})'
-            )
+            what = 'key of a coupling loop' if coupling else 'loop key'
+            raise LoopSpecError(src, f'{key}.{k}', f'unknown {what}{_hint(k, allowed)} (allowed: {sorted(allowed)})')
+        if coupling:
+            loops.append(_coupling_loop(src, key, lp, model, names))
+            continue
         for req in ('name', 'type', 'frame_a', 'frame_b'):
             if req not in lp:
                 raise LoopSpecError(src, f'{key}.{req}', 'required key is missing')

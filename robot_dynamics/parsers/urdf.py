@@ -19,7 +19,10 @@ lenient, so the tree is validated here: every problem raises
 * revolute, continuous and prismatic joints become coordinates; fixed joints are merged into
   the parent body (inertia and frames); ``floating`` joints become free-flyers and ``planar``
   joints planar joints (:mod:`robot_dynamics.spatial.joints`).
-* mimic joints load as ordinary coordinates (recorded in ``model.mimic``).
+* a ``<mimic joint= multiplier= offset=>`` joint is coupled to the joint it mimics by a
+  ``coupling`` loop named ``mimic_<joint>`` (one row ``q - (multiplier q_mimicked + offset)``;
+  recorded in ``model.mimic`` too); ``mimic='ignore'`` keeps it an independent coordinate. A
+  sidecar coupling of the same joint replaces it.
 * meshes are never opened (geometry is irrelevant to dynamics), so missing mesh files are fine;
   ``<visual>``/``<collision>``, ``<transmission>``, ``<gazebo>``, ``<ros2_control>`` and other
   top-level extensions are skipped (``model.urdf_xml`` keeps the original text).
@@ -711,8 +714,37 @@ def _expand(kinds, par, Rf, pf, lo, hi, vl, el_, jn, axes, types, fr_par):
     return out, joints, fp
 
 
+MIMIC_MODES = ('couple', 'ignore')
+
+
+def _with_mimic_couplings(spec, mim, src):
+    """The sidecar (data, source) with a coupling loop ``mimic_<joint>`` per URDF ``<mimic>`` that
+    the sidecar does not couple itself (None and no mimic: None)."""
+    data, spec_src = spec if spec is not None else ({'format': 'robot_dynamics/parsers/sidecar/1'}, src)
+    loops = data.get('loops') or []
+    if not isinstance(loops, list):
+        return spec
+    coupled = {lp.get('joint') for lp in loops if isinstance(lp, dict) and lp.get('type') == 'coupling'}
+    extra = [
+        {'name': f'mimic_{j}', 'type': 'coupling', 'joint': j, 'mimic': other, 'multiplier': k, 'offset': c}
+        for j, (other, k, c) in mim.items()
+        if j not in coupled
+    ]
+    if not extra:
+        return spec
+    return {**data, 'loops': list(loops) + extra}, spec_src
+
+
 def build_model(
-    source, loops=None, gravity=None, name=None, allow_xacro=False, reader='fast', root_joint=None, strict=False
+    source,
+    loops=None,
+    gravity=None,
+    name=None,
+    allow_xacro=False,
+    reader='fast',
+    root_joint=None,
+    strict=False,
+    mimic='couple',
 ):
     """Build a :class:`Model` from a URDF path, xacro path or XML string.
 
@@ -727,11 +759,16 @@ def build_model(
     sidecar key ``root_joint`` does the same; None (default): the sidecar's, else a fixed base.
     ``strict``: raise :class:`ModelError` for what otherwise loads with a :class:`ModelWarning`
     (see :func:`load_model`).
+    ``mimic``: ``'couple'`` (default) adds a ``coupling`` loop ``mimic_<joint>`` per URDF
+    ``<mimic>``; ``'ignore'`` keeps mimic joints independent coordinates (``model.mimic`` lists
+    them either way).
     """
     from robot_dynamics.parsers import sidecar as loopmod
 
     if reader not in _READERS:
         raise ValueError(f'reader must be one of {sorted(_READERS)}, got {reader!r}')
+    if mimic not in MIMIC_MODES:
+        raise ValueError(f'mimic must be one of {MIMIC_MODES}, got {mimic!r}')
     xml, src, directory = read_urdf_xml(source, allow_xacro)
     robot = _READERS[reader](xml, src, show_lines=not src.endswith('.xacro'))
 
@@ -935,6 +972,17 @@ def build_model(
     kinds, root_kind = _joint_kinds(
         src, spec[0] if spec else None, spec[1] if spec else None, jn, [joints[i].type for i in jks], root_joint
     )
+    if mimic == 'couple':
+        kind_of = dict(zip(jn, kinds))
+        for jname, (other, _, _) in mim.items():
+            for j in (jname, other):
+                if kind_of[j] not in ('revolute', 'prismatic'):
+                    raise ModelError(
+                        src,
+                        f"joint '{jname}' <mimic>",
+                        f"joint '{j}' is a {kind_of[j]} joint: a mimic coupling needs one-DOF joints "
+                        "(load with mimic='ignore' to keep the joints uncoupled)",
+                    )
     types = [_SUPPORTED.get(joints[i].type, PRISMATIC) for i in jks]
     axes = [ax_unit[i] for i in jks]
     if root_kind is not None:  # the root link on a joint named root_joint
@@ -994,9 +1042,14 @@ def build_model(
         joints=tree_joints,
     )
 
-    # ---- loop sidecar
+    # ---- loop sidecar (+ the mimic couplings)
+    from_sidecar = spec is not None
+    if mim and mimic == 'couple':
+        spec = _with_mimic_couplings(spec, mim, src)
     if spec is not None:
         loopmod.attach_loops(model, spec)
+        if not from_sidecar:
+            model.loops_source = None
     else:
         model.actuated = model.default_actuated()
         model.independent = list(model.actuated)
@@ -1005,7 +1058,9 @@ def build_model(
     return model
 
 
-def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, root_joint=None, strict=False) -> Model:
+def load_model(
+    source, loops=None, gravity=None, name=None, allow_xacro=False, root_joint=None, strict=False, mimic='couple'
+) -> Model:
     """Load a robot: URDF/xacro path or XML string, plus its loop-closure sidecar.
 
     Parameters
@@ -1032,6 +1087,9 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, r
         negative or non-finite mass, a non-finite inertia or inertial origin, a malformed
         ``<inertia>``) is a ModelError in both modes (a URDF inertia is symmetric by
         construction: six values).
+    mimic : {'couple', 'ignore'}
+        ``'couple'``: each URDF ``<mimic>`` joint becomes a ``coupling`` loop ``mimic_<joint>``
+        (``q = multiplier q_mimicked + offset``); ``'ignore'``: an independent coordinate.
 
     Returns
     -------
@@ -1057,5 +1115,12 @@ def load_model(source, loops=None, gravity=None, name=None, allow_xacro=False, r
     ['crank_joint', 'coupler_joint', 'rocker_joint']
     """
     return build_model(
-        source, loops=loops, gravity=gravity, name=name, allow_xacro=allow_xacro, root_joint=root_joint, strict=strict
+        source,
+        loops=loops,
+        gravity=gravity,
+        name=name,
+        allow_xacro=allow_xacro,
+        root_joint=root_joint,
+        strict=strict,
+        mimic=mimic,
     )

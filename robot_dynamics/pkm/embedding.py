@@ -486,6 +486,10 @@ class PKM:
         lm.loops = []
         for ln in sm.get('loops', []) or []:
             lp = lps[ln]
+            if lp.coupling is not None:
+                raise PKMSpecError(
+                    f"{key}.loops: loop '{ln}' is a joint coupling; constraint embedding takes cut-joint loops only"
+                )
             for fr in (lp.frame_a, lp.frame_b):
                 if fr not in set(fnames):
                     raise PKMSpecError(

@@ -115,8 +115,14 @@ def test_gripper_loads_with_mimic():
     assert m.joint_names == ['cover_joint', 'finger_joint1', 'finger_joint2']
     assert m.joint_urdf_types == ['revolute', 'prismatic', 'prismatic']
     assert m.mimic == {'finger_joint2': ('finger_joint1', 1.0, 0.0), 'cover_joint': ('finger_joint1', -12.5, 0.25)}
-    # mimic joints stay independent coordinates (information only)
-    assert m.nq == 3 and m.actuated == m.joint_names
+    # each mimic joint is coupled to the joint it mimics by a one-row coupling loop
+    assert m.nq == 3 and m.actuated == m.joint_names and m.loops_source is None
+    assert [(lp.name, lp.type, lp.coupling) for lp in m.loops] == [
+        ('mimic_cover_joint', 'coupling', ('cover_joint', 'finger_joint1', -12.5, 0.25)),
+        ('mimic_finger_joint2', 'coupling', ('finger_joint2', 'finger_joint1', 1.0, 0.0)),
+    ]
+    np.testing.assert_allclose(rd.loop_residual(m, [0.25 - 12.5 * 0.02, 0.02, 0.02]), 0.0, atol=1e-15)
+    assert rd.load_model(GRIPPER, mimic='ignore').loops == []
     np.testing.assert_allclose(m.axes[2], [0, -1, 0])
     np.testing.assert_allclose(m.axes[0], [0, 0.6, 0.8])
     assert 'hand_tcp' in m.frame_names and m.frame_parent[m.frame_index('hand_tcp')] == -1
