@@ -142,7 +142,11 @@ def cmd_info(args):
         )
     print(f'loops      {len(m.loops)} ({m.nconstraints} constraint rows)')
     for lp in m.loops:
-        print(f'  {lp.name}: {lp.type} {lp.frame_a} <-> {lp.frame_b} rows={list(lp.row_names)}')
+        if lp.coupling is not None:
+            j, ref, k, c = lp.coupling
+            print(f'  {lp.name}: coupling {j} = {k:g} * {ref} + {c:g} rows={list(lp.row_names)}')
+        else:
+            print(f'  {lp.name}: {lp.type} {lp.frame_a} <-> {lp.frame_b} rows={list(lp.row_names)}')
     if m.loops:
         from robot_dynamics.algorithms.constraints import loop_errors
 

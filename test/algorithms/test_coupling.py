@@ -160,3 +160,34 @@ def test_reference_configuration_must_satisfy_the_coupling(gear):
     np.testing.assert_allclose(rd.loop_residual(m, m.reference_q()), 0.0, atol=1e-15)
     with pytest.raises(rd.LoopSpecError, match="does not close loop 'gear'"):
         rd.load_model(path, loops={**SIDECAR, 'reference_configuration': {**ref, 'j2': 0.0}})
+
+
+def test_cli_info_prints_the_coupling(gear, capsys):
+    from robot_dynamics.tools import cli
+
+    path, _ = gear
+    assert cli.main(['info', str(path)]) == 0
+    assert 'mimic_j4: coupling j4 = 0.05 * j1 + 0 rows=' in capsys.readouterr().out
+
+
+def test_constraint_embedding_refuses_a_coupling_naming_it():
+    import yaml
+
+    from robot_dynamics.pkm import embedding as E
+
+    with open(rd.data_path('test/data/five_bar_embedding.loops.yaml'), encoding='utf-8') as fh:
+        side = yaml.safe_load(fh)
+    ref = side.pop('reference_configuration')
+    side['loops'].append(
+        {
+            'name': 'elbow_gear',
+            'type': 'coupling',
+            'joint': 'elbow1_joint',
+            'mimic': 'motor1_joint',
+            'offset': ref['elbow1_joint'] - ref['motor1_joint'],
+        }
+    )
+    side['submechanisms'][0]['loops'] = ['elbow_gear']
+    model = rd.load_model(rd.data_path('urdf/five_bar.urdf'), loops=side)
+    with pytest.raises(E.PKMSpecError, match=r"loops: loop 'elbow_gear' is a joint coupling"):
+        E.get_pkm(model)
