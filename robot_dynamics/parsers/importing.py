@@ -1,30 +1,42 @@
-"""What a model importer returns, and the model built from it in memory.
+"""Importers of other robot descriptions: their common result and the registry.
 
-An importer (MJCF: :func:`robot_dynamics.parsers.mjcf.import_mjcf`) translates a foreign
-description into this package's pair *URDF spanning tree + loop sidecar* and says what it
-decided. :class:`ImportResult` holds that pair as text and data (write ``urdf`` to
-``<name>.urdf`` and ``sidecar`` as YAML to ``<name>.loops.yaml`` to get files
-:func:`robot_dynamics.load_model` reads); :func:`load_imported` builds the
-:class:`~robot_dynamics.model.Model` without files, and its errors name the imported file.
+An importer turns a description the URDF loader cannot read (SDFormat, MJCF, a URDF with a
+frame-pair loop file) into what it reads: a URDF spanning tree (XML text) and a loop sidecar
+(:mod:`robot_dynamics.parsers.sidecar`), plus notes saying what the importer decided (the
+spanning tree, the cut joints, the loop types, what it could not represent). The result loads
+in memory with :func:`load_imported`, or is written to files (``robot-dynamics import``).
+
+Importers (:func:`import_description` picks one by the file suffix):
+
+==================  ==============================================================
+``.sdf``, ``.world``  :func:`robot_dynamics.parsers.sdf.import_sdf`
+``.xml``, ``.mjcf``   :func:`robot_dynamics.parsers.mjcf.import_mjcf`
+``.urdf`` + YAML      :func:`robot_dynamics.parsers.framepairs.import_framepairs`
+                      (``frame_pairs=`` the toolbox-parallel-robots YAML)
+==================  ==============================================================
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass, field
 
 from robot_dynamics.errors import LoopSpecError, ModelError, _located
 
+__all__ = ['ImportResult', 'load_imported', 'import_description', 'IMPORTERS']
+
 
 @dataclass
 class ImportResult:
-    """An imported model.
+    """What an importer produces.
 
-    name: robot name; urdf: URDF XML text of the spanning tree; sidecar: the loop sidecar
-    content (the mapping of a ``<name>.loops.yaml``, format
-    ``robot_dynamics/parsers/sidecar/1``); notes: what the importer decided, one sentence each
-    (tree, cut and coupling loops and their types, actuated joints, dropped elements); source:
-    path of the imported file; gravity: (3,) world gravity [m/s^2] of the source, None for
-    the package default (0, 0, -9.81).
+    ``name``: robot name; ``urdf``: the URDF spanning tree (XML text); ``sidecar``: the loop
+    sidecar content (a mapping in the format ``robot_dynamics/parsers/sidecar/1``);
+    ``notes``: what the importer decided, one sentence each (tree, cut and coupling loops and
+    their types, actuated joints, dropped elements); ``source``: the imported file;
+    ``gravity``: (3,) world gravity [m/s^2] of the source, None for the package default
+    (0, 0, -9.81).
     """
 
     name: str
@@ -57,10 +69,11 @@ def load_imported(result, **load_options):
     from robot_dynamics.parsers.urdf import load_model
 
     opts = dict(load_options)
+    opts.setdefault('name', result.name)
     if opts.get('gravity') is None and result.gravity is not None:
         opts['gravity'] = result.gravity
     if 'loops' not in opts:
-        opts['loops'] = (result.sidecar, f'{result.source} (imported sidecar)')
+        opts['loops'] = (result.sidecar, f'{result.source} (imported sidecar)') if result.sidecar else False
     try:
         model = load_model(result.urdf, **opts)
     except ModelError as exc:
@@ -73,3 +86,46 @@ def load_imported(result, **load_options):
         raise
     model.source = result.source
     return model
+
+
+#: suffix -> (module, function) of the importer
+IMPORTERS = {
+    '.sdf': ('robot_dynamics.parsers.sdf', 'import_sdf'),
+    '.world': ('robot_dynamics.parsers.sdf', 'import_sdf'),
+    '.xml': ('robot_dynamics.parsers.mjcf', 'import_mjcf'),
+    '.mjcf': ('robot_dynamics.parsers.mjcf', 'import_mjcf'),
+    '.urdf': ('robot_dynamics.parsers.framepairs', 'import_framepairs'),
+}
+
+
+def import_description(path, **options):
+    """Import ``path`` with the importer of its suffix (see the module docstring).
+
+    A ``.urdf`` needs ``frame_pairs=`` (the toolbox-parallel-robots YAML of its closures);
+    other ``options`` go to the importer. Returns an :class:`ImportResult`; raises
+    :class:`ModelError` naming the file for an unknown suffix or a missing importer.
+    """
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in IMPORTERS:
+        raise ModelError(path, None, f"no importer for the suffix '{suffix}' (known: {', '.join(sorted(IMPORTERS))})")
+    modname, func = IMPORTERS[suffix]
+    yaml_path = options.pop('frame_pairs', None)
+    if suffix == '.urdf' and yaml_path is None:
+        raise ModelError(
+            path,
+            None,
+            'a URDF imports with its frame-pair loop file (frame_pairs=..., CLI --frame-pairs); '
+            'a URDF with a loops sidecar loads directly with load_model',
+        )
+    if suffix != '.urdf' and yaml_path is not None:
+        raise ModelError(path, None, 'frame_pairs goes with a .urdf file')
+    try:
+        mod = importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name != modname:
+            raise
+        raise ModelError(path, None, f"the importer of '{suffix}' files ({modname}) is not installed") from None
+    if suffix == '.urdf':
+        return getattr(mod, func)(path, yaml_path, **options)
+    return getattr(mod, func)(path, **options)

@@ -1,0 +1,275 @@
+"""SDFormat import (robot_dynamics.parsers.sdf) of Cassie (example-robot-data) and of small files.
+
+Independent routes:
+
+* the SDF itself, read here with a few lines of lxml: at the SDF pose every link of the model
+  is where the file puts it, every joint axis points where the file says, the centre of mass
+  is the file's;
+* Pinocchio's URDF parser on the exported URDF (its frames give the cut frames' placements)
+  and its ``constraintDynamics`` with the loops as 3-D rigid constraints;
+* a passive simulation keeps the loops closed.
+"""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+from lxml import etree
+
+import robot_dynamics as rd
+from robot_dynamics.algorithms import projection as pj
+from robot_dynamics.parsers.importing import ImportResult, import_description, load_imported
+from robot_dynamics.parsers.sdf import import_sdf
+
+pin = pytest.importorskip('pinocchio')
+erd = pytest.importorskip('example_robot_data')
+
+
+def cassie_dir():
+    root = os.path.dirname(erd.__file__)
+    for up in range(1, 7):
+        cand = os.path.join(root, *(['..'] * up), 'share', 'example-robot-data', 'robots', 'cassie_description')
+        if os.path.isdir(cand):
+            return os.path.normpath(os.path.join(cand, 'robots'))
+    found = glob.glob(os.path.join(os.sep, '**', 'cassie_description', 'robots'), recursive=True)
+    if not found:
+        pytest.skip('Cassie (example-robot-data) not found')
+    return found[0]
+
+
+CASSIE = os.path.join(cassie_dir(), 'cassie_v2.sdf')
+
+
+def rpy(v):
+    return pin.rpy.rpyToMatrix(*v)
+
+
+def sdf_links_and_joints(path):
+    """Model-frame poses of the links (4x4) and the joints' model-frame axes and positions,
+    read straight from a Cassie SDF (SDF 1.6: link poses in the model frame, joint poses in
+    the child link, axes in the joint frame or, with use_parent_model_frame, the model frame)."""
+    model = etree.parse(path).getroot().find('model')
+
+    def pose(el):
+        p = el.find('pose')
+        v = [float(x) for x in p.text.split()] if p is not None and p.text else [0.0] * 6
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = rpy(v[3:]), v[:3]
+        return T
+
+    links = {lk.get('name'): pose(lk) for lk in model.findall('link')}
+    joints = {}
+    for j in model.findall('joint'):
+        X = links[j.findtext('child').strip()] @ pose(j)
+        ax = j.find('axis')
+        a = np.array([float(x) for x in ax.findtext('xyz').split()])
+        a /= np.linalg.norm(a)
+        if (ax.findtext('use_parent_model_frame') or '').strip() not in ('1', 'true'):
+            a = X[:3, :3] @ a
+        joints[j.get('name')] = (j.get('type'), a, X[:3, 3])
+    masses = {
+        lk.get('name'): (float(lk.findtext('inertial/mass')), lk.find('inertial')) for lk in model.findall('link')
+    }
+    com = sum(m * (links[n] @ pose(el) @ [0, 0, 0, 1])[:3] for n, (m, el) in masses.items())
+    return links, joints, com / sum(m for m, _ in masses.values()), sum(m for m, _ in masses.values())
+
+
+@pytest.fixture(scope='module')
+def cassie():
+    res = import_sdf(CASSIE)
+    return res, load_imported(res)
+
+
+@pytest.fixture(scope='module')
+def sdf_pose(cassie):
+    """The SDF pose: the zero configuration, the pelvis at its model-frame pose."""
+    _, m = cassie
+    q = m.reference_q()
+    q[:3] = sdf_links_and_joints(CASSIE)[0]['pelvis'][:3, 3]
+    return q
+
+
+def test_cassie_imports_both_legs_with_a_free_flyer_and_four_loops(cassie):
+    res, m = cassie
+    assert isinstance(res, ImportResult) and res.name == 'cassie' and res.source == CASSIE
+    assert m.joints[0].name == 'root_joint' and m.joints[0].kind == 'free_flyer'
+    assert (m.nq, m.nv) == (29, 28)
+    loops = {lp.name: lp.type for lp in m.loops}
+    for side in ('left', 'right'):
+        # the Achilles rod hangs on the heel spring (a joint in its own direction), its ball
+        # joint at the hip closes; the plantar rod's ball joint on the foot closes a planar
+        # four-bar: the row normal to its plane is redundant
+        assert loops[f'{side}-pitch-rod-joint'] == 'spherical'
+        assert loops[f'{side}-plantar-foot-joint'] == 'point_on_line'
+        for j in ('roll-op', 'yaw-op', 'pitch-op', 'knee-op', 'knee-shin-joint', 'foot-op'):
+            assert f'{side}-{j}' in m.joint_names
+    assert len(m.loops) == 4
+    text = '\n'.join(res.notes)
+    assert 'spanning tree: 22 joint(s)' in text and "'pelvis'" in text and 'free_flyer' in text
+    assert 'left-plantar-foot-joint' in text and 'point_on_line' in text
+
+
+def test_links_and_joint_axes_at_the_sdf_pose_are_the_files(cassie, sdf_pose):
+    _, m = cassie
+    links, joints, com, mass = sdf_links_and_joints(CASSIE)
+    T = rd.forward_kinematics(m, sdf_pose)
+    for name, X in links.items():
+        assert np.abs(T[name] - X).max() <= 1e-12, name
+    from robot_dynamics.algorithms.kinematics import joint_placements
+
+    Rw, pw = joint_placements(m, sdf_pose)
+    checked = 0
+    for name, (jt, a, p) in joints.items():
+        if name not in m.joint_names:
+            continue
+        i = m.v_index(name).start  # axes and placements are per velocity coordinate
+        assert jt in ('revolute', 'prismatic')
+        assert np.abs(Rw[i] @ m.axes[i] - a).max() <= 1e-12, name
+        assert np.abs(pw[i] - p).max() <= 1e-12, name
+        checked += 1
+    assert checked == 22
+    assert abs(m.mass.sum() - mass) <= 1e-12 * mass
+    pm, pd = _pinocchio(cassie)[:2]
+    assert np.abs(pin.centerOfMass(pm, pd, _to_pin(m, pm, sdf_pose)) - com).max() <= 1e-12
+
+
+def test_the_sdf_pose_is_closed_and_assembly_keeps_it(cassie, sdf_pose):
+    _, m = cassie
+    assert max(max(e) for e in rd.loop_errors(m, sdf_pose).values()) <= 1e-15
+    a = rd.assemble(m, q_guess=sdf_pose, fixed='none')
+    assert a.residual <= 1e-12 and np.abs(a.q - sdf_pose).max() <= 1e-12
+    # the rank of the closure: 10 independent rows (3 + 3 + 2 + 2), 28 - 10 = 18 DOF
+    assert np.linalg.matrix_rank(rd.constraint_jacobian(m, sdf_pose), tol=1e-9) == 10
+
+
+def _to_pin(m, pm, q):
+    """Our q -> Pinocchio's (its continuous joints are (cos q, sin q))."""
+    out = []
+    for jt in m.joints:
+        pj_ = pm.joints[pm.getJointId(jt.name)]
+        qq = q[jt.q_slice]
+        out += [np.cos(qq[0]), np.sin(qq[0])] if (pj_.nq, pj_.nv) == (2, 1) else list(qq)
+    return np.array(out)
+
+
+_PIN = {}
+
+
+def _pinocchio(cassie, tmp=None):
+    """Pinocchio's model of the exported URDF (free-flyer root) and the loops as 3-D rigid
+    constraints between the cut frames, which its URDF parser places (fixed joints -> frames)."""
+    res, m = cassie
+    if 'model' not in _PIN:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'cassie.urdf')
+            with open(path, 'w') as fh:
+                fh.write(res.urdf)
+            pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+        assert [pm.names[i] for i in range(1, pm.njoints)] == [j.name for j in m.joints]
+        cms = pin.StdVec_RigidConstraintModel()
+        for lp in m.loops:
+            sides = []
+            for f in (lp.frame_a, lp.frame_b):
+                fr = pm.frames[pm.getFrameId(f)]
+                sides += [fr.parentJoint, fr.placement]
+            assert lp.type in ('spherical', 'point_on_line')
+            cms.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, *sides, pin.ReferenceFrame.LOCAL))
+        pd = pm.createData()
+        cds = pin.StdVec_RigidConstraintData([c.createData() for c in cms])
+        pin.initConstraintDynamics(pm, pd, cms, cds)
+        _PIN['model'] = (pm, pd, cms, cds)
+    return _PIN['model']
+
+
+def _states(m, q0, n, seed=1):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        q = q0.copy()
+        q[:7] = m.joints[0].model.random(rng)
+        q[7:] += rng.uniform(-0.02, 0.02, m.nq - 7)
+        q = pj.assemble(m, q_guess=q, fixed='none').q
+        qd = pj.project_velocity(m, q, rng.standard_normal(m.nv))
+        out.append((q, qd, rng.standard_normal(m.nv)))
+    return out
+
+
+def test_constrained_forward_dynamics_equals_pinocchio_constraint_dynamics(cassie, sdf_pose):
+    _, m = cassie
+    pm, pd, cms, cds = _pinocchio(cassie)
+    # The point_on_line loops leave out the row normal to the plantar four-bar's plane, which
+    # Pinocchio's CONTACT_3D keeps: exactly redundant on the left leg; on the right leg the
+    # file's rounded numbers tilt the plane by a few 1e-10, so that row's gradient is ~1e-10.
+    # The proximal solver with mu = 1e-2 converges on the well-conditioned directions
+    # (Delassus eigenvalues >= 7e-3, rate mu / (g + mu) per iteration) and moves the multiplier
+    # of that one by at most 200 |r| / mu: it stays unforced, as in the imported model.
+    # Its convergence rate on the others falls with sigma_min(A): the states are near the SDF
+    # pose, where sigma_min(A) >= 5e-4 (at 1e-4 its 200 iterations leave errors of 1e-1).
+    prox = pin.ProximalSettings(1e-13, 1e-2, 200)
+    for q, qd, tau in _states(m, sdf_pose, 4):
+        assert max(max(e) for e in rd.loop_errors(m, q).values()) <= 1e-12
+        assert np.linalg.svd(rd.constraint_jacobian(m, q), compute_uv=False)[-1] >= 5e-4
+        res = rd.constrained_forward_dynamics(m, q, qd, tau)
+        a = pin.constraintDynamics(pm, pd, _to_pin(m, pm, q), qd, tau, cms, cds, prox)
+        assert np.abs(res.qdd - a).max() <= 1e-9 * np.abs(a).max()
+        # the constraint forces projected on the joints, -J^T lambda (M a + h = tau - F);
+        # relative to the generalized forces that balance them
+        F_pin = -pin.getConstraintsJacobian(pm, pd, cms, cds).T @ pd.lambda_c
+        h = pin.nle(pm, pm.createData(), _to_pin(m, pm, q), qd)
+        scale = max(np.abs(tau).max(), np.abs(h).max(), np.abs(F_pin).max())
+        assert np.abs(res.F - F_pin).max() <= 1e-9 * scale
+        # and the tree alone: Pinocchio's ABA on the exported URDF
+        a_tree = pin.aba(pm, pm.createData(), _to_pin(m, pm, q), qd, tau)
+        assert np.abs(rd.forward_dynamics(m, q, qd, tau) - a_tree).max() <= 1e-9 * np.abs(a_tree).max()
+
+
+def test_two_second_passive_simulation_keeps_the_loops_closed(cassie, sdf_pose):
+    _, m = cassie
+    rng = np.random.default_rng(3)
+    qd0 = pj.project_velocity(m, sdf_pose, 0.5 * rng.standard_normal(m.nv))
+    plant = rd.ConstrainedPlant(m, sdf_pose, qd0, dt=1e-3)
+    worst, moved = 0.0, 0.0
+    for _ in range(2000):
+        info = plant.step(np.zeros(m.nv))
+        worst = max(worst, info.phi_norm)
+        moved = max(moved, np.abs(plant.q[7:] - sdf_pose[7:]).max())
+    assert worst <= 1e-9
+    assert max(max(e) for e in rd.loop_errors(m, plant.q).values()) <= 1e-9
+    assert moved > 0.1  # the legs did move
+    assert plant.q[2] < sdf_pose[2] - 15.0  # free fall: g t^2 / 2 = 19.6 m
+
+
+def test_cassie_with_gearboxes_imports_with_coupling_notes_and_a_prismatic_loop():
+    res = import_sdf(os.path.join(cassie_dir(), 'cassie.sdf'))
+    m = load_imported(res)
+    text = '\n'.join(res.notes)
+    assert text.count('gearbox joint') == 10 and 'coupling' in text
+    types = {lp.name: lp.type for lp in m.loops}
+    assert types['left-shin-spring-joint'] == 'prismatic' and types['left-tarsus-spring-joint'] == 'revolute'
+    assert max(max(e) for e in rd.loop_errors(m, m.reference_q()).values()) <= 1e-15
+
+
+def test_a_model_on_a_world_joint_has_the_world_as_root():
+    res = import_sdf(os.path.join(cassie_dir(), 'cassie_simple.sdf'))
+    assert 'root_joint' not in res.sidecar
+    m = load_imported(res)
+    assert m.joint_names[0] == 'static' and m.root_link == 'world'
+    # the ball joint of the rod on the hip stays in the tree: a spherical joint
+    assert res.sidecar['joint_types'] == {'left-pitch-rod-joint': 'spherical', 'right-pitch-rod-joint': 'spherical'}
+    assert {j.name: j.kind for j in m.joints}['left-pitch-rod-joint'] == 'spherical'
+    assert max(max(e) for e in rd.loop_errors(m, m.reference_q()).values()) <= 1e-15
+
+
+def test_the_registry_dispatches_on_the_suffix(tmp_path):
+    res = import_description(CASSIE, root_joint=None)
+    assert 'root_joint' not in res.sidecar
+    with pytest.raises(rd.ModelError, match="no importer for the suffix '.txt'"):
+        import_description(tmp_path / 'a.txt')
+    world = os.path.join(cassie_dir(), 'cassie.world')
+    with pytest.raises(rd.ModelError, match=r'model://cassie.*includes are not resolved'):
+        import_description(world)
+    with pytest.raises(rd.ModelError, match='frame-pair'):
+        import_description(tmp_path / 'a.urdf')
