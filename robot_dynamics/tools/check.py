@@ -39,7 +39,7 @@ class CheckReport:
 def _projection(m):
     from robot_dynamics.algorithms.projection import constrained_forward_dynamics, controllability
 
-    q, z = m.reference_q(), np.zeros(m.nq)
+    q, z = m.reference_q(), np.zeros(m.nv)
     if not np.all(np.isfinite(constrained_forward_dynamics(m, q, z, z).qdd)):
         raise RobotDynamicsError('constrained forward dynamics at the reference configuration is not finite')
     sigma = controllability(m, q)  # sigma_min [A; S_a]: > 0 <=> the actuators control
@@ -165,7 +165,7 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
 
     m = load_model(source, loops=loops, allow_xacro=allow_xacro, root_joint=root_joint, strict=strict)
     r = CheckReport(m.name)
-    r.facts.append(('joints', f'{m.nv} ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
+    r.facts.append(('joints', f'{m.nv} velocity coordinates ({len(m.actuated)} actuated, {len(m.passive)} passive)'))
     r.facts.append(('loops', ', '.join(f'{lp.name} ({lp.type})' for lp in m.loops) or 'none (tree)'))
     q = m.reference_q()
     if m.loops:
@@ -180,6 +180,7 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
         )
         A = constraint_jacobian(m, q)
         rank = _rank(A)  # the loader's rank decision (check_semantics)
+        # in velocity coordinates (nv: a free-flyer or ball joint has nq > nv)
         r.facts.append(('degrees of freedom', f'{m.nv - rank} (n = {m.nv}, rank A = {rank}, {A.shape[0]} rows)'))
 
         def rk(js):
@@ -203,7 +204,7 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
             idle = idle_motions(m, q_idle)
             r.facts.append(('idle motions', '; '.join(describe_idle_motions(idle)) if idle else 'none'))
     else:
-        r.facts.append(('degrees of freedom', f'{m.nq} (tree)'))
+        r.facts.append(('degrees of freedom', f'{m.nv} (tree)'))
     hint = launch_hint(source)
     if hint:
         r.facts.append(('launch', hint))

@@ -11,6 +11,8 @@ Sub-commands::
     robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
     robot-dynamics record [--bag F]      record the running graph's topics into an MCAP file
     robot-dynamics record --recover F    complete MCAP file from a truncated recording
+    robot-dynamics import FILE           SDFormat / MJCF / URDF + frame-pair YAML -> URDF,
+                                         loops sidecar and a starting config (``import --help``)
 
 ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
 or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
@@ -358,6 +360,147 @@ def _launch_overrides(items):
     return overrides
 
 
+def _config_text(name, model, res):
+    """A starting bringup config of an imported robot (the shape of config/four_bar.yaml):
+    the plant, the frames of the first loop, a small sinusoid about the reference
+    configuration on the actuated joints and the projected-inverse-dynamics law."""
+    import yaml
+
+    joints = [j for j in model.actuated if j in model.joint_names][:6]
+    q = model.reference_q()
+    offset = [float(q[model.q_index(j)][0]) for j in joints]
+    frames = [model.loops[0].frame_a, model.loops[0].frame_b] if model.loops else [model.root_link]
+    cfg = {
+        'robot': name,
+        'urdf': f'../{name}.urdf',
+        'loops': f'../{name}.loops.yaml',
+        'nodes': {
+            'sim_node': {
+                'executable': 'sim_node',
+                'parameters': {
+                    'rate': 1000.0,
+                    'publish_rate': 100.0,
+                    'controller': 'effort_controller',
+                    'command_timeout_periods': 3.0,
+                    'hold': 'gravity',
+                    'hold_damping': 0.5,
+                },
+            },
+            'kinematics_node': {'executable': 'kinematics_node', 'parameters': {'frames': frames}},
+            'trajectory_node': {
+                'executable': 'trajectory_node',
+                'parameters': {
+                    'mode': 'joint',
+                    'profile': 'sinusoid',
+                    'joints': joints,
+                    'amplitude': [0.1] * len(joints),
+                    'frequency': [0.3] * len(joints),
+                    'offset': offset,
+                    'rate': 200.0,
+                    'start_topic': 'effort_controller/commands',
+                },
+            },
+            'dynamics_node': {
+                'executable': 'controller_node',
+                'parameters': {
+                    'rate': 100.0,
+                    'state_timeout': 0.1,
+                    'law': 'pidc',
+                    'controller': 'effort_controller',
+                    'joints': joints,
+                    'reference': 'joint',
+                    'kp': 100.0,
+                    'kd': 20.0,
+                },
+            },
+        },
+    }
+    head = (
+        f'# Starting bringup config of {name}, written by robot-dynamics import from {res.source}.\n'
+        '# Paths are relative to this file. Tune the trajectory (joints, amplitude, offset) and\n'
+        '# the gains before running: robot-dynamics launch <this file>.\n'
+    )
+    if model.multi_dof:
+        head += (
+            f'# The ROS nodes take one-DOF joints only: this model has '
+            f'{[j.name for j in model.multi_dof]} (run it with rd.ConstrainedPlant in Python).\n'
+        )
+
+    class NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data):
+            return True
+
+    return head + yaml.dump(cfg, Dumper=NoAliases, sort_keys=False, default_flow_style=None, width=100)
+
+
+def cmd_import(args):
+    """Import an SDFormat / MJCF file or a URDF with a frame-pair YAML; write the URDF, the loops
+    sidecar and a starting config; print what the importer decided."""
+    import re
+
+    import yaml
+
+    import robot_dynamics as rd
+    from robot_dynamics.parsers.importing import import_description, load_imported
+
+    opts = {}
+    if args.root_joint is not None:
+        opts['root_joint'] = None if args.root_joint == 'fixed' else args.root_joint
+    if args.cut:
+        opts['cut'] = args.cut
+    if args.actuated:
+        opts['actuated'] = args.actuated
+    if args.frame_pairs:
+        opts['frame_pairs'] = args.frame_pairs
+    if args.name:
+        opts['name'] = args.name
+    try:
+        try:
+            res = import_description(args.file, **opts)
+        except TypeError as exc:  # an option this importer does not take
+            given = {'cut': '--cut', 'actuated': '--actuated', 'root_joint': '--root-joint', 'name': '--name'}
+            bad = [flag for k, flag in given.items() if k in opts and f"'{k}'" in str(exc)]
+            raise SystemExit(
+                f'robot-dynamics import: the importer of {os.path.basename(args.file)} does not take '
+                f'{", ".join(bad) or "these options"}'
+            ) from None
+        model = load_imported(res)
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics import: {exc}') from None
+    name = re.sub(r'[^A-Za-z0-9_.-]+', '_', args.name or res.name) or 'robot'
+    out = os.path.abspath(args.out)
+    paths = {
+        'urdf': os.path.join(out, f'{name}.urdf'),
+        'loops': os.path.join(out, f'{name}.loops.yaml'),
+        'config': os.path.join(out, 'config', f'{name}.yaml'),
+    }
+    exists = [p for p in paths.values() if os.path.exists(p)]
+    if exists and not args.force:
+        raise SystemExit(f'robot-dynamics import: {exists[0]} exists (--force overwrites)')
+    os.makedirs(os.path.dirname(paths['config']), exist_ok=True)
+    with open(paths['urdf'], 'w', encoding='utf-8') as fh:
+        fh.write(res.urdf)
+    notes = ''.join(f'#   {n}\n' for n in res.notes)
+    with open(paths['loops'], 'w', encoding='utf-8') as fh:
+        fh.write(f'# Loops of {name}, imported from {res.source}. The importer decided:\n{notes}')
+        fh.write(yaml.safe_dump(res.sidecar, sort_keys=False, default_flow_style=None, width=100))
+    with open(paths['config'], 'w', encoding='utf-8') as fh:
+        fh.write(_config_text(name, model, res))
+    print(f'imported {res.source}')
+    for n in res.notes:
+        print(f'  {n}')
+    print(
+        f'model: nq = {model.nq}, nv = {model.nv}, {len(model.loops)} loop(s): '
+        + (', '.join(f'{lp.name} ({lp.type})' for lp in model.loops) or 'none')
+    )
+    print(f'actuated: {model.actuated}')
+    print('wrote:')
+    for p in paths.values():
+        print(f'  {p}')
+    print(f'next: robot-dynamics check {paths["urdf"]}')
+    return 0
+
+
 def _seconds(what, positive=False):
     """argparse type: a finite number of seconds (>= 0, or > 0 with ``positive``)."""
     import math
@@ -556,6 +699,36 @@ def build_parser():
         help='with --recover: the file to write (default <stem>.recovered.mcap next '
         'to FILE; --out FILE repairs FILE in place)',
     )
+    pim = _command(
+        sub,
+        cmd_import,
+        'import',
+        help='import an SDFormat / MJCF file or a URDF + frame-pair YAML (writes URDF, loops, config)',
+        description='Import a robot description with closed loops: SDFormat (.sdf, .world), MJCF '
+        '(.xml, .mjcf) or a URDF with the frame-pair YAML of toolbox-parallel-robots '
+        '(--frame-pairs). Writes OUT/NAME.urdf (the spanning tree), OUT/NAME.loops.yaml (the loop '
+        'sidecar) and OUT/config/NAME.yaml (a starting bringup config), and prints what the '
+        'importer decided: the spanning tree, the cut joints and their loop types, the actuated '
+        'joints, what it could not represent.',
+        epilog='example:\n'
+        '  robot-dynamics import cassie.sdf --out cassie_import\n'
+        '  robot-dynamics check cassie_import/cassie.urdf\n'
+        '  robot-dynamics import robot.urdf --frame-pairs robot.yaml --name five_bar --out fb',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pim.add_argument('file', help='.sdf / .world / .xml / .mjcf file, or a .urdf with --frame-pairs')
+    pim.add_argument('--out', default='.', metavar='DIR', help='output directory (default: the current one)')
+    pim.add_argument('--name', default=None, help="robot name and file stem (default: the model's name)")
+    pim.add_argument(
+        '--root-joint',
+        choices=('free_flyer', 'planar', 'fixed'),
+        default=None,
+        help='root joint of a model that no joint attaches to the world (SDF default free_flyer; fixed: none)',
+    )
+    pim.add_argument('--cut', nargs='+', default=None, metavar='JOINT', help='joints to cut into loops (SDF)')
+    pim.add_argument('--actuated', nargs='+', default=None, metavar='JOINT', help='actuated joints (SDF)')
+    pim.add_argument('--frame-pairs', default=None, metavar='YAML', help='frame-pair YAML of a URDF')
+    pim.add_argument('--force', action='store_true', help='overwrite existing output files')
     from robot_dynamics.tools.warmup import robot_names
 
     pw = _command(
