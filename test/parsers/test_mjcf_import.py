@@ -26,7 +26,7 @@ J = mujoco.mjtJoint
 
 def _imported(path):
     res = import_mjcf(path)
-    return res, load_imported(res), mujoco.MjModel.from_xml_path(path)
+    return res, load_imported(res), mujoco.MjModel.from_xml_path(str(path))
 
 
 @pytest.fixture(scope='module')
@@ -392,3 +392,32 @@ def test_robotiq_2f85_linkages_and_coupling():
     for part in ('driver', 'coupler', 'follower'):
         right, left = (qa[model.joint_index(f'{side}_{part}_joint')] for side in ('right', 'left'))
         assert right == pytest.approx(left, abs=1e-9) and (part == 'driver' or abs(right) > 1e-3)
+
+
+def test_site_weld_is_the_site_frames_and_inactive_equalities_are_skipped(tmp_path):
+    """A site-based weld holds the two site frames together (MuJoCo ignores relpose there):
+    MuJoCo's efc_pos position rows are the separation of our cut frames, and the relative
+    rotation of the cut frames is that of the sites; an inactive equality is only noted."""
+    path = tmp_path / 'site_weld.xml'
+    path.write_text(
+        '<mujoco><compiler angle="degree"/><worldbody>'
+        '<body name="A" pos="0 0 1"><joint name="a" axis="0 1 0"/><geom size="0.1"/>'
+        '<site name="sa" pos="0.3 0.1 0" euler="10 20 30"/>'
+        '<body name="B" pos="0.5 0 0"><joint name="b" axis="1 0 0"/><joint name="c" type="slide" axis="0 0 1"/>'
+        '<geom size="0.1"/><site name="sb" pos="0.1 0 0.2" euler="5 0 0"/></body></body></worldbody>'
+        '<equality><weld name="w" site1="sa" site2="sb"/>'
+        '<connect name="off" body1="A" body2="B" anchor="0 0 0" active="false"/></equality></mujoco>'
+    )
+    res, model, mj = _imported(path)
+    assert [lp.name for lp in model.loops] == ['w'] and "equality 'off' (connect): inactive" in '\n'.join(res.notes)
+    d = mujoco.MjData(mj)
+    for qpos in ([0.0, 0.0, 0.0], [0.3, -0.2, 0.1]):
+        d.qpos[:] = qpos
+        mujoco.mj_forward(mj, d)
+        T = rd.forward_kinematics(model, np.array(qpos))
+        rows = np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+        np.testing.assert_allclose(d.efc_pos[rows[:3]], T['w_a'][:3, 3] - T['w_b'][:3, 3], rtol=0, atol=1e-12)
+        Rs = d.site_xmat[0].reshape(3, 3).T @ d.site_xmat[1].reshape(3, 3)
+        np.testing.assert_allclose(T['w_a'][:3, :3].T @ T['w_b'][:3, :3], Rs, rtol=0, atol=1e-12)
+        assert np.abs(d.efc_pos[rows[:3]]).max() > 0.1
+    assert len(import_mjcf(path, drop_inactive=False).sidecar['loops']) == 2
