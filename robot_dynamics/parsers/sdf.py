@@ -17,7 +17,8 @@ Frames and poses follow the specification:
 * ``<inertial><pose>`` places the centre of mass and the inertia axes in the link frame;
   without ``<inertial>`` a link has the specification's defaults (1 kg, unit inertia; noted).
 
-Every URDF link frame is the SDF link frame (the URDF joint origin is folded onto the child
+Every ``<frame>`` becomes a massless link fixed to the link it is attached to (``__model__``:
+the canonical link). Every URDF link frame is the SDF link frame (the URDF joint origin is folded onto the child
 link when the joint frame and the link frame share their origin, with the axis re-expressed;
 otherwise a massless link ``<joint>_frame`` carries the joint). SI units throughout (SDF's).
 
@@ -409,12 +410,13 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             )
             mim = ax_el.find('mimic') if ax_el is not None else None
             if mim is not None:
+                mult, off = doc.number(mim, 'multiplier', 1.0), doc.number(mim, 'offset', 0.0)
                 notes.append(
-                    f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'> (multiplier "
-                    f'{mim.get("multiplier", "1")}, offset {mim.get("offset", "0")}): a coupling, not a '
-                    'constraint of the sidecar; both joints are independent coordinates of the model'
+                    f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'> (multiplier {mult!r}, offset "
+                    f'{off!r}): a coupling, not a constraint of the sidecar; both joints are independent '
+                    'coordinates of the model'
                 )
-        if jt in _TWO_AXES and abs(axes[0] @ axes[1]) > 1e-9 and jt == 'universal':
+        if jt == 'universal' and abs(axes[0] @ axes[1]) > 1e-9:
             raise doc.err(el, 'universal joint axes must be orthogonal')
         must = any(_flag(p.find('must_be_loop_joint')) for p in el.findall('physics/*'))
         J[jn] = dict(name=jn, type=jt, parent=par, child=chi, X=X, axes=axes, limits=limits, dyn=dyn, el=el, must=must)
@@ -523,7 +525,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             )
 
     # ---- URDF
-    link_xml, joint_xml, taken = [], [], set(doc.links) | set(J) | {'world'}
+    link_xml, joint_xml, taken = [], [], set(doc.links) | set(J) | set(doc.frames) | {'world'}
     joint_types, loops = {}, []
 
     def fresh(n, el):
@@ -626,6 +628,20 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             parent = child
         if not fold:
             add_joint(fresh(f'{jn}_offset', el), 'fixed', last_child, K, X_JK)
+
+    for fn, el in doc.frames.items():  # <frame>s: massless links fixed to the link they follow
+        base, seen = fn, set()
+        while base in doc.frames and base not in seen:
+            seen.add(base)
+            base = doc.frames[base].get('attached_to') or '__model__'
+        if base in doc.joints:
+            base = J[base]['child']
+        if base == '__model__':  # the model frame is attached to the canonical link
+            base = canonical
+        if base not in doc.links:
+            raise doc.err(el, f"attached_to '{doc.frames[fn].get('attached_to')}' does not lead to a link")
+        link_xml.append(f'  <link name={quoteattr(fn)}/>')
+        add_joint(fresh(f'{fn}_fixed', el), 'fixed', base, fn, _inv(pose(base)) @ doc.model_pose(fn, el))
 
     for j in cuts:
         jn, jt, el = j['name'], j['type'], j['el']

@@ -134,6 +134,26 @@ def test_links_and_joint_axes_at_the_sdf_pose_are_the_files(cassie, sdf_pose):
     assert np.abs(pin.centerOfMass(pm, pd, _to_pin(m, pm, sdf_pose)) - com).max() <= 1e-12
 
 
+def test_axes_in_the_model_frame_of_the_sdf_with_gearboxes():
+    # cassie.sdf gives its axes in the model frame (SDF 1.6 use_parent_model_frame)
+    path = os.path.join(cassie_dir(), 'cassie.sdf')
+    m = load_imported(import_sdf(path))
+    links, joints, _, _ = sdf_links_and_joints(path)
+    q = m.reference_q()
+    q[:3] = links['pelvis'][:3, 3]
+    T = rd.forward_kinematics(m, q)
+    assert all(np.abs(T[n] - X).max() <= 1e-12 for n, X in links.items())
+    from robot_dynamics.algorithms.kinematics import joint_placements
+
+    Rw, pw = joint_placements(m, q)
+    tree = [n for n in joints if n in m.joint_names]
+    assert len(tree) == 32  # the one-DOF joints of the tree (the ball joints are spherical)
+    for name in tree:
+        i = m.v_index(name).start
+        assert np.abs(Rw[i] @ m.axes[i] - joints[name][1]).max() <= 1e-12, name
+        assert np.abs(pw[i] - joints[name][2]).max() <= 1e-12, name
+
+
 def test_the_sdf_pose_is_closed_and_assembly_keeps_it(cassie, sdf_pose):
     _, m = cassie
     assert max(max(e) for e in rd.loop_errors(m, sdf_pose).values()) <= 1e-15
