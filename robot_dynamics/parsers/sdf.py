@@ -28,8 +28,9 @@ joints ``<joint>_1``, ``<joint>_2`` through a massless link ``<joint>_cross``, f
 Cut joints: fixed -> weld, ball -> spherical, revolute/continuous -> revolute, prismatic ->
 prismatic, universal (and revolute2 with orthogonal axes) -> universal loops. Gearbox joints
 and ``<mimic>`` couplings are not constraints of the sidecar: they are left out of the model
-and reported in the notes. Screw joints, ``<include>`` and nested models are refused naming
-the element (:class:`~robot_dynamics.errors.ModelError`).
+and reported in the notes. Nested models are flattened: their links, joints and frames are
+named ``<model>::<name>`` (noted). Screw joints and ``<include>`` are refused naming the
+element (:class:`~robot_dynamics.errors.ModelError`).
 """
 
 from __future__ import annotations
@@ -277,6 +278,78 @@ def _read(path, model_name):
     return model, (major, minor), world
 
 
+def _flatten(doc, mel, prefix, notes):
+    """(kind, scoped name, element) of the links, joints and frames of ``mel`` and of its nested
+    models, whose names get the scope ``<model>::``: their references (poses' ``relative_to``,
+    joints' parent and child, axes' ``expressed_in``) are rewritten in the same scope, and the
+    nested model's frame is a ``<frame>`` ``<model>::__model__`` at the model's pose."""
+    import copy
+
+    from lxml import etree
+
+    def scoped(name):
+        return name if name in ('world', '') or not prefix else prefix + name
+
+    out = []
+    for el in mel:
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag in ('link', 'joint', 'frame'):
+            el2 = copy.deepcopy(el) if prefix else el
+            el2.sourceline = el.sourceline
+            if prefix:
+                el2.set('name', scoped(el.get('name') or ''))
+                pose = el2.find('pose')
+                if pose is None:
+                    pose = etree.SubElement(el2, 'pose')
+                rel = pose.get('relative_to') or pose.get('frame')
+                if 'frame' in pose.attrib:
+                    del pose.attrib['frame']
+                if rel:
+                    pose.set('relative_to', scoped(rel))
+                elif el.tag == 'link':
+                    pose.set('relative_to', prefix + '__model__')
+                if el.tag == 'frame':
+                    el2.set('attached_to', scoped(el.get('attached_to') or '__model__'))
+                for tag in ('parent', 'child'):
+                    sub = el2.find(tag)
+                    if sub is not None and sub.text:
+                        sub.text = scoped(sub.text.strip())
+                for ax in el2.findall('axis') + el2.findall('axis2'):
+                    xyz = ax.find('xyz')
+                    if xyz is not None and xyz.get('expressed_in'):
+                        xyz.set('expressed_in', scoped(xyz.get('expressed_in')))
+                    elif xyz is not None and _flag(ax.find('use_parent_model_frame')):
+                        xyz.set('expressed_in', prefix + '__model__')
+                for mim in el2.iter('mimic'):
+                    if mim.get('joint'):
+                        mim.set('joint', scoped(mim.get('joint')))
+            out.append((el.tag, el2.get('name'), el2))
+        elif el.tag == 'model':
+            name = el.get('name') or ''
+            inner = f'{prefix}{name}::'
+            frame = etree.Element('frame', name=inner + '__model__')
+            frame.sourceline = el.sourceline
+            pose = el.find('pose')
+            fpose = copy.deepcopy(pose) if pose is not None else etree.SubElement(frame, 'pose')
+            if pose is not None:
+                frame.append(fpose)
+            rel = fpose.get('relative_to') or fpose.get('frame')
+            fpose.set('relative_to', scoped(rel) if rel else (prefix + '__model__' if prefix else '__model__'))
+            links = [lk.get('name') for lk in el.findall('link')]
+            canonical = el.get('canonical_link') or (links[0] if links else None)
+            if canonical is None:
+                raise doc.err(el, 'a nested model without links is not imported')
+            frame.set('attached_to', inner + canonical)
+            inc = el.find('include')
+            if inc is not None:
+                raise doc.err(inc, 'nested includes are not imported: flatten the model (gz sdf -p FILE) first')
+            notes.append(f"nested model '{prefix}{name}': its links, joints and frames are named '{inner}<name>'")
+            out.append(('frame', inner + '__model__', frame))
+            out.extend(_flatten(doc, el, inner, notes))
+    return out
+
+
 def _flag(el):
     return el is not None and (el.text or '').strip().lower() in ('1', 'true')
 
@@ -325,23 +398,20 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
     mel, version, world = _read(path, model)
     doc = _Doc(path, mel, version)
     notes = [f'SDFormat {version[0]}.{version[1]} model {mel.get("name")!r} from {path}']
-    for tag in ('model', 'include'):
-        sub = mel.find(tag)
-        if sub is not None:
-            what = (sub.findtext('uri') or '').strip() if tag == 'include' else sub.get('name')
-            raise doc.err(
-                sub,
-                f'nested {"models" if tag == "model" else "includes"} are not imported ({what!r}): '
-                'flatten the model (gz sdf -p FILE prints it with includes resolved) and import that',
-            )
-    for kind, store in (('link', doc.links), ('joint', doc.joints), ('frame', doc.frames)):
-        for el in mel.findall(kind):
-            n = el.get('name')
-            if not n:
-                raise doc.err(el, f'<{kind}> without a name')
-            if n in doc.links or n in doc.joints or n in doc.frames or n in ('world', '__model__'):
-                raise doc.err(el, f"the name '{n}' is taken (links, joints and frames share one namespace)")
-            store[n] = el
+    inc = mel.find('include')
+    if inc is not None:
+        raise doc.err(
+            inc,
+            f'nested includes are not imported ({(inc.findtext("uri") or "").strip()!r}): flatten the model '
+            '(gz sdf -p FILE prints it with includes resolved) and import that',
+        )
+    for kind, n, el in _flatten(doc, mel, '', notes):
+        store = {'link': doc.links, 'joint': doc.joints, 'frame': doc.frames}[kind]
+        if not n or n.endswith('::'):
+            raise doc.err(el, f'<{kind}> without a name')
+        if n in doc.links or n in doc.joints or n in doc.frames or n in ('world', '__model__'):
+            raise doc.err(el, f"the name '{n}' is taken (links, joints and frames share one namespace)")
+        store[n] = el
     if not doc.links:
         raise ModelError(path, None, f"model '{mel.get('name')}' has no links")
     static = _flag(mel.find('static'))
@@ -361,8 +431,6 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
         par, chi = (el.findtext('parent') or '').strip(), (el.findtext('child') or '').strip()
         for side, v in (('parent', par), ('child', chi)):
             if v != 'world' and v not in doc.links:
-                if '::' in v:
-                    raise doc.err(el, f"<{side}> '{v}' is in a nested model: nested models are not imported")
                 raise doc.err(el, f"<{side}> '{v}' is not a link of the model{_hint(v, doc.links)}")
         if chi == 'world':
             raise doc.err(el, "<child> is 'world': the world cannot be a joint's child")
@@ -630,6 +698,8 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             add_joint(fresh(f'{jn}_offset', el), 'fixed', last_child, K, X_JK)
 
     for fn, el in doc.frames.items():  # <frame>s: massless links fixed to the link they follow
+        if fn.endswith('::__model__'):
+            continue
         base, seen = fn, set()
         while base in doc.frames and base not in seen:
             seen.add(base)

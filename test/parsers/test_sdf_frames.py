@@ -187,7 +187,7 @@ def _variant(tmp_path, old, new):
     'old, new, message',
     [
         ('<joint name="rev" type="revolute">', '<joint name="rev" type="screw">', r"joint 'rev' \(line \d+\): screw"),
-        ('<link name="l4">', '<model name="inner"/><link name="l4">', "model 'inner'.*nested models are not imported"),
+        ('<link name="l4">', '<model name="inner"/><link name="l4">', "model 'inner'.*nested model without links"),
         ('<link name="l4">', '<include><uri>model://x</uri></include><link name="l4">', 'nested includes'),
         ('<child>l4</child>\n      <physics>', '<child>l44</child>\n      <physics>', "'l44' is not a link.*'l4'"),
         ('relative_to="F">', 'relative_to="l2">', 'cycle of relative_to references: l1 -> l2 -> l1'),
@@ -202,6 +202,25 @@ def test_refusals_name_the_file_and_element(tmp_path, old, new, message):
     with pytest.raises(rd.ModelError, match=message) as exc:
         import_sdf(p)
     assert str(exc.value).startswith(str(p))
+
+
+def test_a_nested_model_is_flattened_with_scoped_names(tmp_path):
+    text = MODEL.replace(
+        f'<link name="l4"><pose relative_to="l1">0 0.1 0 0 0 0</pose>{IN4}</link>',
+        f'<model name="hand"><pose relative_to="l1">0 0.1 0 0 0 0</pose><link name="l4">{IN4}</link>'
+        '<frame name="pt"><pose>0 0 0.05 0 0 0</pose></frame></model>',
+    ).replace('<child>l4</child>', '<child>hand::l4</child>')
+    assert text.count('hand::l4') == 2
+    p = tmp_path / 'nested.sdf'
+    p.write_text(text)
+    res = import_sdf(p, cut=['close'])
+    m = load_imported(res)
+    q = zero(m)
+    for name, Xe in X.items():
+        assert close(fk(m, q, 'hand::l4' if name == 'l4' else name), Xe), name
+    assert close(fk(m, q, 'hand::pt'), X['l4'] * T(z=0.05))
+    assert close(fk(m, zero(m, hinge=0.2), 'hand::l4'), X['l4'] * rot([0, 0, 1], 0.2))
+    assert any("nested model 'hand'" in n for n in res.notes)
 
 
 def test_unknown_cut_and_root_joint(sdf):

@@ -293,3 +293,11 @@ def test_the_registry_dispatches_on_the_suffix(tmp_path):
         import_description(world)
     with pytest.raises(rd.ModelError, match='frame-pair'):
         import_description(tmp_path / 'a.urdf')
+
+
+def test_a_missing_importer_module_is_a_model_error(tmp_path, monkeypatch):
+    from robot_dynamics.parsers import importing
+
+    monkeypatch.setitem(importing.IMPORTERS, '.xml', ('robot_dynamics.parsers.no_such_importer', 'f'))
+    with pytest.raises(rd.ModelError, match=r"a\.xml: the importer of '\.xml' files .* is not installed"):
+        import_description(tmp_path / 'a.xml')
