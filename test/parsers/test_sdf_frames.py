@@ -223,6 +223,28 @@ def test_a_nested_model_is_flattened_with_scoped_names(tmp_path):
     assert any("nested model 'hand'" in n for n in res.notes)
 
 
+def test_a_cut_universal_joint_is_a_universal_loop(sdf):
+    res = import_sdf(sdf, cut=['u'])
+    lp = next(lp for lp in res.sidecar['loops'] if lp['name'] == 'u')
+    assert lp['type'] == 'universal' and np.allclose(lp['axes'], [[1, 0, 0], [0, 1, 0]])
+    m = load_imported(res)
+    assert max(max(e) for e in rd.loop_errors(m, zero(m)).values()) <= 1e-15
+    # the loop leaves the two rotations of the cross free: rank 4 (3 positions, 1 orientation)
+    rows = [r for r in (lp2 for lp2 in m.loops) if r.name == 'u'][0]
+    assert rows.row_names == ('u/px', 'u/py', 'u/pz', 'u/r_a1xa2')
+
+
+def test_a_model_in_a_world_file_is_placed_by_its_pose(tmp_path):
+    world = MODEL.replace('<model name="demo">', '<world name="w"><model name="demo"><pose>1 2 3 0 0 0.5</pose>')
+    world = world.replace('</model>\n</sdf>', '</model></world>\n</sdf>')
+    p = tmp_path / 'demo.world'
+    p.write_text(world)
+    m = load_imported(import_sdf(p))
+    Xw = T(1, 2, 3, 0, 0, 0.5)
+    for name, Xe in X.items():
+        assert close(fk(m, zero(m), name), Xw * Xe), name
+
+
 def test_unknown_cut_and_root_joint(sdf):
     with pytest.raises(rd.ModelError, match="cut: 'rve' is not a joint of the model.*'rev'"):
         import_sdf(sdf, cut=['rve'])
