@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from dataclasses import dataclass, field
 
-from robot_dynamics.errors import LoopSpecError, ModelError, _located
+from robot_dynamics.errors import LoopSpecError, ModelError, ModelWarning, _located
 
 __all__ = ['ImportResult', 'load_imported', 'import_description', 'IMPORTERS']
 
@@ -75,7 +76,15 @@ def load_imported(result, **load_options):
     if 'loops' not in opts:
         opts['loops'] = (result.sidecar, f'{result.source} (imported sidecar)') if result.sidecar else False
     try:
-        model = load_model(result.urdf, **opts)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always', ModelWarning)
+            model = load_model(result.urdf, **opts)
+        for w in caught:  # the loader's warnings name the imported file, not '<string>'
+            if issubclass(w.category, ModelWarning) and str(w.message).startswith('<string>: '):
+                text = f'{result.source} (imported URDF): {str(w.message)[len("<string>: ") :]}'
+                warnings.warn(text, ModelWarning, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     except ModelError as exc:
         if exc.source == '<string>':
             raise _renamed(exc, f'{result.source} (imported URDF)') from exc

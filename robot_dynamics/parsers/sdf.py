@@ -819,7 +819,13 @@ def _reduce_planar_ball_loops(result, samples=3, seed=0):
     from robot_dynamics.algorithms.constraints import constraint_jacobian
     from robot_dynamics.parsers.importing import load_imported
 
-    model = load_imported(result)
+    import warnings
+
+    from robot_dynamics.errors import ModelWarning
+
+    with warnings.catch_warnings():  # the user's own load of the result warns
+        warnings.simplefilter('ignore', ModelWarning)
+        model = load_imported(result)
     rng = np.random.default_rng(seed)
     q0 = model.reference_q()
     qs = [q0] + [model.integrate(q0, 0.3 * rng.standard_normal(model.nv)) for _ in range(samples - 1)]

@@ -134,6 +134,7 @@ def test_links_and_joint_axes_at_the_sdf_pose_are_the_files(cassie, sdf_pose):
     assert np.abs(pin.centerOfMass(pm, pd, _to_pin(m, pm, sdf_pose)) - com).max() <= 1e-12
 
 
+@pytest.mark.filterwarnings('ignore::robot_dynamics.errors.ModelWarning')  # its rotors' inertias
 def test_axes_in_the_model_frame_of_the_sdf_with_gearboxes():
     # cassie.sdf gives its axes in the model frame (SDF 1.6 use_parent_model_frame)
     path = os.path.join(cassie_dir(), 'cassie.sdf')
@@ -263,13 +264,44 @@ def test_two_second_passive_simulation_keeps_the_loops_closed(cassie, sdf_pose):
 
 
 def test_cassie_with_gearboxes_imports_with_coupling_notes_and_a_prismatic_loop():
-    res = import_sdf(os.path.join(cassie_dir(), 'cassie.sdf'))
-    m = load_imported(res)
+    path = os.path.join(cassie_dir(), 'cassie.sdf')
+    res = import_sdf(path)
+    # its foot rotors' inertias violate the triangle inequality: loaded as given, warned naming
+    # the SDF file
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        m = load_imported(res)
+    assert sorted(str(w.message) for w in caught) == [
+        f"{path} (imported URDF): link '{side}-foot-reference' <inertial>: inertia violates the triangle "
+        'inequality (principal moments [9.30600000e-07 9.49379088e-07 9.40002091e-06]): not a physical body; '
+        'loaded as given'
+        for side in ('left', 'right')
+    ]
+    assert all(w.category is rd.ModelWarning for w in caught)
     text = '\n'.join(res.notes)
     assert text.count('gearbox joint') == 10 and 'coupling' in text
     types = {lp.name: lp.type for lp in m.loops}
     assert types['left-shin-spring-joint'] == 'prismatic' and types['left-tarsus-spring-joint'] == 'revolute'
     assert max(max(e) for e in rd.loop_errors(m, m.reference_q()).values()) <= 1e-15
+
+
+@pytest.mark.filterwarnings('ignore::robot_dynamics.errors.ModelWarning')  # its rotors' inertias
+def test_cassie_with_gearboxes_simulates_two_seconds_with_closed_loops():
+    # revolute, prismatic and point_on_line loops, 24 rows of rank 18 (planar linkages): the
+    # projection method drops the redundant rows, the closure stays within 1e-9
+    m = load_imported(import_sdf(os.path.join(cassie_dir(), 'cassie.sdf')))
+    q0 = m.reference_q()
+    A = rd.constraint_jacobian(m, q0)
+    assert A.shape[0] == 24 and np.linalg.matrix_rank(A, tol=1e-9) == 18
+    rng = np.random.default_rng(3)
+    plant = rd.ConstrainedPlant(m, q0, pj.project_velocity(m, q0, 0.5 * rng.standard_normal(m.nv)), dt=1e-3)
+    worst = 0.0
+    for _ in range(2000):
+        worst = max(worst, plant.step(np.zeros(m.nv)).phi_norm)
+    assert worst <= 1e-9
+    assert np.abs(plant.q[7:] - q0[7:]).max() > 0.1
 
 
 def test_a_model_on_a_world_joint_has_the_world_as_root():
