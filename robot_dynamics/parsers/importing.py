@@ -43,7 +43,7 @@ class ImportResult:
     name: str
     urdf: str
     sidecar: dict
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     source: str = ''
     gravity: tuple | None = None
 

@@ -55,6 +55,17 @@ _UNBOUNDED = 1e16  # SDF's default (and "no limit") joint position limit magnitu
 _ORIGIN_TOL = 1e-12  # [m] joint frame and child link frame share their origin below this
 
 
+def _coupling_note():
+    from robot_dynamics.parsers.sidecar import LOOP_TYPES
+
+    if 'coupling' in LOOP_TYPES:
+        return 'this importer does not write coupling loops'
+    return 'the sidecar has no coupling loop type'
+
+
+_COUPLING = _coupling_note()
+
+
 # ---------------------------------------------------------------------------- small math
 def _rpy_matrix(r, p, y):
     """Rotation of roll-pitch-yaw angles (SDF and URDF: R = Rz(y) Ry(p) Rx(r))."""
@@ -481,8 +492,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
                 mult, off = doc.number(mim, 'multiplier', 1.0), doc.number(mim, 'offset', 0.0)
                 notes.append(
                     f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'> (multiplier {mult!r}, offset "
-                    f'{off!r}): a coupling, not a constraint of the sidecar; both joints are independent '
-                    'coordinates of the model'
+                    f'{off!r}): a coupling; {_COUPLING}; both joints are independent coordinates of the model'
                 )
         if jt == 'universal' and abs(axes[0] @ axes[1]) > 1e-9:
             raise doc.err(el, 'universal joint axes must be orthogonal')
@@ -500,8 +510,8 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
         notes.append(
             f"gearbox joint '{j['name']}' (ratio {el.findtext('gearbox_ratio', '1').strip()}, "
             f"'{j['parent']}' -> '{j['child']}', reference body "
-            f"'{el.findtext('gearbox_reference_body', '').strip()}'): a coupling of two joints' velocities, "
-            'not a constraint of the sidecar; left out (the coupled joints move independently)'
+            f"'{el.findtext('gearbox_reference_body', '').strip()}'): a coupling of two joints' velocities; "
+            f'{_COUPLING}; left out (the coupled joints move independently)'
         )
     candidates = [j for j in J.values() if j['type'] != 'gearbox']
     forced = set(cut) | {j['name'] for j in candidates if j['must']}
