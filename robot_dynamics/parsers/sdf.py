@@ -26,9 +26,10 @@ Joint types: revolute, continuous and prismatic become URDF joints; ball joints 
 spherical joints (sidecar ``joint_types``), universal and revolute2 joints are two revolute
 joints ``<joint>_1``, ``<joint>_2`` through a massless link ``<joint>_cross``, fixed joints fixed.
 Cut joints: fixed -> weld, ball -> spherical, revolute/continuous -> revolute, prismatic ->
-prismatic, universal (and revolute2 with orthogonal axes) -> universal loops. Gearbox joints
-and ``<mimic>`` couplings are not constraints of the sidecar: they are left out of the model
-and reported in the notes. Nested models are flattened: their links, joints and frames are
+prismatic, universal (and revolute2 with orthogonal axes) -> universal loops. ``<mimic>`` of
+one tree joint by another becomes a ``coupling`` loop ``mimic_<joint>``
+(``q = multiplier (q_leader - reference) + offset``); gearbox joints (a coupling of velocities
+through a reference body) are left out of the model and reported in the notes. Nested models are flattened: their links, joints and frames are
 named ``<model>::<name>`` (noted). Screw joints and ``<include>`` are refused naming the
 element (:class:`~robot_dynamics.errors.ModelError`).
 """
@@ -53,17 +54,6 @@ _TWO_AXES = ('universal', 'revolute2')
 _KNOWN = set(_MOVABLE_1DOF) | {'ball', 'fixed', 'gearbox', 'screw'} | set(_TWO_AXES)
 _UNBOUNDED = 1e16  # SDF's default (and "no limit") joint position limit magnitude
 _ORIGIN_TOL = 1e-12  # [m] joint frame and child link frame share their origin below this
-
-
-def _coupling_note():
-    from robot_dynamics.parsers.sidecar import LOOP_TYPES
-
-    if 'coupling' in LOOP_TYPES:
-        return 'this importer does not write coupling loops'
-    return 'the sidecar has no coupling loop type'
-
-
-_COUPLING = _coupling_note()
 
 
 # ---------------------------------------------------------------------------- small math
@@ -409,6 +399,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
     mel, version, world = _read(path, model)
     doc = _Doc(path, mel, version)
     notes = [f'SDFormat {version[0]}.{version[1]} model {mel.get("name")!r} from {path}']
+    mimics = []  # (follower, leader, multiplier, offset): coupling loops where both are tree joints
     inc = mel.find('include')
     if inc is not None:
         raise doc.err(
@@ -490,10 +481,14 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             mim = ax_el.find('mimic') if ax_el is not None else None
             if mim is not None:
                 mult, off = doc.number(mim, 'multiplier', 1.0), doc.number(mim, 'offset', 0.0)
-                notes.append(
-                    f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'> (multiplier {mult!r}, offset "
-                    f'{off!r}): a coupling; {_COUPLING}; both joints are independent coordinates of the model'
-                )
+                ref = doc.number(mim, 'reference', 0.0)  # follower = multiplier (leader - reference) + offset
+                if tag == 'axis':
+                    mimics.append((jn, mim.get('joint'), mult, off - mult * ref))
+                else:
+                    notes.append(
+                        f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'>: a coupling of a second axis; "
+                        'not represented (both coordinates are independent)'
+                    )
         if jt == 'universal' and abs(axes[0] @ axes[1]) > 1e-9:
             raise doc.err(el, 'universal joint axes must be orthogonal')
         must = any(_flag(p.find('must_be_loop_joint')) for p in el.findall('physics/*'))
@@ -511,7 +506,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             f"gearbox joint '{j['name']}' (ratio {el.findtext('gearbox_ratio', '1').strip()}, "
             f"'{j['parent']}' -> '{j['child']}', reference body "
             f"'{el.findtext('gearbox_reference_body', '').strip()}'): a coupling of two joints' velocities; "
-            f'{_COUPLING}; left out (the coupled joints move independently)'
+            'not represented; left out (the coupled joints move independently)'
         )
     candidates = [j for j in J.values() if j['type'] != 'gearbox']
     forced = set(cut) | {j['name'] for j in candidates if j['must']}
@@ -758,6 +753,28 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
             + (f'; {", ".join(lost)} not represented' if lost else '')
         )
 
+    one_dof = {j['name'] for j, _ in tree if j['type'] in _MOVABLE_1DOF}
+    for follower, leader, mult, off in mimics:
+        if follower in one_dof and leader in one_dof:
+            loops.append(
+                {
+                    'name': f'mimic_{follower}',
+                    'type': 'coupling',
+                    'joint': follower,
+                    'mimic': leader,
+                    'multiplier': float(mult),
+                    'offset': float(off),
+                }
+            )
+            notes.append(
+                f"joint '{follower}' <mimic joint='{leader}'>: coupling loop 'mimic_{follower}' "
+                f'(q_{follower} = {mult!r} q_{leader} + {off!r})'
+            )
+        else:
+            notes.append(
+                f"joint '{follower}' <mimic joint='{leader}'>: not represented (a coupling needs two one-DOF "
+                'joints of the spanning tree; both coordinates are independent)'
+            )
     robot = name or mel.get('name') or 'robot'
     urdf = '\n'.join(
         [
