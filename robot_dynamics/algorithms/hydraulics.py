@@ -66,17 +66,19 @@ class HydraulicParams:
         for k, n in enumerate(self.names):
             r = self.P[k]
             if not np.all(np.isfinite(r)):
-                raise HydraulicError(f"cylinder '{n}': non-finite parameter")
+                raise HydraulicError(
+                    f'actuators.{n}: non-finite derived parameter (areas, valve coefficient): sizes out of range'
+                )
             if not (r[A_A] > 0 and r[A_B] > 0 and r[STROKE] > 0 and r[UMAX] > 0):
-                raise HydraulicError(f"cylinder '{n}': areas, stroke and max input must be > 0")
+                raise HydraulicError(f'actuators.{n}: areas, stroke and max input must be > 0')
             if min(r[CP1], r[CP2], r[CN1], r[CN2]) <= 0:
-                raise HydraulicError(f"cylinder '{n}': valve coefficients must be > 0")
+                raise HydraulicError(f'actuators.{n}.valve: valve coefficients must be > 0')
             if r[FC] < 0 or r[FV] < 0 or r[VS] <= 0:
                 raise HydraulicError(
-                    f"cylinder '{n}': friction must be monotone (coulomb, viscous >= 0, velocity_scale > 0)"
+                    f'actuators.{n}.friction: friction must be monotone (coulomb, viscous >= 0, velocity_scale > 0)'
                 )
             if r[VA0] < 0 or r[VB0] < 0 or r[TAUV] < 0:
-                raise HydraulicError(f"cylinder '{n}': dead volumes and spool lag must be >= 0")
+                raise HydraulicError(f'actuators.{n}: dead volumes and spool lag must be >= 0')
 
     def copy(self):
         return HydraulicParams(self.names, self.P.copy(), self.p_s, self.p_r, self.beta)
@@ -96,7 +98,18 @@ def _num(a, key, name, default=None):
 
 def hydraulic_params_from_model(model, structure=None):
     """Read the cylinder/valve/friction data of the sidecar ``actuators`` block (segment order)
-    and the ``hydraulic_supply`` entry (supply_pressure, return_pressure, bulk_modulus)."""
+    and the ``hydraulic_supply`` entry (supply_pressure, return_pressure, bulk_modulus).
+    Raises :class:`HydraulicError` ``"<sidecar>: actuators.<name>...: <what>"``."""
+    src = model.loops_source or model.source
+    try:
+        return _hydraulic_params(model, structure)
+    except HydraulicError as exc:
+        if str(exc).startswith(f'{src}: '):
+            raise
+        raise HydraulicError(f'{src}: {exc}') from None
+
+
+def _hydraulic_params(model, structure):
     st = structure or structure_from_model(model)
     sup = [a for a in model.actuators.values() if a.get('type') == 'hydraulic_supply']
     if len(sup) != 1:
@@ -108,8 +121,8 @@ def hydraulic_params_from_model(model, structure=None):
         bore, rod = _num(a, 'bore', n), _num(a, 'rod', n)
         if not bore > rod > 0:
             raise HydraulicError(f'actuators.{n}: need bore > rod > 0')
-        P[k, A_A] = math.pi / 4 * bore**2
-        P[k, A_B] = math.pi / 4 * (bore**2 - rod**2)
+        P[k, A_A] = math.pi / 4 * (bore * bore)  # (a float product: inf, never OverflowError)
+        P[k, A_B] = math.pi / 4 * (bore * bore - rod * rod)
         P[k, STROKE] = _num(a, 'stroke', n)
         P[k, VA0] = _num(a, 'dead_volume_a', n, 0.0)
         P[k, VB0] = _num(a, 'dead_volume_b', n, 0.0)

@@ -232,7 +232,8 @@ class TriangleLoopMap:
         missing = [lp.name for lp in model.loops if lp.name not in covered]
         if missing or not self.triangles:
             raise PartitioningError(
-                f'{model.name}: loops {missing or "(none declared)"} have no closed-form resolver; use NumericLoopMap'
+                f'{model.loops_source}: submechanisms: {model.name}: loops {missing or "(none declared)"} have no '
+                'closed-form resolver (a submechanism with resolver: isosceles_triangle); use NumericLoopMap'
             )
         self._ar = np.arange(len(self.idx))
         self._rows = [

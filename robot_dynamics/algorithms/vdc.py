@@ -993,7 +993,7 @@ def structure_from_model(model, tool_frame=None, eps=1e-6):
             par = int(model.parents[nxt._J])
             if par != J:
                 raise StructureError(
-                    f'actuators.{nxt.name}: segment must start on the body of '
+                    f'{model.loops_source}: actuators.{nxt.name}: segment must start on the body of '
                     f"'{seg.joint}' (joint parent is "
                     f"'{model.joint_names[par] if par >= 0 else 'world'}')"
                 )
@@ -1001,15 +1001,19 @@ def structure_from_model(model, tool_frame=None, eps=1e-6):
         else:
             tf = tool_frame or seg.actuator.get('tool_frame')
             if not isinstance(tf, str):
-                raise StructureError(f'actuators.{seg.name}.tool_frame: the last segment needs a tool frame')
-            RB, pB = _frame_in(model, tf, J, f'actuators.{seg.name}.tool_frame')
+                raise StructureError(
+                    f'{model.loops_source}: actuators.{seg.name}.tool_frame: the last segment needs a tool frame'
+                )
+            RB, pB = _frame_in(model, tf, J, f'{model.loops_source}: actuators.{seg.name}.tool_frame')
             tool_frame = tf
         seg.RE = seg._RT_J.T @ RB
         seg.rE = seg._RT_J.T @ (pB - seg._pT_J)
     first = segs[0]
     par = int(model.parents[first._J])
     if par >= 0:
-        raise StructureError(f'actuators.{first.name}: the first segment must start on the root link')
+        raise StructureError(
+            f'{model.loops_source}: actuators.{first.name}: the first segment must start on the root link'
+        )
     st = Structure(
         segs,
         Rc1=first._RB0_parent,

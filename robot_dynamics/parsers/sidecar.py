@@ -52,7 +52,10 @@ coupling           -  (one joint-space row ``q_joint - multiplier q_mimic - offs
 A position row along ``n`` (fixed in frame_a) is ``n . (p_b - p_a)``; an orientation row is
 ``u . w`` with ``u`` fixed in frame_a and ``w`` fixed in frame_b (zero when the frames are
 aligned). All rows vanish when the loop is closed; see :mod:`robot_dynamics.algorithms.constraints`.
-Every problem raises :class:`~robot_dynamics.errors.LoopSpecError` naming file and key.
+Every problem raises :class:`~robot_dynamics.errors.LoopSpecError` naming file and key, the
+sections the methods read included (``actuators`` by type, see ``ACTUATOR_TYPES`` and
+``ACTUATOR_NUMBERS``; a submechanism's ``platform_frame``, ``parameters``, ``resolver``), so a
+method built from a loaded model does not meet a wrongly typed or out-of-range value.
 """
 
 from __future__ import annotations
@@ -324,6 +327,141 @@ def _check_actuator(src, key, a, jset, frames):
             raise LoopSpecError(src, f'{key}.{k}', f'must be a number > 0, got {_short(a[k])}')
     if 'valve' in a and not isinstance(a['valve'], dict):
         raise LoopSpecError(src, f'{key}.valve', 'must be a mapping')
+    for k, (bound, required) in ACTUATOR_NUMBERS.get(a['type'], {}).items():
+        where = f'{key}.{k}'
+        parent, leaf = a, k
+        if '.' in k:  # a key of a nested mapping (valve.nominal_flow ...)
+            head, leaf = k.split('.', 1)
+            parent = a.get(head)
+            if parent is None and head not in a and not required:
+                continue
+            if not isinstance(parent, dict):
+                if parent is None and not required:
+                    continue
+                raise LoopSpecError(src, f'{key}.{head}', f'must be a mapping, got {_short(parent)}')
+        if leaf not in parent:
+            if required:
+                raise LoopSpecError(src, where, f"required for an actuator of type '{a['type']}'")
+            continue
+        _bounded(src, where, parent[leaf], bound)
+    if a['type'] == 'hydraulic_cylinder' and not a['bore'] > a['rod']:
+        raise LoopSpecError(src, f'{key}.rod', f'rod diameter {a["rod"]} must be below the bore {a["bore"]}')
+    if a['type'] == 'hydraulic_supply' and 'return_pressure' in a and not a['return_pressure'] < a['supply_pressure']:
+        raise LoopSpecError(
+            src,
+            f'{key}.return_pressure',
+            f'{a["return_pressure"]} Pa must be below the supply_pressure {a["supply_pressure"]} Pa',
+        )
+
+
+def _check_method_keys(src, key, sm, jset):
+    """The keys of a submechanism that a method reads (after the generic checks):
+
+    * ``platform_frame`` (a limb of the constraint embedding): one frame name;
+    * ``parameters.task`` / ``parameters.limb_task`` (constraint embedding): lists;
+    * ``resolver`` as a mapping loop -> {type, matrix}: each a mapping, ``matrix`` a
+      rectangular list of rows of finite numbers;
+    * ``resolver: isosceles_triangle`` (inertia partitioning): ``parameters`` with ``L0``, ``l0``
+      > 0 [m], ``stroke_joint`` and ``apex_joint`` movable joints, ``base_angle_joints`` (list of
+      movable joints) and ``base_angle_signs`` (as many finite numbers), ``apex_sign`` a
+      finite number.
+    """
+    if 'platform_frame' in sm and not isinstance(sm['platform_frame'], str):
+        raise LoopSpecError(
+            src, f'{key}.platform_frame', f'expected one frame name, got {_short(sm["platform_frame"])}'
+        )
+    par = sm.get('parameters') or {}
+    for k in ('task', 'limb_task'):
+        if k in par and not (isinstance(par[k], list) and par[k]):
+            raise LoopSpecError(
+                src, f'{key}.parameters.{k}', f'expected a non-empty list of components, got {_short(par[k])}'
+            )
+    res = sm.get('resolver')
+    if isinstance(res, dict):
+        for ln, spec in res.items():
+            rk = f'{key}.resolver.{ln}'
+            if not isinstance(spec, dict):
+                raise LoopSpecError(src, rk, f'expected a mapping {{type: ..., ...}}, got {_short(spec)}')
+            if 'type' in spec and not isinstance(spec['type'], str):
+                raise LoopSpecError(src, f'{rk}.type', f'expected a string, got {_short(spec["type"])}')
+            if 'matrix' in spec:
+                K = spec['matrix']
+                if (
+                    not isinstance(K, list)
+                    or not K
+                    or not all(isinstance(r, list) and len(r) == len(K[0]) for r in K)
+                    or not all(_number_ok(x) for r in K for x in r)
+                ):
+                    raise LoopSpecError(
+                        src, f'{rk}.matrix', f'expected rows of finite numbers of equal length, got {_short(K)}'
+                    )
+    if res == 'isosceles_triangle':
+        pk = f'{key}.parameters'
+        if not isinstance(sm.get('parameters'), dict):
+            raise LoopSpecError(
+                src, pk, 'the isosceles_triangle resolver needs parameters L0, l0, stroke_joint, apex_joint'
+            )
+        for k in ('L0', 'l0'):
+            if k not in par:
+                raise LoopSpecError(src, f'{pk}.{k}', 'required by the isosceles_triangle resolver')
+            _bounded(src, f'{pk}.{k}', par[k], '>0')
+        for k in ('stroke_joint', 'apex_joint'):
+            if k not in par:
+                raise LoopSpecError(src, f'{pk}.{k}', 'required by the isosceles_triangle resolver')
+            _name(src, f'{pk}.{k}', par[k], jset, 'movable joint')
+        bj = par.get('base_angle_joints', [])
+        if not isinstance(bj, list):
+            raise LoopSpecError(src, f'{pk}.base_angle_joints', f'expected a list of joint names, got {_short(bj)}')
+        for i, j in enumerate(bj):
+            _name(src, f'{pk}.base_angle_joints[{i}]', j, jset, 'movable joint')
+        if 'base_angle_signs' in par:
+            bs = par['base_angle_signs']
+            if not isinstance(bs, list) or len(bs) != len(bj):
+                raise LoopSpecError(
+                    src,
+                    f'{pk}.base_angle_signs',
+                    f'expected {len(bj)} numbers (one per base angle joint), got {_short(bs)}',
+                )
+            for i, x in enumerate(bs):
+                _bounded(src, f'{pk}.base_angle_signs[{i}]', x, 'finite')
+        if 'apex_sign' in par:
+            _bounded(src, f'{pk}.apex_sign', par['apex_sign'], 'finite')
+
+
+def _bounded(src, key, v, bound):
+    """A finite number with ``bound`` '>0', '>=0' or 'finite'; returns it as a float."""
+    if not _number_ok(v):
+        raise LoopSpecError(src, key, f'expected a finite number, got {_short(v)}')
+    x = float(v)
+    if (bound == '>0' and not x > 0) or (bound == '>=0' and not x >= 0):
+        raise LoopSpecError(src, key, f'must be a number {bound.replace("0", " 0")}, got {_short(v)}')
+    return x
+
+
+# numeric keys of the actuator types a method reads: {type: {key (nested: 'valve.key'): (bound,
+# required)}}; bound '>0', '>=0' or 'finite' (the hydraulic route divides by the valve's
+# nominal flow and pressure drop, the SEA routes by the stiffness and motor inertia)
+ACTUATOR_NUMBERS = {
+    'hydraulic_cylinder': {
+        'dead_volume_a': ('>=0', False),
+        'dead_volume_b': ('>=0', False),
+        'end_stiffness': ('>=0', False),
+        'end_damping': ('>=0', False),
+        'valve.nominal_flow': ('>0', True),
+        'valve.nominal_pressure_drop': ('>0', True),
+        'valve.max_input': ('>0', False),
+        'valve.spool_time_constant': ('>=0', False),
+        'friction.coulomb': ('>=0', False),
+        'friction.viscous': ('>=0', False),
+        'friction.velocity_scale': ('>0', False),
+    },
+    'hydraulic_supply': {
+        'return_pressure': ('>=0', True),
+        'min_pressure': ('finite', False),
+        'max_pressure': ('>0', False),
+    },
+    'sea': {'damping': ('>=0', False), 'motor_damping': ('>=0', False), 'motor_inertia': ('>0', False)},
+}
 
 
 # semantic checks at load (constraint Jacobian at the reference configuration)
@@ -384,7 +522,9 @@ def check_semantics(model, src, declared=()):
     if set(model.reference_configuration) != set(model.joint_names):
         return  # none or partial (a guess for assembly): no closed configuration to judge
     q = model.reference_q()
-    for name, (ep, eo) in loop_errors(model, q).items():
+    with np.errstate(over='ignore', invalid='ignore'):  # a huge coordinate: a non-finite error, refused below
+        errors = loop_errors(model, q)
+    for name, (ep, eo) in errors.items():
         if not (ep <= CLOSURE_TOL and eo <= CLOSURE_TOL):
             raise LoopSpecError(
                 src,
@@ -671,6 +811,7 @@ def attach_loops(model, spec, check=True):
             if not isinstance(sm['parameters'], dict):
                 raise LoopSpecError(src, f'{key}.parameters', 'must be a mapping')
             _plain_values(src, f'{key}.parameters', sm['parameters'])
+        _check_method_keys(src, key, sm, jset)
     acts = data.get('actuators', {}) or {}
     if not isinstance(acts, dict):
         raise LoopSpecError(src, 'actuators', 'must be a mapping name: {type: ..., ...}')

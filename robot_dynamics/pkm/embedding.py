@@ -342,7 +342,12 @@ class PKM:
                     f'by {np.linalg.norm(d):.3g} (position [m] / rotation matrix '
                     f'entries; not assembled)'
                 )
-            lb.signs = self._signature(lb, lb.ref)
+            try:
+                lb.signs = self._signature(lb, lb.ref)
+            except SingularityError as exc:
+                raise SingularityError(
+                    f'{src}: submechanisms[{lb.name}]: at the reference configuration: {exc}'
+                ) from None
 
     # ----------------------------------------------------------------- limb model
     def _build_limb(self, sm, key, limb_task, task):

@@ -341,8 +341,9 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     from robot_dynamics.algorithms.kinematics import forward_kinematics
 
     name = model.name
+    where = f"{model.loops_source or model.source}: model '{name}'"  # file and model in each refusal
     if not model.loops:
-        raise PKMStructureError(f"model '{name}': no loops in the sidecar, not a PKM")
+        raise PKMStructureError(f'{where}: no loops in the sidecar, not a PKM')
     body = lambda f: int(model.frame_parent[model.frame_index(f)])  # noqa: E731
     if platform is None:
         common = set.intersection(*({body(lp.frame_a), body(lp.frame_b)} for lp in model.loops))
@@ -352,7 +353,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             common = fbb  # ambiguous (one loop): the frame_b side
         if len(common) != 1:
             raise PKMStructureError(
-                f"model '{name}': no single body is cut by every loop (the "
+                f'{where}: no single body is cut by every loop (the '
                 'platform): loops inside limbs (hybrid limbs) are outside the '
                 'general route; otherwise pass platform=<frame name>'
             )
@@ -366,7 +367,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     fp = model.frame_index(platform)
     jP = int(model.frame_parent[fp])
     if jP < 0:
-        raise PKMStructureError(f"model '{name}': platform '{platform}' is fixed to the world")
+        raise PKMStructureError(f"{where}: platform '{platform}' is fixed to the world")
     q_ref = model.reference_q()
     Tw = forward_kinematics(model, q_ref, as_array=True)
     loop_err = loop_errors(model, q_ref)
@@ -387,15 +388,15 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             fa, fb, ja, jb = fb, fa, jb, ja
         if jb != jP:
             raise PKMStructureError(
-                f"model '{name}': loop '{lp.name}' does not end on the platform "
+                f"{where}: loop '{lp.name}' does not end on the platform "
                 f"'{platform}' (a loop inside a limb: hybrid limbs are outside "
                 'the general route)'
             )
         if ja < 0:
-            raise PKMStructureError(f"model '{name}': loop '{lp.name}': limb side is the world")
+            raise PKMStructureError(f"{where}: loop '{lp.name}': limb side is the world")
         if ja in cut_of:
             raise PKMStructureError(
-                f"model '{name}': loops '{cut_of[ja].name}' and '{lp.name}' cut "
+                f"{where}: loops '{cut_of[ja].name}' and '{lp.name}' cut "
                 'the same body; each limb needs exactly one cut joint'
             )
         cut_of[ja] = lp
@@ -408,16 +409,16 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         if jP in c:
             if c[-1] != jP:
                 raise PKMStructureError(
-                    f"model '{name}': the platform body (joint '{model.joint_names[jP]}') "
+                    f"{where}: the platform body (joint '{model.joint_names[jP]}') "
                     f'is not the last body of its limb {jn}'
                 )
             if cuts:
-                raise PKMStructureError(f"model '{name}': loop '{cut_of[cuts[0]].name}' cuts the platform's own limb")
+                raise PKMStructureError(f"{where}: loop '{cut_of[cuts[0]].name}' cuts the platform's own limb")
             plat_limb = ('platform_limb', c, None)
             continue
         if len(cuts) != 1 or cuts[0] != c[-1]:
             raise PKMStructureError(
-                f"model '{name}': limb {jn} "
+                f'{where}: limb {jn} '
                 + (
                     'is not connected to the platform by a loop'
                     if not cuts
@@ -428,7 +429,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         lp = cut_of[c[-1]]
         limbs.append((lp.name, c, lp))
     if plat_limb is None:
-        raise PKMStructureError(f"model '{name}': no limb carries the platform '{platform}'")
+        raise PKMStructureError(f"{where}: no limb carries the platform '{platform}'")
     limbs.append(plat_limb)
     out = []
     for lname, c, lp in limbs:
@@ -442,13 +443,13 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             gap = max(loop_err[lp.name])
             if gap > 1e-8:
                 raise PKMStructureError(
-                    f"model '{name}': loop '{lp.name}' is open by {gap:.3g} at "
+                    f"{where}: loop '{lp.name}' is open by {gap:.3g} at "
                     "the sidecar's reference configuration (must be closed)"
                 )
             try:
                 vs = _virtual(lp, Ta, Tb)
             except PKMStructureError as exc:
-                raise PKMStructureError(f"model '{name}': {exc}") from None
+                raise PKMStructureError(f'{where}: {exc}') from None
             for k, Xv in enumerate(vs):
                 B.append(_T(model.frame_R[fa], model.frame_p[fa]) if k == 0 else np.eye(4))
                 X.append(Xv)
@@ -483,18 +484,18 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     all_tree = {int(j) for lb in out for j in lb.tree}
     stray = [model.joint_names[j] for j in range(model.nq) if j not in all_tree and model.joint_names[j] not in rotor]
     if stray:
-        raise PKMStructureError(f"model '{name}': joints {stray} belong to no limb")
+        raise PKMStructureError(f'{where}: joints {stray} belong to no limb')
     stacked = {int(lb.tree[i]) + 0: o + i for lb, o in zip(out, p.offsets) for i in range(lb.n)}
     for j in actuated:
         if model.joint_index(j) not in stacked:
-            raise PKMStructureError(f"model '{name}': actuated joint '{j}' is not in a limb")
+            raise PKMStructureError(f"{where}: actuated joint '{j}' is not in a limb")
     p.actuated = actuated
     p.act_index = np.array([stacked[model.joint_index(j)] for j in actuated], np.int64)
     # closure of every limb at the reference configuration and mobility
     Cs = p.fk(th_ref[None])
     Cp = Cs[-1][:, -1]
     if np.linalg.norm(Cp[0] - T_p) > 1e-8:
-        raise PKMStructureError(f"model '{name}': internal error: platform limb FK != platform frame")
+        raise PKMStructureError(f'{where}: internal error: platform limb FK != platform frame')
     Js = p.jacobians(Cs, Cp)
     p.delta = 6
     p.task, p.task_idx = 'pose', np.arange(6)
@@ -503,13 +504,13 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
     rank = int(np.sum(sv > tol * max(1.0, sv[0])))
     delta = K0.shape[1] - rank
     if delta == 0:
-        raise PKMStructureError(f"model '{name}': the platform cannot move (0 DOF at the reference)")
+        raise PKMStructureError(f'{where}: the platform cannot move (0 DOF at the reference)')
     Nsp = Vt[rank:].T  # (Ntot + 6, delta) null space
     Rp = Cp[0, :3, :3]
     Vw = np.vstack([Rp @ Nsp[-6:-3], Rp @ Nsp[-3:]])  # world-aligned platform twists
     if delta > 6:
         raise PKMStructureError(
-            f"model '{name}': {delta} DOF > 6: the limbs have internal "
+            f'{where}: {delta} DOF > 6: the limbs have internal '
             'mobility (kinematically redundant limbs are outside the route)'
         )
     p.R_ref = Rp.copy()
@@ -524,11 +525,11 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         else:
             bad = [c for c in task if c not in TASK_COMPONENTS]
             if bad or len(task) != delta:
-                raise PKMStructureError(f"model '{name}': task {task}: need {delta} components of {TASK_COMPONENTS}")
+                raise PKMStructureError(f'{where}: task {task}: need {delta} components of {TASK_COMPONENTS}')
             sel = [TASK_COMPONENTS.index(c) for c in task]
         if len(sel) != delta or np.linalg.matrix_rank(Vw[sel], 1e-8) != delta:
             raise PKMStructureError(
-                f"model '{name}': the world components {[TASK_COMPONENTS[k] for k in sel]} "
+                f'{where}: the world components {[TASK_COMPONENTS[k] for k in sel]} '
                 f"do not parametrise the platform's {delta}-DOF motion"
             )
         wrank = np.linalg.matrix_rank(Vw[3:], 1e-8)
@@ -537,7 +538,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
             other = [a for a in range(3) if a not in axes]
             if wrank > 1 or np.max(np.abs(Vw[3 + np.array(other)]), initial=0) > 1e-8:
                 raise PKMStructureError(
-                    f"model '{name}': the {delta}-DOF platform rotates about more than one world "
+                    f'{where}: the {delta}-DOF platform rotates about more than one world '
                     'axis; angular task coordinates are only supported for a fixed rotation axis '
                     '(planar motion). Lower-mobility platforms with 3D rotation (e.g. 3-RPS) are '
                     'outside the general route'
@@ -547,7 +548,7 @@ def general_pkm(model, platform=None, task=None, tol=1e-9):
         p.task = [TASK_COMPONENTS[k] for k in sel]
     p.x_ref = Cp[0].copy() if p.task == 'pose' else p.task_value(Cp)[0]
     if len(actuated) < p.delta:
-        raise PKMStructureError(f"model '{name}': {len(actuated)} actuated joints for {p.delta} DOF (under-actuated)")
+        raise PKMStructureError(f'{where}: {len(actuated)} actuated joints for {p.delta} DOF (under-actuated)')
     cache[key] = p
     return p
 

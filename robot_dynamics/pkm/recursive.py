@@ -229,27 +229,27 @@ def limbs_from_model(model, platform=None):
         return cache[key]
     p = general_pkm(model, platform)
     name = model.name
+    where = f"{model.loops_source or model.source}: model '{name}'"  # file and model in each refusal
     for lb in p.limbs[:-1]:
         if lb.cut not in ('spherical', 'point', 'point3d'):
             raise PKMStructureError(
-                f"model '{name}': loop '{lb.name}' is '{lb.cut}'; the recursive "
+                f"{where}: loop '{lb.name}' is '{lb.cut}'; the recursive "
                 '2nd-order ID supports spherical cut joints (UPS-type limbs)'
             )
     if sum(lb.n for lb in p.limbs) != model.nq:
         raise PKMStructureError(
-            f"model '{name}': the limbs do not cover every joint (SEA rotor joints: the compiled route "
-            'takes rigid PKM only)'
+            f'{where}: the limbs do not cover every joint (SEA rotor joints: the compiled route takes rigid PKM only)'
         )
     Ns = {lb.N for lb in p.limbs}
     if len(Ns) != 1:
         raise PKMStructureError(
-            f"model '{name}': limbs of different length {sorted(Ns)}; the limbs must be structurally identical"
+            f'{where}: limbs of different length {sorted(Ns)}; the limbs must be structurally identical'
         )
     N = Ns.pop()
     L = len(p.limbs)
     if N != 6 or L != 6:
         raise PKMStructureError(
-            f"model '{name}': {L} limbs x {N} joints; the spatial route needs "
+            f'{where}: {L} limbs x {N} joints; the spatial route needs '
             '6 limbs of 6 joints (delta_p = 6, kinematically non-redundant)'
         )
     BR = np.zeros((L, N, 3, 3))
@@ -260,9 +260,7 @@ def limbs_from_model(model, platform=None):
     tree_index = -np.ones((L, N), np.int64)
     for l, lb in enumerate(p.limbs):
         if len(lb.act) != 1:
-            raise PKMStructureError(
-                f"model '{name}': limb '{lb.name}' has {len(lb.act)} actuated joints (need exactly 1)"
-            )
+            raise PKMStructureError(f"{where}: limb '{lb.name}' has {len(lb.act)} actuated joints (need exactly 1)")
         act[l] = lb.act[0]
         BR[l], Bp[l], X[l] = lb.B[:, :3, :3], lb.B[:, :3, 3], lb.X
         M[l, : len(lb.M)] = lb.M

@@ -106,7 +106,7 @@ class SEAPKM:
                 f"!= the PKM's actuated joints {p.actuated}"
             )
 
-        def num(key, default):
+        def num(key, default):  # (types and signs checked at load: sidecar.ACTUATOR_NUMBERS)
             v = np.array([float(a.get(key, default)) for a in seas])
             if not np.all(np.isfinite(v)):
                 raise InputError(f"model '{model.name}': SEA {key} must be finite, got {v.tolist()}")
@@ -244,13 +244,18 @@ def sea_params_from_model(model):
         raise InputError(
             f"model '{model.name}': the sea plant needs 3 actuators of type 'sea' in the sidecar, found {len(seas)}"
         )
+    names = [n for n, a in model.actuators.items() if a.get('type') == 'sea']
     vals = {
         k: {float(a.get(k, d)) for a in seas}
         for k, d in (('stiffness', 30.0), ('motor_inertia', 0.02), ('damping', 0.0))
     }
     for k, v in vals.items():
         if len(v) != 1:
-            raise InputError(f"model '{model.name}': the SEAs must share {k} (got {sorted(v)})")
+            odd = next(n for n, a in zip(names, seas) if float(a.get(k, 0)) != float(seas[0].get(k, 0)))
+            raise InputError(
+                f"{model.loops_source}: actuators.{odd}.{k}: model '{model.name}': the SEAs must share {k} "
+                f'(got {sorted(v)}; the planar 3RRR SEA route has one stiffness, motor inertia and damping)'
+            )
     root = ET.fromstring(model.urdf_xml)
     joints = {j.get('name'): j for j in root.findall('joint')}
     links = {ln.get('name'): ln for ln in root.findall('link')}
