@@ -1,6 +1,6 @@
 """SDFormat semantics of the importer on a small SDF 1.9 model: ``relative_to`` poses and
 ``<frame>``s, ``degrees``, joint poses in the child link, ``expressed_in`` axes, a universal
-joint, a joint in the tree against its direction, ``must_be_loop_joint``, ``<mimic>``,
+joint, a joint in the tree against its direction, ``must_be_loop_joint``, ``<mimic>`` (a coupling loop),
 inertial poses, and the refusals.
 
 The expected placements are composed here from the file's numbers with Pinocchio's SE3 and
@@ -112,13 +112,23 @@ def test_tree_loops_and_notes(sdf):
     # 'close' is the only way to l3 besides 'rev' (both have l3 as parent): the first found,
     # 'close', hangs l3 on the base against its direction; 'rev' is cut
     assert res.sidecar['joint_types'] == {'close': 'spherical'}
-    assert {lp.name: lp.type for lp in m.loops} == {'rev': 'revolute', 'weld_me': 'weld'}
+    assert {lp.name: lp.type for lp in m.loops} == {'rev': 'revolute', 'weld_me': 'weld', 'mimic_hinge': 'coupling'}
+    # <mimic joint='j1'><multiplier>2: q_hinge = 2 q_j1, a coupling row of the closure residual
+    cpl = next(lp for lp in res.sidecar['loops'] if lp['name'] == 'mimic_hinge')
+    assert (cpl['joint'], cpl['mimic'], cpl['multiplier'], cpl['offset']) == ('hinge', 'j1', 2.0, 0.0)
+    q = m.reference_q()
+    row = [i for i, r in enumerate(rd.constraint_row_names(m)) if r.startswith('mimic_hinge/')]
+    assert len(row) == 1
+    q[m.q_index('j1')], q[m.q_index('hinge')] = 0.1, 0.2
+    assert abs(rd.loop_residual(m, q)[row[0]]) < 1e-15
+    q[m.q_index('hinge')] = 0.3
+    assert abs(abs(rd.loop_residual(m, q)[row[0]]) - 0.1) < 1e-15
     rev = next(lp for lp in res.sidecar['loops'] if lp['name'] == 'rev')
     assert (rev['frame_a'], rev['frame_b']) == ('rev_a', 'rev_b') and np.allclose(rev['axis'], [0, 1, 0])
     text = '\n'.join(res.notes)
     assert "joint 'close' is in the tree against its direction" in text
     assert "joint 'weld_me' is cut: <physics> must_be_loop_joint" in text
-    assert "<mimic joint='j1'> (multiplier 2.0" in text
+    assert "<mimic joint='j1'>: coupling loop 'mimic_hinge' (q_hinge = 2.0 q_j1 + 0.0)" in text
     assert "universal joint 'u': revolute joints 'u_1', 'u_2'" in text
     assert [j for j in m.joint_names if not j.startswith('close/')] == ['j1', 'hinge', 'u_1', 'u_2']
     assert (m.lower[m.joint_index('j1')], m.upper[m.joint_index('j1')]) == (-1.0, 1.0)
@@ -141,7 +151,7 @@ def test_joint_motions_follow_the_sdf_definition(sdf):
     Jr = X['l3'] * T(z=0.1)
     X_PC = (X['l3'].inverse() * Jr) * rot([0, 1, 0], 0.5) * (Jr.inverse() * X['l2'])
     assert close(fk(m, zero(m, rev=0.5), 'l3'), X['l2'] * X_PC.inverse())
-    # the mimic is a note only: the hinge moves on its own
+    # the joint motion itself (the coupling is a loop of the sidecar, not of the tree)
     assert close(fk(m, zero(m, hinge=0.2), 'l4'), X['l4'] * rot([0, 0, 1], 0.2))
 
 
