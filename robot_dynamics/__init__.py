@@ -61,6 +61,8 @@ _EXPORTS = {
     ),
     'algorithms.rnea_derivatives': ('rnea_time_derivatives',),
     'algorithms.constraints': (
+        'closure_errors',
+        'closure_residual',
         'constraint_bias',
         'constraint_jacobian',
         'constraint_row_names',

@@ -36,6 +36,8 @@ PUBLIC = [
     'UnknownNameError',
     'assemble',
     'body_jacobian',
+    'closure_errors',
+    'closure_residual',
     'constrained_forward_dynamics',
     'constraint_bias',
     'constraint_force_control',

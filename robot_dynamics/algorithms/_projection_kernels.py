@@ -580,3 +580,162 @@ def vel_project(pk, q, qd, mode, eps):
     for a in range(n):
         qd[a] -= dq[a]
     return r, viol
+
+
+# --------------------------------------------------------------------------- true closure rows
+CLOSURE_NONE = 0  # no orientation row (spherical, point_on_line, point_on_plane)
+CLOSURE_LOG = 1  # weld, prismatic: log(R) (3,)
+CLOSURE_AXIS = 2  # revolute, cylindrical, planar: theta (k x R k) / |k x R k| on (t1, t2)
+CLOSURE_UNIVERSAL = 3  # asin(a1 . R a2)
+
+
+@njit(cache=_CACHE)
+def _log_so3(R, w):
+    """Rotation vector w (3,) of R (3, 3), angle in [0, pi] (robust up to and at pi)."""
+    s0 = 0.5 * (R[2, 1] - R[1, 2])
+    s1 = 0.5 * (R[0, 2] - R[2, 0])
+    s2 = 0.5 * (R[1, 0] - R[0, 1])
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    sn = np.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+    t = np.arctan2(sn, c)
+    if c > 0.0:
+        f = t / sn if sn > 0.0 else 1.0
+        w[0], w[1], w[2] = f * s0, f * s1, f * s2
+        return t
+    k = 0
+    for a in range(1, 3):
+        if R[a, a] > R[k, k]:
+            k = a
+    nrm = 0.0
+    for a in range(3):
+        w[a] = 0.5 * (R[a, k] + R[k, a]) - (c if a == k else 0.0)
+        nrm += w[a] * w[a]
+    nrm = np.sqrt(nrm)
+    sgn = 1.0 if w[0] * s0 + w[1] * s1 + w[2] * s2 >= 0.0 else -1.0
+    for a in range(3):
+        w[a] = sgn * t * w[a] / nrm if nrm > 0.0 else 0.0
+    return t
+
+
+@njit(cache=_CACHE)
+def _jl_inv_so3(w, t, out):
+    """Inverse left Jacobian of SO(3) at the rotation vector w of angle t: I - W/2 + D W^2."""
+    if t < 1e-4:
+        D = 1.0 / 12.0 + t * t / 720.0
+    else:
+        D = 1.0 / (t * t) - np.cos(0.5 * t) / (2.0 * t * np.sin(0.5 * t))
+    W = np.zeros((3, 3))
+    W[0, 1], W[0, 2], W[1, 0], W[1, 2], W[2, 0], W[2, 1] = -w[2], w[1], w[2], -w[0], -w[1], w[0]
+    for a in range(3):
+        for b in range(3):
+            W2 = W[a, 0] * W[0, b] + W[a, 1] * W[1, b] + W[a, 2] * W[2, b]
+            out[a, b] = (1.0 if a == b else 0.0) - 0.5 * W[a, b] + D * W2
+
+
+@njit(cache=_CACHE)
+def closure_rows(kin, q, kind, lrows, basis, want_J, r, J):
+    """True closure rows r (m,) and (want_J) their Jacobian J (m, n) on the velocity coordinates.
+
+    ``kin`` is the closure pack of :func:`robot_dynamics.algorithms.projection._closure_pack`
+    (per loop its position or coupling rows, then the nine rows ``e_i . R e_j`` of ``R = R_a^T R_b`` when
+    the loop constrains a rotation); per loop ``kind`` (CLOSURE_*), ``lrows`` (first pack row,
+    number of position rows, first rotation pack row or -1, first output row) and ``basis``
+    (3, 3): (t1, t2, k) for CLOSURE_AXIS, (a1, a2, -) for CLOSURE_UNIVERSAL. Same rows as
+    :func:`robot_dynamics.algorithms.constraints.orientation_closure`.
+    """
+    n = kin[1].shape[0]
+    mk = kin[7].shape[0]
+    phi = np.empty(mk)
+    A = np.empty((mk, n)) if want_J else np.empty((0, n))
+    _constraints(kin, q, np.zeros(n), want_J, False, phi, A, np.empty(mk), np.empty((n, 3, 3)), np.empty((n, 3)))
+    R = np.empty((3, 3))
+    D = np.zeros((3, n))
+    E = np.zeros((3, 3))
+    e = np.zeros(3)
+    for lp in range(kind.shape[0]):
+        r0, npos, rot, o = lrows[lp, 0], lrows[lp, 1], lrows[lp, 2], lrows[lp, 3]
+        for j in range(npos):
+            r[o + j] = phi[r0 + j]
+            if want_J:
+                for c in range(n):
+                    J[o + j, c] = A[r0 + j, c]
+        o += npos
+        if rot < 0 or kind[lp] == CLOSURE_NONE:
+            continue
+        for a in range(3):
+            for b in range(3):
+                R[a, b] = phi[rot + 3 * a + b]
+        if want_J:
+            # D = C^T rows / 2, c_ij = e_i x R e_j: (c_ij)_0 = R_2j [i=1] - R_1j [i=2], ...
+            for c in range(n):
+                d0 = 0.0
+                d1 = 0.0
+                d2 = 0.0
+                for j in range(3):
+                    a0 = A[rot + j, c]
+                    a1 = A[rot + 3 + j, c]
+                    a2 = A[rot + 6 + j, c]
+                    d0 += R[2, j] * a1 - R[1, j] * a2
+                    d1 += R[0, j] * a2 - R[2, j] * a0
+                    d2 += R[1, j] * a0 - R[0, j] * a1
+                D[0, c], D[1, c], D[2, c] = 0.5 * d0, 0.5 * d1, 0.5 * d2
+        k = kind[lp]
+        nr = 0
+        if k == CLOSURE_LOG:
+            t = _log_so3(R, e)
+            nr = 3
+            if want_J:
+                _jl_inv_so3(e, t, E)
+        elif k == CLOSURE_UNIVERSAL:
+            a1, a2 = basis[lp, 0], basis[lp, 1]
+            v = np.empty(3)
+            matvec3(R, a2, v)
+            cc = min(max(dot3(a1, v), -1.0), 1.0)
+            e[0] = np.arcsin(cc)
+            nr = 1
+            if want_J:
+                f = 1.0 / max(np.sqrt(1.0 - cc * cc), 1e-12)
+                E[0, 0] = f * (v[1] * a1[2] - v[2] * a1[1])
+                E[0, 1] = f * (v[2] * a1[0] - v[0] * a1[2])
+                E[0, 2] = f * (v[0] * a1[1] - v[1] * a1[0])
+        else:  # CLOSURE_AXIS
+            t1, t2, ax = basis[lp, 0], basis[lp, 1], basis[lp, 2]
+            v = np.empty(3)
+            matvec3(R, ax, v)
+            sv = np.empty(3)
+            cross(ax, v, sv)
+            s = np.sqrt(dot3(sv, sv))
+            cc = dot3(ax, v)
+            th = np.arctan2(s, cc)
+            g = th / s if s > 1e-300 else 1.0
+            e[0] = g * dot3(t1, sv)
+            e[1] = g * dot3(t2, sv)
+            nr = 2
+            if want_J:
+                K = np.zeros((3, 3))
+                K[0, 1], K[0, 2], K[1, 0], K[1, 2], K[2, 0], K[2, 1] = -ax[2], ax[1], ax[2], -ax[0], -ax[1], ax[0]
+                dedv = np.empty((3, 3))
+                svK = np.zeros(3)
+                for b in range(3):
+                    svK[b] = sv[0] * K[0, b] + sv[1] * K[1, b] + sv[2] * K[2, b]
+                f = (cc - g) / (s * s) if s > 1e-9 else 0.0
+                for a in range(3):
+                    for b in range(3):
+                        dedv[a, b] = g * K[a, b] + (sv[a] * (f * svK[b] - ax[b]) if s > 1e-9 else 0.0)
+                # dv = omega x v = -hat(v) omega
+                Vm = np.zeros((3, 3))
+                Vm[0, 1], Vm[0, 2], Vm[1, 0], Vm[1, 2], Vm[2, 0], Vm[2, 1] = v[2], -v[1], -v[2], v[0], v[1], -v[0]
+                for row in range(2):
+                    tv = t1 if row == 0 else t2
+                    for b in range(3):
+                        acc = 0.0
+                        for a in range(3):
+                            for cidx in range(3):
+                                acc += tv[a] * dedv[a, cidx] * Vm[cidx, b]
+                        E[row, b] = acc
+        for j in range(nr):
+            r[o + j] = e[j]
+            if want_J:
+                # omega_rel = R_a^T (w_b - w_a) = -D v
+                for c in range(n):
+                    J[o + j, c] = -(E[j, 0] * D[0, c] + E[j, 1] * D[1, c] + E[j, 2] * D[2, c])

@@ -15,6 +15,27 @@ at ``qdd = 0``. Units: position rows in m, orientation rows dimensionless.
 A ``coupling`` loop (joint ``j`` follows joint ``i``) has the single row
 ``phi = q_j - (multiplier q_i + offset)`` (rad or m, as joint j), with the constant Jacobian row
 ``e_j - multiplier e_i`` and ``Adot qd = 0``.
+
+The orientation rows vanish at the closed loop but also at some wrong relative rotations: a
+weld's rows ``(y_a . z_b, z_a . x_b, x_a . y_b)`` vanish for the 120 deg rotations about
+``(1, 1, 1)`` and for some 180 deg flips, a revolute cut's rows ``(t1 . k_b, t2 . k_b)`` when
+the two axes are anti-parallel. They stay the local constraint (their Jacobian and bias are
+exact and smooth), and :func:`closure_residual` / :func:`closure_errors` measure the true
+closure on the relative rotation ``R = R_a^T R_b`` (zero only at the closed loop):
+
+=========================================  ===============================================
+type                                       orientation closure rows [rad]
+=========================================  ===============================================
+weld, prismatic                            ``log(R)`` (3,), norm = rotation angle in [0, pi]
+revolute, cylindrical, planar              ``theta (k x k_b) / |k x k_b|`` on (t1, t2),
+                                           ``k_b = R k``, norm ``theta = angle(k, k_b)``
+                                           in [0, pi] (anti-parallel axes: pi)
+universal                                  ``asin(a1 . R a2)`` (0 when a1 is normal to a2)
+spherical, point_on_line, point_on_plane   none
+=========================================  ===============================================
+
+The position rows are the rows of ``phi`` (no false zeros: the directions are fixed in
+frame_a), and so is a coupling row. The closure rows have the layout (and row names) of ``phi``.
 """
 
 from __future__ import annotations
@@ -24,6 +45,7 @@ from collections import namedtuple
 import numpy as np
 
 from robot_dynamics.spatial.batch import cross
+from robot_dynamics.spatial.lie import _jl_inv_so3, _log_so3
 from robot_dynamics.errors import InputError
 from robot_dynamics.algorithms.kinematics import _frame_pose, _frame_state, _lwa_columns, world_state
 
@@ -34,6 +56,10 @@ __all__ = [
     'constraint_jacobian',
     'constraint_bias',
     'loop_errors',
+    'closure_residual',
+    'closure_errors',
+    'ClosureError',
+    'orientation_closure',
     'constraint_row_names',
     'IdleMotion',
     'idle_motions',
@@ -159,24 +185,144 @@ def constraint_bias(model, q, qd):
     return constraint_terms(model, q, qd, jacobian=False).bias
 
 
-def loop_errors(model, q):
-    """Per-loop closure error over the rows the loop constrains.
+ClosureError = namedtuple('ClosureError', 'position orientation')
+ClosureError.__doc__ = """Closure error of one loop: ``position`` [m], the norm of its position rows;
+``orientation`` [rad], the angle of the constrained relative rotation (:func:`orientation_closure`),
+zero only when the loop is closed."""
 
-    Returns dict loop name -> (position error [m], orientation error [-]): the Euclidean
-    norms of the loop's position rows and of its orientation rows (``u . w`` ~ the
-    misalignment angle for small errors). Directions the cut joint leaves free (e.g. the
-    rotation about a revolute cut's axis) do not count. A coupling loop's error ``|phi|`` is a
-    position error [m] if the coupled joint is prismatic, an orientation error [rad] if revolute.
+
+def _cross3(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _hat3(a):
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def _axis_basis(lp):
+    """(t1, t2, k) of an axis-type loop (frame_a coordinates), from its orientation rows."""
+    return lp.rot_pairs[0, 0], lp.rot_pairs[1, 0], lp.rot_pairs[0, 1]
+
+
+def orientation_closure(lp, R, jacobian=False):
+    """True orientation closure rows of loop ``lp`` from its relative rotation.
+
+    Parameters
+    ----------
+    lp : Loop
+    R : (3, 3) ``R_a^T R_b``, the rotation of frame_b in frame_a.
+    jacobian : bool
+        Also return ``E = de / domega`` (k, 3), omega (3,) the angular velocity of frame_b
+        relative to frame_a in frame_a coordinates (``Rdot = hat(omega) R``).
+
+    Returns
+    -------
+    e : (k,) [rad], k = ``len(lp.rot_pairs)`` (see the module table); ``|e|`` is the
+        orientation error of :func:`closure_errors`.
+    E : (k, 3) [rad / rad] (only with ``jacobian``).
     """
-    phi = constraint_terms(model, q, jacobian=False).phi
-    out, r = {}, 0
+    k = len(lp.rot_pairs)
+    if k == 0:
+        return (np.zeros(0), np.zeros((0, 3))) if jacobian else np.zeros(0)
+    if lp.type in ('weld', 'weld6d', 'prismatic'):
+        e = _log_so3(R)
+        return (e, _jl_inv_so3(e)) if jacobian else e
+    if lp.type == 'universal':
+        a1, a2 = lp.rot_pairs[0]
+        v = R @ a2
+        c = float(np.clip(a1 @ v, -1.0, 1.0))
+        e = np.array([np.arcsin(c)])
+        if not jacobian:
+            return e
+        # dc = a1 . (omega x v) = (v x a1) . omega
+        return e, (_cross3(v, a1) / max(np.sqrt(1.0 - c * c), 1e-12))[None, :]
+    # revolute, cylindrical, planar: the axis k of frame_a against the same axis of frame_b
+    t1, t2, ax = _axis_basis(lp)
+    v = R @ ax
+    sv = _cross3(ax, v)
+    s = float(np.sqrt(sv @ sv))
+    c = float(ax @ v)
+    th = float(np.arctan2(s, c))
+    g = th / s if s > 1e-300 else 1.0
+    ev = g * sv
+    e = np.array([t1 @ ev, t2 @ ev])
+    if not jacobian:
+        return e
+    K = _hat3(ax)
+    if s > 1e-9:
+        # de/dv = g K + sv (((c - g) / s^2) sv^T K - k^T)
+        dedv = g * K + np.outer(sv, ((c - g) / (s * s)) * (sv @ K) - ax)
+    else:
+        dedv = g * K
+    dedw = dedv @ _hat3(-v)  # dv = omega x v = -hat(v) omega
+    return e, np.stack([t1 @ dedw, t2 @ dedw])
+
+
+def _loop_poses(model, q):
+    """(loop, R_a, p_a, R_b, p_b) of every loop (world placements of the cut frames; None for
+    a coupling loop, which has no cut frames)."""
+    st = world_state(model, q)
     for lp in model.loops:
-        k, m = len(lp.pos_dirs), lp.nrows
-        if lp.coupling is not None:  # [m] for a prismatic joint, [rad] for a revolute one
-            k = int(model.joint(lp.coupling[0]).kind == 'prismatic')
-        out[lp.name] = (float(np.linalg.norm(phi[r : r + k])), float(np.linalg.norm(phi[r + k : r + m])))
-        r += m
+        if lp.coupling is not None:
+            yield lp, None, None, None, None
+            continue
+        Ra, pa = _frame_pose(model, st, model.frame_index(lp.frame_a))
+        Rb, pb = _frame_pose(model, st, model.frame_index(lp.frame_b))
+        yield lp, Ra, pa, Rb, pb
+
+
+def closure_residual(model, q):
+    """True closure rows (m,) [m | rad]: the position rows of ``phi``, the orientation closure
+    rows of :func:`orientation_closure` (zero only at the closed loop) and the coupling rows of
+    ``phi``, stacked in the row order of ``phi``. Batched q (N, nq) -> (N, m)."""
+    q = np.asarray(q, dtype=np.float64)
+    if q.ndim == 2:
+        return np.stack([closure_residual(model, qk) for qk in q])
+    out = []
+    for lp, Ra, pa, Rb, pb in _loop_poses(model, q):
+        if lp.coupling is not None:
+            out.append(np.array([_coupling_row(model, lp, q, None)]))
+            continue
+        out.append(lp.pos_dirs @ (Ra.T @ (pb - pa)))
+        out.append(orientation_closure(lp, Ra.T @ Rb))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def closure_errors(model, q):
+    """Per-loop true closure error, zero only at the closed loop.
+
+    Returns dict loop name -> :class:`ClosureError` ``(position [m], orientation [rad])``:
+    the norm of the loop's position rows (the distance between the cut-frame origins along
+    the constrained directions) and the angle of the constrained relative rotation
+    ``R = R_a^T R_b`` (weld, prismatic: ``|log R|``; revolute, cylindrical, planar: the angle
+    between the cut axis of frame_a and that of frame_b, pi for anti-parallel axes;
+    universal: ``|asin(a1 . R a2)|``; 0 for the types that leave the rotation free).
+    Directions the cut joint leaves free do not count. A coupling loop's error ``|phi|`` is a
+    position error [m] if the coupled joint is prismatic, an orientation error [rad] if
+    revolute. Computes the cut-frame placements only.
+    """
+    out = {}
+    for lp, Ra, pa, Rb, pb in _loop_poses(model, q):
+        if lp.coupling is not None:
+            err = abs(_coupling_row(model, lp, q, None))
+            prismatic = model.joint(lp.coupling[0]).kind == 'prismatic'
+            out[lp.name] = ClosureError(err if prismatic else 0.0, 0.0 if prismatic else err)
+            continue
+        ep = float(np.linalg.norm(lp.pos_dirs @ (Ra.T @ (pb - pa))))
+        eo = float(np.linalg.norm(orientation_closure(lp, Ra.T @ Rb)))
+        out[lp.name] = ClosureError(ep, eo)
     return out
+
+
+def loop_errors(model, q):
+    """Per-loop closure error: the same as :func:`closure_errors`.
+
+    Returns dict loop name -> :class:`ClosureError` ``(position [m], orientation [rad])``
+    (a tuple: ``ep, eo = loop_errors(model, q)[name]``), zero only when the loop is closed
+    (unlike the norms of the ``u . w`` rows of ``phi``, which also vanish at some wrong
+    rotations, see the module docstring).
+    """
+    return closure_errors(model, q)
 
 
 def idle_motions(model, q=None, actuated=None, tol=IDLE_RANK_TOL):

@@ -370,8 +370,10 @@ def lagrange_forward_dynamics(model, q, qd, tau, rows=None, rcond=1e-10):
 
 # --------------------------------------------------------------------------- assembly
 AssemblyResult = namedtuple('AssemblyResult', 'q iterations residual rank')
-AssemblyResult.__doc__ = """Result of :func:`assemble`: q (n,) closed configuration, iterations
-(Newton steps taken), residual ||phi(q)||, rank of A restricted to the free joints."""
+AssemblyResult.__doc__ = """Result of :func:`assemble`: q (nq,) closed configuration, iterations
+(Newton and least-squares steps taken), residual: the true closure residual ||r(q)|| [m | rad]
+(:func:`~robot_dynamics.algorithms.constraints.closure_residual`), rank of A restricted to the
+free joints."""
 
 
 def _joint_mask(model, joints, default):
@@ -415,40 +417,233 @@ def _joint_mask_uncached(model, joints):
     return mask, idx
 
 
-def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, max_iter=50, eps=None, fallback=True):
-    """Close the loops: Newton-Raphson with the absolute-tolerance projector (seed 002 eq. 39).
+_CLOSURE_KIND = {
+    'weld': PK.CLOSURE_LOG,
+    'weld6d': PK.CLOSURE_LOG,
+    'prismatic': PK.CLOSURE_LOG,
+    'revolute': PK.CLOSURE_AXIS,
+    'cylindrical': PK.CLOSURE_AXIS,
+    'planar': PK.CLOSURE_AXIS,
+    'universal': PK.CLOSURE_UNIVERSAL,
+}
 
-    Iterates ``q <- q - A_free+ phi(q)`` where ``A_free`` is A with the columns of the fixed
-    joints zeroed (so they keep their values); with nothing fixed this is the paper's
-    minimum-norm position projection.
+
+def _closure_pack(model):
+    """Arrays of :func:`~robot_dynamics.algorithms._projection_kernels.closure_rows`: the
+    true closure rows of every loop in one compiled pass.
+
+    Kinematic pack rows per loop: its position (or coupling) rows, then (if it constrains the rotation) the
+    nine rows ``e_i . (R e_j)`` (pairs (e_i in frame_a, e_j in frame_b)), i.e. the entries of
+    the relative rotation ``R = R_a^T R_b``; their Jacobian rows are ``(e_i x R e_j) . D``
+    with ``D = R_a^T (J_a - J_b)`` the angular Jacobians (3, n) in frame_a coordinates,
+    recovered as ``D = C^T rows / 2`` (``C^T C = 2 I`` for the nine ``c_ij = e_i x R e_j``).
+    Returns (kin, kind (L,), lrows (L, 4), basis (L, 3, 3)); cached on the model.
+    """
+    key = id(model.loops), len(model.loops)
+    cached = model.__dict__.get('_rd_closure_pack')
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    L = len(model.loops)
+    rk, ru, rw, lpr = [], [], [], []
+    kind = np.zeros(L, dtype=np.int64)
+    lrows = np.zeros((L, 4), dtype=np.int64)
+    basis = np.zeros((L, 3, 3))
+    eye = np.eye(3)
+    base = _kin_pack(_pack(model))
+    b_lpr, b_rk, b_ru, b_rw = base[6], base[7], base[8], base[9]
+    out = 0
+    for i, lp in enumerate(model.loops):
+        r0 = len(rk)
+        for br in range(b_lpr[i, 0], b_lpr[i, 1]):  # position and coupling rows as in phi
+            if b_rk[br] != 1:
+                rk.append(int(b_rk[br]))
+                ru.append(b_ru[br])
+                rw.append(b_rw[br])
+        rot = -1
+        if len(lp.rot_pairs):
+            kind[i] = _CLOSURE_KIND[lp.type]
+            rot = len(rk)
+            for a in range(3):
+                for b in range(3):
+                    rk.append(1)
+                    ru.append(eye[a])
+                    rw.append(eye[b])
+            if kind[i] == PK.CLOSURE_AXIS:  # (t1, t2, k) from the rows (t1, k), (t2, k)
+                basis[i] = lp.rot_pairs[0, 0], lp.rot_pairs[1, 0], lp.rot_pairs[0, 1]
+            elif kind[i] == PK.CLOSURE_UNIVERSAL:
+                basis[i, :2] = lp.rot_pairs[0]
+        lrows[i] = r0, (rot if rot >= 0 else len(rk)) - r0, rot, out
+        out += lp.nrows
+        lpr.append((r0, len(rk)))
+    m = len(rk)
+    kin = base[:5] + (
+        base[5],
+        np.array(lpr, dtype=np.int64).reshape(-1, 2),
+        np.array(rk, dtype=np.int64),
+        np.array(ru, dtype=float).reshape(m, 3),
+        np.array(rw, dtype=float).reshape(m, 3),
+    )
+    res = (kin, kind, lrows, basis)
+    model.__dict__['_rd_closure_pack'] = (key, res)
+    return res
+
+
+def _closure_terms(model, q, jacobian=True):
+    """True closure rows r (m,) [m | rad] (:func:`robot_dynamics.algorithms.constraints.closure_residual`,
+    compiled) and, with ``jacobian``, their Jacobian J (m, nv) with respect to the velocity
+    coordinates (``r(q (+) dv) = r + J dv + O(dv^2)``)."""
+    kin, kind, lrows, basis = _closure_pack(model)
+    m = model.nconstraints
+    r = np.empty(m)
+    J = np.empty((m, model.nv)) if jacobian else np.empty((0, model.nv))
+    PK.closure_rows(kin, np.ascontiguousarray(q, dtype=np.float64), kind, lrows, basis, jacobian, r, J)
+    return r, (J if jacobian else None)
+
+
+def _closure_norm(model, q):
+    """||true closure rows|| at q (= ||phi|| when no loop constrains a rotation)."""
+    return float(np.linalg.norm(_closure_terms(model, q, False)[0]))
+
+
+def _worst_loop(model, q):
+    from robot_dynamics.algorithms.constraints import closure_errors
+
+    errs = closure_errors(model, q)
+    if not errs:
+        return ''
+    name = max(errs, key=lambda k: max(errs[k]))
+    ep, eo = errs[name]
+    return f"loop '{name}': position error {ep:.3e} m, orientation error {eo:.3e} rad"
+
+
+def _lm(model, q, free, tol, max_iter):
+    """Levenberg-Marquardt on the true closure rows over the free velocity coordinates.
+
+    Steps ``dv`` (nv,) (zero on the fixed coordinates) applied on the manifold
+    (``q <- model.integrate(q, dv)``); damping updated by the gain ratio (Nielsen).
+    Returns (q, ||r||, iterations, stationary): ``stationary`` when the gradient or the step
+    vanished before ``||r|| <= tol`` (a local minimum / saddle of the closure error).
+    """
+    r, J = _closure_terms(model, q)
+    cost = 0.5 * float(r @ r)
+    nf = int(free.sum())
+    if nf == 0:  # every joint held: nothing to move
+        return q, np.sqrt(2.0 * cost), 0, True
+    Jf = J[:, free]
+    H = Jf.T @ Jf
+    mu = 1e-3 * max(float(np.max(np.diag(H))) if H.size else 1.0, 1e-12)
+    nu = 2.0
+    it = 0
+    for it in range(1, max_iter + 1):
+        if np.sqrt(2.0 * cost) <= tol:
+            return q, np.sqrt(2.0 * cost), it - 1, False
+        g = Jf.T @ r
+        if float(np.max(np.abs(g))) <= 1e-10 * np.sqrt(2.0 * cost):
+            return q, np.sqrt(2.0 * cost), it - 1, True
+        dx = np.linalg.solve(H + mu * np.eye(nf), -g)
+        if float(np.linalg.norm(dx)) <= 1e-15 * (1.0 + float(np.linalg.norm(q))):
+            return q, np.sqrt(2.0 * cost), it - 1, True
+        dv = np.zeros(model.nv)
+        dv[free] = dx
+        qn = model.integrate(q, dv)
+        rn, Jn = _closure_terms(model, qn)
+        cn = 0.5 * float(rn @ rn)
+        pred = 0.5 * float(dx @ (mu * dx - g))
+        rho = (cost - cn) / pred if pred > 0.0 else -1.0
+        if np.isfinite(cn) and rho > 0.0:
+            if cost - cn <= 1e-10 * cost:  # creeping: a non-zero minimum (or saddle) of the error
+                return qn, np.sqrt(2.0 * cn), it, True
+            q, r, J, cost = qn, rn, Jn, cn
+            Jf = J[:, free]
+            H = Jf.T @ Jf
+            mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            nu = 2.0
+        else:
+            mu *= nu
+            nu *= 2.0
+            if mu > 1e16 * max(float(np.max(np.diag(H))), 1.0):
+                return q, np.sqrt(2.0 * cost), it, True
+    return q, np.sqrt(2.0 * cost), it, False
+
+
+def _perturbation_scale(model):
+    """Per velocity coordinate: 1 for rotations [rad], a length of the model [m] for
+    translations (the median distance between consecutive joint frames, at least 0.01 m)."""
+    d = np.linalg.norm(model.p_fixed, axis=1)
+    d = d[d > 0]
+    L = max(float(np.median(d)) if len(d) else 0.1, 0.01)
+    return np.where(model.joint_types == 0, 1.0, L)
+
+
+def assemble(
+    model,
+    q_independent=None,
+    q_guess=None,
+    *,
+    fixed=None,
+    tol=1e-12,
+    max_iter=50,
+    eps=None,
+    fallback=True,
+    starts=64,
+    seed=0,
+):
+    """Close the loops from a guess: Newton-Raphson, then damped least squares from several starts.
+
+    1. Newton-Raphson with the absolute-tolerance projector (seed 002 eq. 39) on the loop rows
+       ``phi``: ``q <- q (+) (-A_free+ phi(q))``, ``A_free`` being A with the columns of the
+       fixed joints zeroed (so they keep their values); with nothing fixed this is the
+       paper's minimum-norm position projection.
+    2. If that fails, or ends where ``phi`` vanishes but the loops are not closed (the false
+       zeros of the ``u . w`` rows: flipped cut frames, see
+       :mod:`robot_dynamics.algorithms.constraints`), Levenberg-Marquardt on the true closure
+       rows (:func:`~robot_dynamics.algorithms.constraints.closure_residual`: rotation-log
+       rows, zero only at the closed loop) over the free joints, on the configuration
+       manifold (``model.integrate``, so floating bases and ball joints are handled), from the
+       guess, then from random perturbations of its free joints (scales growing from 0.05 to
+       1.5 rad, translations scaled by the model's length), then from random configurations
+       of the free joints (``model.random_configuration``), ``starts`` in all, deterministic
+       (``seed``); each least-squares result is polished by Newton-Raphson. The first start
+       that closes the loops wins (the guess first: the result stays near it when it can).
+
+    A result is returned only when its true closure residual is ``<= tol``.
 
     Parameters
     ----------
     q_independent : (k,) optional
         Values of the fixed joints (default fixed set: ``model.independent``). They
         overwrite the corresponding entries of the start guess.
-    q_guess : (n,) optional
+    q_guess : (nq,) optional
         Start configuration (default ``model.reference_q()``); it selects the assembly
         branch (elbow up/down, ...).
     fixed : None, 'independent', 'actuated', 'none' or a list of joint names / indices
         Joints held fixed. Default: 'independent' when ``q_independent`` is given, else
-        'none' (minimum-norm projection of ``q_guess`` onto the closure manifold).
+        'none' (projection of ``q_guess`` onto the closure manifold).
     tol : float
-        Convergence threshold on ``||phi||`` (m / rad).
+        Convergence threshold on the true closure residual ``||r||`` (m / rad).
+    max_iter : int
+        Newton-Raphson iterations of step 1.
     fallback : bool
-        If Newton-Raphson fails, minimise ``||phi||`` over the free joints by damped least
-        squares (scipy ``least_squares``): a zero minimum is polished by Newton and returned,
-        a non-zero one proves that no assembly exists near the guess.
+        Run step 2 (else only Newton-Raphson from the guess).
+    starts : int
+        Number of step-2 starts (the guess included).
+    seed : int
+        Seed of the start perturbations.
 
     Returns
     -------
     AssemblyResult(q, iterations, residual, rank)
+        ``residual`` is the true closure residual ``||r(q)|| <= tol``; ``iterations`` counts
+        all Newton and least-squares steps; ``rank`` is that of A on the free joints.
 
     Raises
     ------
     AssemblyError
-        When no assembly exists for the fixed coordinates (Newton stalls at a least-squares
-        point with ``||phi|| > tol``) or it does not converge within ``max_iter``.
+        No start reached a closed configuration. The message lists the attempts and the
+        smallest true closure residual reached (and at which loop); ``AssemblyError.q`` is that
+        configuration and ``.residual`` that residual. When every least-squares run stopped at
+        a stationary point of the closure error with a non-zero residual, the fixed joints are
+        probably outside the workspace (a local minimum is no proof: the message says so).
     """
     pack = _pack(model)
     default = 'independent' if q_independent is not None else 'none'
@@ -469,56 +664,105 @@ def assemble(model, q_independent=None, q_guess=None, *, fixed=None, tol=1e-12, 
         q[model.q_of_v[idx]] = qi
     if not np.all(np.isfinite(q)):
         raise InputError('assemble: start configuration contains non-finite values')
+    if model.multi_dof:
+        q = model.normalize(q)
+    free = ~mask
+    q0 = q.copy()
+    one = model.q_of_v[idx][model.q_of_v[idx] >= 0]
+    held = [jt for jt in model.joints if mask[jt.v_slice].any()]
+
+    def hold(x):
+        """x with the fixed joints at their start values exactly (a least-squares step leaves
+        them at round-off level, not at zero)."""
+        x[one] = q0[one]
+        for jt in held:
+            if jt.nv > 1 and mask[jt.v_slice].all():
+                x[jt.q_slice] = q0[jt.q_slice]
+        return x
+
+    e = _eps(eps)
     phi = np.empty(model.nconstraints)
-    it, res, r, ok = PK.nr_project(_kin_pack(pack), q, ~mask, float(tol), int(max_iter), _eps(eps), False, phi)
-    if ok:
-        return AssemblyResult(q, int(it), float(res), int(r))
-    fixed_names = [model.joint_names[i] for i in idx]
-    if fallback and not model.multi_dof and np.all(np.isfinite(q)):
-        # Newton failed: minimise ||phi|| over the free joints (damped, globally convergent).
-        # A zero minimum is an assembly Newton missed (polished by Newton); a non-zero
-        # stationary point means no assembly exists near the guess.
-        from scipy.optimize import least_squares
-        from robot_dynamics.algorithms.constraints import constraint_terms
-
-        free = ~mask
-        qq = q.copy()
-
-        def fun(x):
-            qq[free] = x
-            return constraint_terms(model, qq, jacobian=False).phi
-
-        def jac(x):
-            qq[free] = x
-            return constraint_terms(model, qq).A[:, free]
-
-        sol = least_squares(
-            fun, q[free], jac=jac, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200 * (1 + int(free.sum()))
+    it, res, r, ok = PK.nr_project(_kin_pack(pack), q, free, float(tol), int(max_iter), e, False, phi)
+    q = hold(q)
+    true_res = _closure_norm(model, q) if np.all(np.isfinite(q)) else np.inf
+    if ok and true_res <= tol:
+        return AssemblyResult(q, int(it), true_res, int(r))
+    fixed_at = (
+        'fixed joints '
+        + ', '.join(
+            f'{model.joint_names[i]} = {q0[model.q_of_v[i]]:.6g}' if model.q_of_v[i] >= 0 else model.joint_names[i]
+            for i in idx
         )
-        q2 = q.copy()
-        q2[free] = sol.x
-        it2, res2, r2, ok2 = PK.nr_project(_kin_pack(pack), q2, free, float(tol), 10, _eps(eps), False, phi)
-        if ok2:
-            return AssemblyResult(q2, int(it + sol.nfev + it2), float(res2), int(r2))
-        gnorm = float(np.linalg.norm(sol.grad)) if sol.grad is not None else np.inf
-        if res2 > 1e3 * max(tol, 1e-12) and gnorm <= 1e-6 * max(res2, 1e-12):
-            raise AssemblyError(
-                f"assemble: no closed configuration of '{model.name}' exists near the guess "
-                f'with {fixed_names} fixed at {q[model.q_of_v[idx]]}: Newton-Raphson fails and the '
-                f'least-squares minimum of the closure residual is ||phi|| = {res2:.3e} > '
-                f'tol = {tol:g} (out of reach / no assembly)',
-                q=q2,
-                residual=res2,
-                iterations=int(it),
-            )
-        q, res = q2, res2
+        if len(idx)
+        else 'nothing fixed'
+    )
+    false_zero = bool(ok)  # phi vanished but the loops are not closed
+    if not np.isfinite(true_res):
+        true_res = np.inf
+    best_q, best = q.copy(), true_res
+    if not fallback:
+        what = (
+            f'Newton-Raphson converged on phi (||phi|| = {res:.3e}) to a configuration that does not '
+            f'close the loops (true closure residual {true_res:.3e}: a false zero of the orientation '
+            'rows, a flipped cut frame)'
+            if false_zero
+            else f'Newton-Raphson did not converge in {max_iter} iterations (||phi|| = {res:.3e} > tol = {tol:g})'
+        )
+        raise AssemblyError(
+            f"assemble: loops of '{model.name}' not closed ({fixed_at}): {what}; "
+            'try another q_guess, or fallback=True (damped least squares from several starts)',
+            q=best_q,
+            residual=best,
+            iterations=int(it),
+        )
+    rng = np.random.default_rng(seed)
+    scale = _perturbation_scale(model)[free]
+    nstarts = max(int(starts), 1)
+    sigmas = np.geomspace(0.05, 1.5, 6)
+    npert = min(nstarts - 1, len(sigmas))
+    total = int(it)
+    n_stationary = 0
+    for k in range(nstarts):
+        if k == 0:
+            qs = q0.copy()
+        elif k <= npert:  # a perturbation of the guess
+            dv = np.zeros(model.nv)
+            dv[free] = sigmas[k - 1] * scale * rng.standard_normal(int(free.sum()))
+            qs = model.integrate(q0, dv)
+        else:  # a random configuration of the free joints (another assembly branch)
+            qs = model.random_configuration(rng)
+            for jt in held:
+                qs[jt.q_slice] = q0[jt.q_slice]
+        qs, lres, lit, stationary = _lm(model, qs, free, max(tol, 1e-10), 200)
+        total += lit
+        n_stationary += bool(stationary)
+        if lres < best:
+            best_q, best = qs.copy(), lres
+        if lres > 1e-6:
+            continue
+        it2, res2, r2, ok2 = PK.nr_project(_kin_pack(pack), qs, free, float(tol), 10, e, False, phi)
+        qs = hold(qs)
+        total += int(it2)
+        tr = _closure_norm(model, qs) if ok2 else np.inf
+        if ok2 and tr <= tol:
+            return AssemblyResult(qs, total, tr, int(r2))
+        if tr < best:
+            best_q, best = qs.copy(), tr
+    where = _worst_loop(model, best_q)
     raise AssemblyError(
-        f"assemble: Newton-Raphson on the loops of '{model.name}' did not converge in "
-        f'{max_iter} iterations (||phi|| = {res:.3e} > tol = {tol:g}, fixed joints '
-        f'{fixed_names}); try another q_guess or check that an assembly exists',
-        q=q,
-        residual=res,
-        iterations=int(it),
+        f"assemble: no closed configuration of '{model.name}' found ({fixed_at}): tried "
+        f'Newton-Raphson ({int(it)} iterations, '
+        + ('converged to a false zero of the orientation rows' if false_zero else f'||phi|| = {res:.3e}')
+        + f') and Levenberg-Marquardt on the true closure residual from the guess, {npert} '
+        f'perturbations of it (seed {seed}, scales {sigmas[0]:.2g}..{sigmas[npert - 1] if npert else 0:.2g} rad) and '
+        f'{nstarts - 1 - npert} random configurations of the free joints, '
+        f'{n_stationary} of {nstarts} stopping at a stationary point of the closure error; the '
+        f'smallest true closure residual reached is {best:.3e} > tol = {tol:g} ({where}); the '
+        'fixed joints may put the loops out of reach (a local minimum is not a proof), else try '
+        'another q_guess or more starts',
+        q=best_q,
+        residual=best,
+        iterations=total,
     )
 
 

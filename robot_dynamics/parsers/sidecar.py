@@ -531,7 +531,7 @@ def check_semantics(model, src, declared=()):
                 'reference_configuration',
                 (
                     f"does not close loop '{name}': position error {ep:.3g} m, orientation error "
-                    f'{eo:.3g} (tolerance {CLOSURE_TOL:g}); write a closed configuration there, e.g. '
+                    f'{eo:.3g} rad (tolerance {CLOSURE_TOL:g}); write a closed configuration there, e.g. '
                     'robot_dynamics.assemble(model).q (the nearest closed one) of the model loaded '
                     'with this sidecar minus its reference_configuration, or list only the '
                     'independent joints (a partial configuration is a guess for assembly)'

@@ -106,7 +106,7 @@ class KinematicsNode(Node):
             arr = Float64MultiArray()
             arr.layout.dim = [
                 MultiArrayDimension(label=','.join(errs), size=len(errs), stride=2 * len(errs)),
-                MultiArrayDimension(label='position_m,orientation', size=2, stride=2),
+                MultiArrayDimension(label='position_m,orientation_rad', size=2, stride=2),
             ]
             arr.data = [float(v) for e in errs.values() for v in e]
             self.pub_res.publish(arr)

@@ -2,7 +2,8 @@
 
 :func:`check_robot` loads the URDF + sidecar (which already raises on malformed input and on
 sidecars that mean nothing: see :func:`robot_dynamics.parsers.sidecar.check_semantics`), then reports the
-closure at the reference configuration, the degrees of freedom and the actuation rank, and for
+true closure error at the reference configuration (position [m], orientation [rad], zero only
+at closure; when it is not closed, what assembly from it gives), the degrees of freedom and the actuation rank, and for
 every method of the package whether it applies to this robot, and if not, why (the method's own
 error message: each method is tried by building its model objects at the reference
 configuration, nothing is assumed from the robot's name).
@@ -150,6 +151,26 @@ def launch_hint(urdf_path):
     return '; '.join(out)
 
 
+def _assembly_fact(m, q):
+    """What :func:`~robot_dynamics.algorithms.projection.assemble` makes of the (open) reference
+    configuration q, nothing fixed: the closed configuration's distance and the joints that
+    move most, or the assembly error (its attempts, the smallest residual)."""
+    from robot_dynamics.algorithms.projection import assemble
+    from robot_dynamics.errors import AssemblyError
+
+    try:
+        res = assemble(m, q_guess=q, fixed='none')
+    except AssemblyError as exc:
+        return 'fails: ' + ' '.join(str(exc).split())
+    dq = m.difference(q, res.q)
+    top = np.argsort(-np.abs(dq))[:3]
+    moved = ', '.join(f'{m.joint_names[i]} {dq[i]:+.3g}' for i in top if abs(dq[i]) > 0)
+    return (
+        f'closed (true closure residual {res.residual:.1e}) at |dq| = {np.linalg.norm(dq):.3g} '
+        f'from the reference ({moved}); robot_dynamics.assemble(model).q is that configuration'
+    )
+
+
 def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=False):
     """Load and check a robot; returns a :class:`CheckReport` (raises the loader's own error
     when the description itself is malformed). ``loops``, ``allow_xacro``, ``root_joint`` and
@@ -169,15 +190,20 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
     r.facts.append(('loops', ', '.join(f'{lp.name} ({lp.type})' for lp in m.loops) or 'none (tree)'))
     q = m.reference_q()
     if m.loops:
-        err = loop_errors(m, q)
+        err = loop_errors(m, q)  # true closure errors: position [m], orientation [rad]
         worst = max(max(v) for v in err.values())
+        wp = max(v[0] for v in err.values())
+        wo = max(v[1] for v in err.values())
         complete = set(m.reference_configuration) == set(m.joint_names)
         r.facts.append(
             (
                 'closure at reference',
-                f'{worst:.2e}' + ('' if complete else ' (reference configuration partial: a guess for assembly)'),
+                f'{worst:.2e} (position {wp:.2e} m, orientation {wo:.2e} rad)'
+                + ('' if complete else ' (reference configuration partial: a guess for assembly)'),
             )
         )
+        if worst > 1e-9:
+            r.facts.append(('assembly from reference', _assembly_fact(m, q)))
         A = constraint_jacobian(m, q)
         rank = _rank(A)  # the loader's rank decision (check_semantics)
         # in velocity coordinates (nv: a free-flyer or ball joint has nq > nv)

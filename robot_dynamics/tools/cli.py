@@ -156,7 +156,7 @@ def cmd_info(args):
         errs = loop_errors(m, q)
         print(
             '  closure at reference_configuration: '
-            + ', '.join(f'{k}: pos {v[0]:.2e} m, rot {v[1]:.2e}' for k, v in errs.items())
+            + ', '.join(f'{k}: pos {v[0]:.2e} m, rot {v[1]:.2e} rad' for k, v in errs.items())
         )
     print(f'frames     {m.nframes}: {", ".join(m.frame_names)}')
     if m.mimic:

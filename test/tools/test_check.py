@@ -90,3 +90,44 @@ def test_check_sea_route_of_a_robot_outside_the_planar_class():
     assert ok and "task ['x', 'z']" in detail and detail.split('; ')[-1].startswith('general route')
     meth, ok, detail = check_robot(urdf('planar_3rrr_sea')).methods[5]
     assert ok and 'redundant SEA' in detail and 'planar 3RRR closed form (auto)' in detail
+
+
+def test_check_reports_the_true_closure_error_and_the_assembly_of_an_open_drawing():
+    """test/data/two_weld_leg is drawn at q = 0 with both welds open: the check gives the
+    position and orientation errors and the configuration assembly reaches from there."""
+    import numpy as np
+    import robot_dynamics as rd
+
+    path = rd.data_path('test/data/two_weld_leg.urdf')
+    facts = dict(check_robot(path).facts)
+    m = rd.load_model(path)
+    errs = rd.closure_errors(m, np.zeros(m.nq))
+    wp, wo = (max(v[i] for v in errs.values()) for i in (0, 1))
+    assert wp > 0.1 and wo > 0.1
+    assert facts['closure at reference'].startswith(
+        f'{max(wp, wo):.2e} (position {wp:.2e} m, orientation {wo:.2e} rad)'
+    )
+    assert facts['assembly from reference'].startswith('closed (true closure residual ')
+    closed = dict(check_robot(urdf('five_bar')).facts)
+    assert 'assembly from reference' not in closed
+
+
+def test_a_reference_configuration_at_a_false_zero_is_refused():
+    """The weld rows of phi vanish at a 120 deg turn of the cut frames; the sidecar check
+    measures the true closure and refuses such a reference configuration, naming the loop."""
+    import numpy as np
+    import yaml
+    import robot_dynamics as rd
+    from robot_dynamics.errors import LoopSpecError
+
+    path = rd.data_path('test/data/two_weld_leg.urdf')
+    with open(path[:-5] + '.loops.yaml', encoding='utf-8') as fh:
+        spec = yaml.safe_load(fh)
+    turned = dict(spec, loops=[dict(spec['loops'][0], frame_b='b_tip_perm'), spec['loops'][1]])
+    m = rd.load_model(path, loops=turned)
+    q = rd.assemble(m, q_guess=np.zeros(m.nq)).q
+    ref = dict(spec, reference_configuration={j: float(q[m.joint_index(j)]) for j in m.joint_names})
+    m2 = rd.load_model(path, loops=dict(ref, reference_configuration={}))
+    assert np.abs(rd.loop_residual(m2, q)).max() <= 1e-12
+    with pytest.raises(LoopSpecError, match="does not close loop 'weld_b'.*orientation error 2.09"):
+        rd.load_model(path, loops=ref)
