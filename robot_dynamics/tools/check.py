@@ -153,22 +153,22 @@ def launch_hint(urdf_path):
 
 def _assembly_fact(m, q):
     """What :func:`~robot_dynamics.algorithms.projection.assemble` makes of the (open) reference
-    configuration q, nothing fixed: the closed configuration's distance and the joints that
-    move most, or the assembly error (its attempts, the smallest residual)."""
+    configuration q, nothing fixed: (text, closed q or None). The text gives the closed
+    configuration's distance and the joints that move most, or the assembly error (its
+    attempts, the smallest residual)."""
     from robot_dynamics.algorithms.projection import assemble
-    from robot_dynamics.errors import AssemblyError
 
     try:
         res = assemble(m, q_guess=q, fixed='none')
-    except AssemblyError as exc:
-        return 'fails: ' + ' '.join(str(exc).split())
+    except RobotDynamicsError as exc:
+        return 'fails: ' + ' '.join(str(exc).split()), None
     dq = m.difference(q, res.q)
     top = np.argsort(-np.abs(dq))[:3]
     moved = ', '.join(f'{m.joint_names[i]} {dq[i]:+.3g}' for i in top if abs(dq[i]) > 0)
     return (
         f'closed (true closure residual {res.residual:.1e}) at |dq| = {np.linalg.norm(dq):.3g} '
         f'from the reference ({moved}); robot_dynamics.assemble(model).q is that configuration'
-    )
+    ), res.q
 
 
 def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=False):
@@ -202,8 +202,10 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
                 + ('' if complete else ' (reference configuration partial: a guess for assembly)'),
             )
         )
+        q_closed = q
         if worst > 1e-9:
-            r.facts.append(('assembly from reference', _assembly_fact(m, q)))
+            text, q_closed = _assembly_fact(m, q)
+            r.facts.append(('assembly from reference', text))
         A = constraint_jacobian(m, q)
         rank = _rank(A)  # the loader's rank decision (check_semantics)
         # in velocity coordinates (nv: a free-flyer or ball joint has nq > nv)
@@ -216,14 +218,7 @@ def check_robot(source, loops=None, allow_xacro=False, root_joint=None, strict=F
         r.facts.append(('independent joints', f'{m.independent}: rank [A; S_i] = {rk(m.independent)} of {m.nv}'))
         # idle motions: at the reference configuration when it closes the loops, else at the
         # nearest closed configuration assemble finds (none judged if it finds none)
-        q_idle = q if worst <= 1e-6 else None
-        if q_idle is None:
-            from robot_dynamics.algorithms.projection import assemble
-
-            try:
-                q_idle = assemble(m, q_guess=q).q
-            except RobotDynamicsError:
-                pass
+        q_idle = q if worst <= 1e-6 else q_closed
         if q_idle is None:
             r.facts.append(('idle motions', 'not judged (no closed configuration found from the reference)'))
         else:
