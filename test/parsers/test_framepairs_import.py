@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
+from pin_oracle import to_pin_q
 from robot_dynamics.algorithms import projection as pj
 from robot_dynamics.parsers.framepairs import import_framepairs
 from robot_dynamics.parsers.importing import import_description, load_imported
@@ -90,13 +91,7 @@ def _pin_as_the_toolbox_loads_it(urdf_path, res, root_free_flyer):
     return pm, pd, cms, cds
 
 
-def _to_pin(m, pm, q):
-    out = []
-    for jt in m.joints:
-        pj_ = pm.joints[pm.getJointId(jt.name)]
-        qq = q[jt.q_slice]
-        out += [np.cos(qq[0]), np.sin(qq[0])] if (pj_.nq, pj_.nv) == (2, 1) else list(qq)
-    return np.array(out)
+_to_pin = to_pin_q
 
 
 @pytest.mark.parametrize('case', ['biped 3D', 'five-bar 6D'])

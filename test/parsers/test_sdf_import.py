@@ -18,6 +18,7 @@ import pytest
 from lxml import etree
 
 import robot_dynamics as rd
+from pin_oracle import to_pin_q
 from robot_dynamics.algorithms import projection as pj
 from robot_dynamics.parsers.importing import ImportResult, import_description, load_imported
 from robot_dynamics.parsers.sdf import import_sdf
@@ -164,14 +165,7 @@ def test_the_sdf_pose_is_closed_and_assembly_keeps_it(cassie, sdf_pose):
     assert np.linalg.matrix_rank(rd.constraint_jacobian(m, sdf_pose), tol=1e-9) == 10
 
 
-def _to_pin(m, pm, q):
-    """Our q -> Pinocchio's (its continuous joints are (cos q, sin q))."""
-    out = []
-    for jt in m.joints:
-        pj_ = pm.joints[pm.getJointId(jt.name)]
-        qq = q[jt.q_slice]
-        out += [np.cos(qq[0]), np.sin(qq[0])] if (pj_.nq, pj_.nv) == (2, 1) else list(qq)
-    return np.array(out)
+_to_pin = to_pin_q
 
 
 _PIN = {}

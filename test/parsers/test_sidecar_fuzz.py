@@ -35,6 +35,8 @@ from hypothesis import strategies as st
 
 import robot_dynamics as rd
 
+import loader_fuzz
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = 280
 
@@ -105,17 +107,6 @@ NASTY = [
 ]
 
 
-def _paths(obj, prefix=()):
-    if prefix:
-        yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
 @functools.lru_cache(maxsize=None)
 def _base(sidecar):
     """(parsed sidecar, URDF, the method builders the unmutated sidecar passes, names, paths)."""
@@ -131,7 +122,7 @@ def _base(sidecar):
             continue
         enabled.append(name)
     names = sorted(set(model.joint_names) | set(model.frame_names) | {lp.name for lp in model.loops})
-    return data, urdf, tuple(enabled), tuple(names), tuple(_paths(data))
+    return data, urdf, tuple(enabled), tuple(names), tuple(p for p in loader_fuzz._paths(data) if p)
 
 
 KINDS = ('value', 'name', 'delete', 'unknown_key', 'negate', 'zero')
