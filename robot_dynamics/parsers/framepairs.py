@@ -33,7 +33,8 @@ _TYPES = {'3d': 'spherical', '6d': 'weld'}
 _AXES = {'X': '1 0 0', 'Y': '0 1 0', 'Z': '0 0 1'}
 
 
-def _list(src, data, key, required=False):
+def _list(src, data, key, required=False, names=False):
+    """The list under ``key`` (``names``: of strings), else a LoopSpecError naming file and key."""
     v = data.get(key)
     if v is None:
         if required:
@@ -41,6 +42,10 @@ def _list(src, data, key, required=False):
         return []
     if not isinstance(v, list):
         raise LoopSpecError(src, key, f'must be a list, got {v!r}')
+    if names:
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                raise LoopSpecError(src, f'{key}[{i}]', f'expected a name, got {x!r}')
     return v
 
 
@@ -86,7 +91,7 @@ def import_framepairs(urdf_path, yaml_path, root_joint=None, name=None):
     notes = [f'URDF {urdf_path} with the frame pairs of {yaml_path} (toolbox-parallel-robots)']
 
     # ---- joint redefinitions
-    jnames, jtypes = _list(ysrc, data, 'joint_name'), _list(ysrc, data, 'joint_type')
+    jnames, jtypes = _list(ysrc, data, 'joint_name', names=True), _list(ysrc, data, 'joint_type')
     if len(jnames) != len(jtypes):
         raise LoopSpecError(ysrc, 'joint_type', f'{len(jtypes)} types for {len(jnames)} joint_name entries')
     joint_types = {}
@@ -177,7 +182,7 @@ def import_framepairs(urdf_path, yaml_path, root_joint=None, name=None):
     if joint_types:
         sidecar['joint_types'] = joint_types
     sidecar['loops'] = loops
-    mot = _list(ysrc, data, 'name_mot')
+    mot = _list(ysrc, data, 'name_mot', names=True)
     for i, n in enumerate(mot):
         if n not in joints or joints[n].get('type') == 'fixed':
             raise LoopSpecError(ysrc, f'name_mot[{i}]', f"'{n}' is not a movable joint of {urdf_path}")
