@@ -45,7 +45,7 @@ from collections import namedtuple
 import numpy as np
 
 from robot_dynamics.spatial.batch import cross
-from robot_dynamics.spatial.lie import _jl_inv_so3, _log_so3
+from robot_dynamics.spatial.lie import _jl_inv_so3, _log_so3, hat
 from robot_dynamics.errors import InputError
 from robot_dynamics.algorithms.kinematics import _frame_pose, _frame_state, _lwa_columns, world_state
 
@@ -191,14 +191,6 @@ ClosureError.__doc__ = """Closure error of one loop: ``position`` [m], the norm 
 zero only when the loop is closed."""
 
 
-def _cross3(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def _hat3(a):
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
 def _axis_basis(lp):
     """(t1, t2, k) of an axis-type loop (frame_a coordinates), from its orientation rows."""
     return lp.rot_pairs[0, 0], lp.rot_pairs[1, 0], lp.rot_pairs[0, 1]
@@ -235,11 +227,11 @@ def orientation_closure(lp, R, jacobian=False):
         if not jacobian:
             return e
         # dc = a1 . (omega x v) = (v x a1) . omega
-        return e, (_cross3(v, a1) / max(np.sqrt(1.0 - c * c), 1e-12))[None, :]
+        return e, (cross(v, a1) / max(np.sqrt(1.0 - c * c), 1e-12))[None, :]
     # revolute, cylindrical, planar: the axis k of frame_a against the same axis of frame_b
     t1, t2, ax = _axis_basis(lp)
     v = R @ ax
-    sv = _cross3(ax, v)
+    sv = cross(ax, v)
     s = float(np.sqrt(sv @ sv))
     c = float(ax @ v)
     th = float(np.arctan2(s, c))
@@ -248,13 +240,13 @@ def orientation_closure(lp, R, jacobian=False):
     e = np.array([t1 @ ev, t2 @ ev])
     if not jacobian:
         return e
-    K = _hat3(ax)
+    K = hat(ax)
     if s > 1e-9:
         # de/dv = g K + sv (((c - g) / s^2) sv^T K - k^T)
         dedv = g * K + np.outer(sv, ((c - g) / (s * s)) * (sv @ K) - ax)
     else:
         dedv = g * K
-    dedw = dedv @ _hat3(-v)  # dv = omega x v = -hat(v) omega
+    dedw = dedv @ hat(-v)  # dv = omega x v = -hat(v) omega
     return e, np.stack([t1 @ dedw, t2 @ dedw])
 
 
