@@ -7,6 +7,9 @@ Independent routes:
   is the file's;
 * Pinocchio's URDF parser on the exported URDF (its frames give the cut frames' placements)
   and its ``constraintDynamics`` with the loops as 3-D rigid constraints;
+* Pinocchio's mass matrix, bias forces and frame Jacobians and accelerations in a dense
+  null-space solve of the same rows as ours (``_pin_kkt``): the projected inverse dynamics
+  and the accelerations all along a 2 s simulation;
 * a passive simulation keeps the loops closed.
 """
 
@@ -241,16 +244,91 @@ def test_constrained_forward_dynamics_equals_pinocchio_constraint_dynamics(cassi
         assert np.abs(rd.forward_dynamics(m, q, qd, tau) - a_tree).max() <= 1e-9 * np.abs(a_tree).max()
 
 
+def _pin_kkt(cassie, q, qd, tau):
+    """Pinocchio's terms in a dense null-space solve of the constrained dynamics: ``M`` (crba)
+    and ``h`` (nle) of the exported URDF, and the loops' rows ``D R_a^T (p_b - p_a) = 0`` (the
+    constrained directions D of each loop in its frame a: all three for a spherical loop, the
+    two in-plane ones for a point_on_line loop, whose points may slide apart along the line)
+    from the cut frames' world Jacobians and their classical accelerations at ``qdd = 0``:
+    with ``d = p_b - p_a`` the rows' rate is ``D R_a^T (d' - w_a x d)`` and their acceleration
+    ``D R_a^T (d'' - 2 w_a x d' + w_a x (w_a x d) - alpha_a x d)``. Returns (qdd, M, h, N)
+    with N an orthonormal basis of the rows' null space (10 rows of full rank)."""
+    _, m = cassie
+    pm = _pinocchio(cassie)[0]
+    d = pm.createData()
+    qp = _to_pin(m, pm, q)
+    M = pin.crba(pm, d, qp)
+    M = np.triu(M) + np.triu(M, 1).T
+    h = pin.nle(pm, d, qp, qd)
+    pin.forwardKinematics(pm, d, qp, qd, np.zeros(pm.nv))
+    pin.computeJointJacobians(pm, d, qp)
+    pin.updateFramePlacements(pm, d)
+    J, g = [], []
+    for lp in m.loops:
+        assert len(lp.rot_pairs) == 0 and lp.coupling is None
+        fa, fb = pm.getFrameId(lp.frame_a), pm.getFrameId(lp.frame_b)
+        DR = lp.pos_dirs @ d.oMf[fa].rotation.T
+        dp = d.oMf[fb].translation - d.oMf[fa].translation
+        Ja, Jb = (pin.getFrameJacobian(pm, d, f, WORLD) for f in (fa, fb))
+        J.append(DR @ (Jb[:3] - Ja[:3] + pin.skew(dp) @ Ja[3:]))
+        va, vb = (pin.getFrameVelocity(pm, d, f, WORLD).linear for f in (fa, fb))
+        aa, ab = (pin.getFrameClassicalAcceleration(pm, d, f, WORLD).linear for f in (fa, fb))
+        wa = pin.getFrameVelocity(pm, d, fa, WORLD).angular
+        al = pin.getFrameAcceleration(pm, d, fa, WORLD).angular
+        dv = vb - va
+        g.append(-DR @ (ab - aa - 2.0 * np.cross(wa, dv) + np.cross(wa, np.cross(wa, dp)) - np.cross(al, dp)))
+    U, s, Vt = np.linalg.svd(np.vstack(J))
+    assert len(s) == 10 and s[-1] > 1e-6 * s[0]
+    N = Vt[10:].T
+    a_p = Vt[:10].T @ ((U.T @ np.concatenate(g)) / s)
+    z = np.linalg.solve(N.T @ M @ N, N.T @ (tau - h - M @ a_p))
+    return a_p + N @ z, M, h, N
+
+
+WORLD = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+def test_projected_inverse_dynamics_inverts_pinocchio(cassie, sdf_pose):
+    """The motion Pinocchio's terms give for a torque of the 22 joint actuators (the free
+    flyer unactuated): our projected inverse dynamics of that motion is Pinocchio's minimum
+    norm actuation ``min |u| s.t. N^T (S^T u - M a - h) = 0``, its residual is zero, and the
+    6 base motions are named as idle (the actuators cannot push the floating base)."""
+    _, m = cassie
+    rng = np.random.default_rng(7)
+    S = np.eye(m.nv)[m.actuated_indices]
+    for q, qd, _ in _states(m, sdf_pose, 4, seed=5):
+        tau0 = S.T @ rng.standard_normal(len(m.actuated_indices))
+        a, M, h, N = _pin_kkt(cassie, q, qd, tau0)
+        res = rd.projected_inverse_dynamics(m, q, qd, u=a)
+        b = M @ a + h
+        u_pin = np.linalg.pinv(N.T @ S.T, rcond=1e-6) @ (N.T @ b)
+        scale = np.abs(b).max()
+        assert np.abs(res.tau - S.T @ u_pin).max() <= 1e-9 * scale
+        assert np.abs(res.tau[:6]).max() == 0.0
+        assert res.residual <= 1e-9 * scale
+        # what it commands produces the motion in Pinocchio's dynamics
+        assert np.abs(_pin_kkt(cassie, q, qd, res.tau)[0] - a).max() <= 1e-9 * np.abs(a).max()
+        assert not res.controllable and '6 idle motion(s)' in res.message and 'root_joint/z' in res.message
+        # every joint actuated: the minimum-norm generalized force is the projection N N^T b
+        full = rd.projected_inverse_dynamics(m, q, qd, u=a, actuated='all')
+        assert np.abs(full.tau - N @ (N.T @ b)).max() <= 1e-9 * scale
+
+
 def test_two_second_passive_simulation_keeps_the_loops_closed(cassie, sdf_pose):
     _, m = cassie
     rng = np.random.default_rng(3)
     qd0 = pj.project_velocity(m, sdf_pose, 0.5 * rng.standard_normal(m.nv))
     plant = rd.ConstrainedPlant(m, sdf_pose, qd0, dt=1e-3)
-    worst, moved = 0.0, 0.0
-    for _ in range(2000):
+    worst, moved, err = 0.0, 0.0, []
+    for k in range(2000):
         info = plant.step(np.zeros(m.nv))
         worst = max(worst, info.phi_norm)
         moved = max(moved, np.abs(plant.q[7:] - sdf_pose[7:]).max())
+        if k % 100 == 99:  # the accelerations along the run are Pinocchio's
+            a = _pin_kkt(cassie, plant.q, plant.qd, np.zeros(m.nv))[0]
+            err.append(np.abs(rd.constrained_forward_dynamics(m, plant.q, plant.qd, np.zeros(m.nv)).qdd - a).max())
+            err[-1] /= np.abs(a).max()
+    assert max(err) <= 1e-10, err
     assert worst <= 1e-9
     assert max(max(e) for e in rd.loop_errors(m, plant.q).values()) <= 1e-9
     assert moved > 0.1  # the legs did move
