@@ -28,8 +28,10 @@ joints ``<joint>_1``, ``<joint>_2`` through a massless link ``<joint>_cross``, f
 Cut joints: fixed -> weld, ball -> spherical, revolute/continuous -> revolute, prismatic ->
 prismatic, universal (and revolute2 with orthogonal axes) -> universal loops. ``<mimic>`` of
 one tree joint by another becomes a ``coupling`` loop ``mimic_<joint>``
-(``q = multiplier (q_leader - reference) + offset``); gearbox joints (a coupling of velocities
-through a reference body) are left out of the model and reported in the notes. Nested models are flattened: their links, joints and frames are
+(``q = multiplier (q_leader - reference) + offset``); a gearbox joint whose two links hang on
+its reference body by one revolute tree joint each, along its axes, becomes the coupling of
+those two joints (``theta_2 = -gearbox_ratio theta_1``, :func:`_gearbox_coupling`); any other
+gearbox is left out and reported in the notes. Nested models are flattened: their links, joints and frames are
 named ``<model>::<name>`` (noted). Screw joints and ``<include>`` are refused naming the
 element (:class:`~robot_dynamics.errors.ModelError`).
 """
@@ -399,7 +401,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
     mel, version, world = _read(path, model)
     doc = _Doc(path, mel, version)
     notes = [f'SDFormat {version[0]}.{version[1]} model {mel.get("name")!r} from {path}']
-    mimics = []  # (follower, leader, multiplier, offset): coupling loops where both are tree joints
+    mimics = []  # (follower, leader, multiplier, offset, loop name): couplings where both are tree joints
     inc = mel.find('include')
     if inc is not None:
         raise doc.err(
@@ -483,7 +485,7 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
                 mult, off = doc.number(mim, 'multiplier', 1.0), doc.number(mim, 'offset', 0.0)
                 ref = doc.number(mim, 'reference', 0.0)  # follower = multiplier (leader - reference) + offset
                 if tag == 'axis':
-                    mimics.append((jn, mim.get('joint'), mult, off - mult * ref))
+                    mimics.append((jn, mim.get('joint'), mult, off - mult * ref, f'mimic_{jn}'))
                 else:
                     notes.append(
                         f"joint '{jn}' <{tag}><mimic joint='{mim.get('joint')}'>: a coupling of a second axis; "
@@ -500,14 +502,6 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
 
     # ---- spanning tree: breadth-first, own directions first
     gear = [j for j in J.values() if j['type'] == 'gearbox']
-    for j in gear:
-        el = j['el']
-        notes.append(
-            f"gearbox joint '{j['name']}' (ratio {el.findtext('gearbox_ratio', '1').strip()}, "
-            f"'{j['parent']}' -> '{j['child']}', reference body "
-            f"'{el.findtext('gearbox_reference_body', '').strip()}'): a coupling of two joints' velocities; "
-            'not represented; left out (the coupled joints move independently)'
-        )
     candidates = [j for j in J.values() if j['type'] != 'gearbox']
     forced = set(cut) | {j['name'] for j in candidates if j['must']}
     for jn in sorted(forced):
@@ -754,11 +748,28 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
         )
 
     one_dof = {j['name'] for j, _ in tree if j['type'] in _MOVABLE_1DOF}
-    for follower, leader, mult, off in mimics:
+    for g in gear:
+        coupling = _gearbox_coupling(doc, g, tree)
+        el = g['el']
+        what = (
+            f"gearbox joint '{g['name']}' (ratio {el.findtext('gearbox_ratio', '1').strip()}, "
+            f"'{g['parent']}' -> '{g['child']}', reference body "
+            f"'{el.findtext('gearbox_reference_body', '').strip()}')"
+        )
+        if isinstance(coupling, str):
+            notes.append(f'{what}: not represented ({coupling}); the two links move independently')
+            continue
+        follower, leader, mult = coupling
+        mimics.append((follower, leader, mult, 0.0, f'gearbox_{g["name"]}'))
+        notes.append(
+            f'{what}: theta_2 = -ratio theta_1 about its axes, with theta_1 = the joint '
+            f"'{leader}' and theta_2 = the joint '{follower}' (signs from their axes)"
+        )
+    for follower, leader, mult, off, lname in mimics:
         if follower in one_dof and leader in one_dof:
             loops.append(
                 {
-                    'name': f'mimic_{follower}',
+                    'name': lname,
                     'type': 'coupling',
                     'joint': follower,
                     'mimic': leader,
@@ -767,12 +778,12 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
                 }
             )
             notes.append(
-                f"joint '{follower}' <mimic joint='{leader}'>: coupling loop 'mimic_{follower}' "
+                f"joint '{follower}' coupled to '{leader}': coupling loop '{lname}' "
                 f'(q_{follower} = {mult!r} q_{leader} + {off!r})'
             )
         else:
             notes.append(
-                f"joint '{follower}' <mimic joint='{leader}'>: not represented (a coupling needs two one-DOF "
+                f"joint '{follower}' coupled to '{leader}': not represented (a coupling needs two one-DOF "
                 'joints of the spanning tree; both coordinates are independent)'
             )
     robot = name or mel.get('name') or 'robot'
@@ -909,3 +920,41 @@ def _link_xml(doc, ln, el, notes):
     o = _origin(Xc)
     ii = ' '.join(f'{k}="{_r(I[a, b])}"' for k, a, b in _INERTIA)
     return f'  <link name={quoteattr(ln)}><inertial>{o}<mass value="{_r(m)}"/><inertia {ii}/></inertial></link>'
+
+
+def _gearbox_coupling(doc, g, tree):
+    """A gearbox joint as a joint coupling, or why it is not one (a str).
+
+    SDFormat: ``theta_2 = -gearbox_ratio theta_1``, theta_1 the angle from the reference body
+    to the parent link about ``<axis>``, theta_2 from the reference body to the child link
+    about ``<axis2>``, both zero at the model's pose. When the spanning tree joins each of the
+    two links to the reference body by one revolute joint along that axis (the rotor and the
+    output joint of a motor, as in Cassie's SDF), theta_1 = s_1 q_1 and theta_2 = s_2 q_2
+    (s = +-1, the joint axis along or against the gearbox axis) and the gearbox is the coupling
+    ``q_2 = -ratio s_1 s_2 q_1``. Returns (follower joint, leader joint, multiplier).
+    """
+    el = g['el']
+    ref = (el.findtext('gearbox_reference_body') or '').strip()
+    ratio = doc.number(el, 'gearbox_ratio', 1.0)
+    sides = []
+    for link, tag in ((g['parent'], 'axis'), (g['child'], 'axis2')):
+        joint = next((j for j, rev in tree if j['child'] == link and not rev), None)
+        if joint is None or joint['parent'] != ref or joint['type'] not in ('revolute', 'continuous'):
+            return f"link '{link}' is not joined to the reference body '{ref}' by one revolute joint of the tree"
+        ax_el = el.find(tag)
+        xyz = ax_el.find('xyz') if ax_el is not None else None
+        if xyz is None:
+            raise doc.err(el, f'<{tag}><xyz> is required for a gearbox joint')
+        a = np.array(doc.numbers(xyz, 3, f'<{tag}><xyz>'), float)
+        if not np.linalg.norm(a) > 1e-12:
+            raise doc.err(el, f'<{tag}><xyz>: zero axis')
+        frame = xyz.get('expressed_in') or ('__model__' if _flag(ax_el.find('use_parent_model_frame')) else None)
+        R = doc.model_pose(frame, el)[:3, :3] if frame else g['X'][:3, :3]
+        a = R @ (a / np.linalg.norm(a))
+        b = joint['X'][:3, :3] @ joint['axes'][0]
+        dot = float(a @ b)
+        if abs(abs(dot) - 1.0) > 1e-9:
+            return f"the joint '{joint['name']}' does not turn about the gearbox's <{tag}>"
+        sides.append((joint['name'], math.copysign(1.0, dot)))
+    (leader, s1), (follower, s2) = sides
+    return follower, leader, -ratio * s1 * s2

@@ -14,6 +14,7 @@ Independent routes:
 """
 
 import glob
+import math
 import os
 
 import numpy as np
@@ -335,16 +336,55 @@ def test_two_second_passive_simulation_keeps_the_loops_closed(cassie, sdf_pose):
     assert plant.q[2] < sdf_pose[2] - 15.0  # free fall: g t^2 / 2 = 19.6 m
 
 
-def test_cassie_with_gearboxes_imports_with_coupling_notes_and_a_prismatic_loop():
+def _gearboxes(path):
+    """(name, ratio, parent link, child link, reference link, axis, axis2) of every gearbox
+    joint, read from the SDF (cassie.sdf: axes in the model frame)."""
+    out = []
+    for j in etree.parse(path).getroot().find('model').findall('joint'):
+        if j.get('type') == 'gearbox':
+            assert (j.findtext('axis/use_parent_model_frame') or '').strip() == '1'
+            ax = [np.array([float(x) for x in j.findtext(f'{t}/xyz').split()]) for t in ('axis', 'axis2')]
+            out.append(
+                (
+                    j.get('name'),
+                    float(j.findtext('gearbox_ratio')),
+                    j.findtext('parent').strip(),
+                    j.findtext('child').strip(),
+                    j.findtext('gearbox_reference_body').strip(),
+                    *ax,
+                )
+            )
+    return out
+
+
+def _relative_angle(T, T0, link, ref, axis):
+    """Angle of ``link`` relative to ``ref`` about ``axis`` (model frame at the SDF pose),
+    from the links' orientations now (T) and at the SDF pose (T0): the rotation
+    ``R_ref^T R_link (R_ref0^T R_link0)^T`` is a rotation about the axis fixed in ``ref``."""
+    R0 = T0[ref][:3, :3].T @ T0[link][:3, :3]
+    Q = T[ref][:3, :3].T @ T[link][:3, :3] @ R0.T
+    a = T0[ref][:3, :3].T @ axis
+    w = np.array([Q[2, 1] - Q[1, 2], Q[0, 2] - Q[2, 0], Q[1, 0] - Q[0, 1]])
+    assert np.linalg.norm(np.cross(w, a)) <= 1e-9  # a rotation about that axis only
+    return math.atan2(0.5 * w @ a, 0.5 * (np.trace(Q) - 1.0))
+
+
+@pytest.fixture(scope='module')
+def cassie_gearbox():
     path = os.path.join(cassie_dir(), 'cassie.sdf')
     res = import_sdf(path)
-    # its foot rotors' inertias violate the triangle inequality: loaded as given, warned naming
-    # the SDF file
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         m = load_imported(res)
+    return path, res, m, caught
+
+
+def test_cassie_with_gearboxes_imports_the_gearboxes_as_couplings_and_a_prismatic_loop(cassie_gearbox):
+    path, res, m, caught = cassie_gearbox
+    # its foot rotors' inertias violate the triangle inequality: loaded as given, warned naming
+    # the SDF file
     assert sorted(str(w.message) for w in caught) == [
         f"{path} (imported URDF): link '{side}-foot-reference' <inertial>: inertia violates the triangle "
         'inequality (principal moments [9.30600000e-07 9.49379088e-07 9.40002091e-06]): not a physical body; '
@@ -353,26 +393,42 @@ def test_cassie_with_gearboxes_imports_with_coupling_notes_and_a_prismatic_loop(
     ]
     assert all(w.category is rd.ModelWarning for w in caught)
     text = '\n'.join(res.notes)
-    assert text.count('gearbox joint') == 10 and 'coupling' in text
+    assert text.count('gearbox joint') == 10 and 'not represented (' not in text.split('gearbox joint')[1]
     types = {lp.name: lp.type for lp in m.loops}
     assert types['left-shin-spring-joint'] == 'prismatic' and types['left-tarsus-spring-joint'] == 'revolute'
+    gears = _gearboxes(path)
+    assert len(gears) == 10
+    for name, ratio, *_ in gears:
+        lp = next(lp for lp in m.loops if lp.name == f'gearbox_{name}')
+        assert lp.type == 'coupling' and abs(abs(lp.coupling[2]) - ratio) == 0.0
     assert max(max(e) for e in rd.loop_errors(m, m.reference_q()).values()) <= 1e-15
 
 
-@pytest.mark.filterwarnings('ignore::robot_dynamics.errors.ModelWarning')  # its rotors' inertias
-def test_cassie_with_gearboxes_simulates_two_seconds_with_closed_loops():
-    # revolute, prismatic and point_on_line loops, 24 rows of rank 18 (planar linkages): the
-    # projection method drops the redundant rows, the closure stays within 1e-9
-    m = load_imported(import_sdf(os.path.join(cassie_dir(), 'cassie.sdf')))
+def test_cassie_with_gearboxes_simulates_two_seconds_with_closed_loops_and_geared_rotors(cassie_gearbox):
+    # revolute, prismatic and point_on_line loops and 10 gearboxes: 34 rows of rank 28 (planar
+    # linkages): the projection method drops the redundant rows, the closure stays within 1e-9;
+    # every gearbox holds as the SDF states it, theta_2 = -ratio theta_1, with the angles
+    # measured from the links' orientations relative to the reference body
+    path, _, m, _ = cassie_gearbox
     q0 = m.reference_q()
     A = rd.constraint_jacobian(m, q0)
-    assert A.shape[0] == 24 and np.linalg.matrix_rank(A, tol=1e-9) == 18
+    assert A.shape[0] == 34 and np.linalg.matrix_rank(A, tol=1e-9) == 28
     rng = np.random.default_rng(3)
     plant = rd.ConstrainedPlant(m, q0, pj.project_velocity(m, q0, 0.5 * rng.standard_normal(m.nv)), dt=1e-3)
-    worst = 0.0
-    for _ in range(2000):
+    T0 = rd.forward_kinematics(m, q0)
+    worst, turned, gear_err = 0.0, 0.0, 0.0
+    for k in range(2000):
         worst = max(worst, plant.step(np.zeros(m.nv)).phi_norm)
+        if k % 200 == 199:
+            T = rd.forward_kinematics(m, plant.q)
+            for _, ratio, par, chi, ref, a1, a2 in _gearboxes(path):
+                t1 = _relative_angle(T, T0, par, ref, a1)
+                t2 = _relative_angle(T, T0, chi, ref, a2)
+                # the rotor may turn past pi: compare it modulo 2 pi, in output angle
+                gear_err = max(gear_err, ratio * abs((t1 + t2 / ratio + math.pi) % (2 * math.pi) - math.pi))
+                turned = max(turned, abs(t2))
     assert worst <= 1e-9
+    assert gear_err <= 1e-9 and turned > 0.05
     assert np.abs(plant.q[7:] - q0[7:]).max() > 0.1
 
 
