@@ -128,7 +128,11 @@ class SimRunner:
         unknown = [j for j in self.joints if j not in model.joint_names]
         if unknown:
             raise InputError(f'joints {unknown} are not joints of {model.name}')
-        self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)
+        self.idx = np.array([model.joint_index(j) for j in self.joints], dtype=np.int64)  # in v
+        self.q_idx = np.asarray(model.q_of_v, dtype=np.int64)[self.idx]  # the same joints in q
+        inside = [j for j, k in zip(self.joints, self.q_idx) if k < 0]
+        if inside:
+            raise InputError(f'joints {inside} are coordinates of a multi-DOF joint: commands go to one-DOF joints')
         if not (float(command_timeout_periods) > 0 and float(command_rate) >= 0 and float(command_timeout) >= 0):
             raise InputError(
                 'need command_timeout_periods > 0, command_rate >= 0 and command_timeout >= 0 '
@@ -167,7 +171,7 @@ class SimRunner:
         self.log = log or (lambda level, text, key=None: None)
         self.cmd = self.cmd_time = self.cmd_wall = None
         self.forced_hold, self.holding = False, True
-        self.applied = np.zeros(model.nq)
+        self.applied = np.zeros(model.nv)
         self.ext_rx = {}
         self.counts = dict(
             rejected_commands=0,
@@ -292,7 +296,7 @@ class SimRunner:
 
     # ------------------------------------------------------------------ stepping
     def effort(self, now, wall=None):
-        """Generalized force (nq,) to apply now: the fresh command or the hold command, both
+        """Generalized force (nv,) to apply now: the fresh command or the hold command, both
         saturated at the joints' limits (:meth:`saturate`). A command's age is taken on the
         wall clock in real time (``wall`` and the command's arrival on it: a node on the plant
         clock sees /clock in steps coarser than a 1 kHz command period), on ``now`` (plant time)
@@ -312,7 +316,7 @@ class SimRunner:
             if self.holding:
                 self.log('info', 'commands received: leaving hold', 'hold')
             self.holding = False
-            tau = np.zeros(m.nq)
+            tau = np.zeros(m.nv)
             tau[self.idx] = self.cmd
             return self.saturate(tau, 'clipped_commands')
         if not self.holding:
@@ -331,7 +335,7 @@ class SimRunner:
         return self.saturate(self.hold_effort(), 'clipped_holds')
 
     def saturate(self, tau, count):
-        """Clip the commanded joints of ``tau`` (nq,) in place, as ros2_control's joint limits
+        """Clip the commanded joints of ``tau`` (nv,) in place, as ros2_control's joint limits
         saturate an effort command: to +-``command_limit`` (the plant's
         :meth:`~robot_dynamics.plants.rigid.Plant.command_limits`: URDF effort limits, or the valve
         saturation of the hydraulic plant), and for an effort interface no effort that pushes
@@ -342,7 +346,7 @@ class SimRunner:
         hi = self.command_limit
         lo = -hi
         if self.state_limits:
-            q, qd = self.plant.q[self.idx], self.plant.qd[self.idx]
+            q, qd = self.plant.q[self.q_idx], self.plant.qd[self.idx]
             if ((np.abs(qd) > self.vmax) | (q <= self.qlo) | (q >= self.qhi)).any():  # (rare)
                 lo = np.where((qd < -self.vmax) | ((q <= self.qlo) & (qd <= 0.0)), 0.0, lo)
                 hi = np.where((qd > self.vmax) | ((q >= self.qhi) & (qd >= 0.0)), 0.0, hi)
@@ -364,7 +368,7 @@ class SimRunner:
 
     def hold_effort(self):
         if self.hold_mode == 'zero':
-            return np.zeros(self.model.nq)
+            return np.zeros(self.model.nv)
         if hasattr(self.plant, 'hold_command'):  # the plant knows its hold (SEA: motor damping)
             return self.plant.hold_command(self.hold_damping)
         from robot_dynamics.algorithms.projection import hold_command

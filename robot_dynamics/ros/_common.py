@@ -34,8 +34,16 @@ QOS_REFERENCE = _reliable(100)
 QOS_LATCHED = _reliable(1, DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def load_model_param(node):
-    """Declare ``robot_description`` and ``loops`` and load the model (raises on bad input)."""
+#: the nodes that take a model with multi-DOF joints (a floating base, ball joints): the state
+#: on /joint_states (one-DOF joints) + multi_dof_joint_states (robot_dynamics.ros.wire)
+MULTI_DOF_NODES = ('sim_node', 'kinematics_node')
+
+
+def load_model_param(node, multi_dof=False):
+    """Declare ``robot_description`` and ``loops`` and load the model (raises on bad input).
+
+    ``multi_dof``: the node takes multi-DOF joints (:data:`MULTI_DOF_NODES`); the others refuse
+    such a model at start, naming the joint."""
     import robot_dynamics as rd
 
     P = declare_params(
@@ -58,11 +66,14 @@ def load_model_param(node):
     if not desc:
         raise rd.ModelError('<parameter robot_description>', None, 'is empty: give a URDF path or the URDF XML')
     model = rd.load_model(desc, loops=loops or None)
-    # /joint_states carries one coordinate per joint name; a floating base and ball joints need
-    # the base pose on /tf and a ball-joint convention, which the nodes do not publish
-    model.require_one_dof('the ROS nodes (/joint_states of one-DOF joints)')
+    if not multi_dof:  # its law, completion or trajectory works on one-DOF joints
+        model.require_one_dof(
+            f'{node.get_name()} ({", ".join(MULTI_DOF_NODES)} take multi-DOF joints: the one-DOF joints '
+            'on /joint_states, the others on multi_dof_joint_states and /tf)'
+        )
+    multi = f', multi-DOF {[j.name for j in model.multi_dof]}' if model.multi_dof else ''
     node.get_logger().info(
-        f'model {model.name}: {model.nq} joints, {len(model.loops)} loop(s), actuated {model.actuated}'
+        f'model {model.name}: {model.nq} joints{multi}, {len(model.loops)} loop(s), actuated {model.actuated}'
     )
     return model
 
@@ -164,13 +175,17 @@ def now_msg(node):
 class JointStateParser:
     """Map JointState messages to the model's q, qd by joint name.
 
-    ``required``: the joint names that must be present (default: all model joints).
-    ``parse(msg)`` returns ``(q, qd, None)`` or ``(None, None, reason)``.
+    ``required``: the joint names that must be present (default: every one-DOF joint, all of
+    the model's joints without multi-DOF joints). ``parse(msg)`` returns ``(q, qd, None)`` or
+    ``(None, None, reason)``; the multi-DOF joints of q, qd (not on /joint_states) are left at
+    the reference configuration and zero.
     """
 
     def __init__(self, model, required=None):
         self.model = model
-        self.required = list(model.joint_names if required is None else required)
+        # one-DOF joint name -> (its index in q, in qd)
+        self._one = {jt.name: (jt.idx_q, jt.idx_v) for jt in model.joints if jt.nv == 1}
+        self.required = list(self._one if required is None else required)
 
     def parse(self, msg):
         names = list(msg.name)
@@ -187,13 +202,13 @@ class JointStateParser:
         if missing:
             return None, None, f'missing joints {missing}'
         q = self.model.reference_q()
-        qd = np.zeros(self.model.nq)
-        for j in self.model.joint_names:
+        qd = np.zeros(self.model.nv)
+        for j, (iq, iv) in self._one.items():
             if j in idx:
                 k = idx[j]
-                q[self.model.joint_index(j)] = pos[k]
+                q[iq] = pos[k]
                 if vel:
-                    qd[self.model.joint_index(j)] = vel[k]
+                    qd[iv] = vel[k]
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
             return None, None, 'non-finite position or velocity'
         return q, qd, None
@@ -512,3 +527,94 @@ def extra_states_msg(ex, stamp, js=None):
     msg.velocity = head[2] + [float(v) for v in ex['xd']] + [0.0] * (3 * n)
     msg.effort = head[3] + [float(v) for v in ex['fp']] + [0.0] * (3 * n)
     return msg
+
+
+# ---------------------------------------------------------------- multi-DOF joints on the wire
+#: /tf as tf2_ros' TransformBroadcaster publishes it (reliable, volatile, depth 100)
+QOS_TF = _reliable(100)
+
+
+def tf_message_type():
+    """tf2_msgs/TFMessage, or None where tf2_msgs is not installed (a ROS installation has it;
+    the PyPI wheels of ROS 2 Kilted do not ship it)."""
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError:
+        return None
+    return TFMessage
+
+
+def _transform(p, quat):
+    from geometry_msgs.msg import Transform
+
+    t = Transform()
+    t.translation.x, t.translation.y, t.translation.z = map(float, p)
+    t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w = map(float, quat)
+    return t
+
+
+def multi_dof_msg(wire, q, v, tau, stamp):
+    """sensor_msgs/MultiDOFJointState of the multi-DOF joints of ``wire``
+    (:class:`robot_dynamics.ros.wire.WireState`): per joint the child link in the parent link
+    (quaternion x, y, z, w), the joint velocity as a twist and its generalized force as a
+    wrench, both in the child link's axes."""
+    from geometry_msgs.msg import Twist, Wrench
+    from sensor_msgs.msg import MultiDOFJointState
+
+    msg = MultiDOFJointState()
+    msg.header.stamp = stamp
+    msg.joint_names = [jt.name for jt in wire.multi]
+    msg.transforms = [_transform(p, quat) for p, quat in wire.transforms(q)]
+    for tw in wire.twists(v):
+        t = Twist()
+        t.linear.x, t.linear.y, t.linear.z = map(float, tw[:3])
+        t.angular.x, t.angular.y, t.angular.z = map(float, tw[3:])
+        msg.twist.append(t)
+    for wr in wire.wrenches(tau):
+        w = Wrench()
+        w.force.x, w.force.y, w.force.z = map(float, wr[:3])
+        w.torque.x, w.torque.y, w.torque.z = map(float, wr[3:])
+        msg.wrench.append(w)
+    return msg
+
+
+def tf_msg(tf_type, wire, q, stamp):
+    """tf2_msgs/TFMessage (``tf_type``) of the multi-DOF joints: parent link -> child link."""
+    from geometry_msgs.msg import TransformStamped
+
+    msg = tf_type()
+    for (parent, child), (p, quat) in zip(wire.frames, wire.transforms(q)):
+        ts = TransformStamped()
+        ts.header.stamp, ts.header.frame_id, ts.child_frame_id = stamp, parent, child
+        ts.transform = _transform(p, quat)
+        msg.transforms.append(ts)
+    return msg
+
+
+def parse_multi_dof(wire, msg):
+    """(transforms, twists, None) of a MultiDOFJointState in ``wire.multi`` order (twists None
+    when the message has none), or (None, None, reason)."""
+    names = list(msg.joint_names)
+    idx = {n: i for i, n in enumerate(names)}
+    missing = [jt.name for jt in wire.multi if jt.name not in idx]
+    if missing:
+        return None, None, f'missing multi-DOF joints {missing}'
+    if len(msg.transforms) != len(names) or (msg.twist and len(msg.twist) != len(names)):
+        return None, None, f'{len(msg.transforms)} transforms, {len(msg.twist)} twists for {len(names)} names'
+    tr, tw = [], [] if msg.twist else None
+    for jt in wire.multi:
+        k = idx[jt.name]
+        t = msg.transforms[k]
+        p = [t.translation.x, t.translation.y, t.translation.z]
+        quat = [t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w]
+        n = math.sqrt(sum(c * c for c in quat))
+        if not (finite_list(p) and finite_list(quat) and abs(n - 1.0) < 1e-6):
+            return None, None, f'joint {jt.name}: non-finite transform or quaternion of norm {n:.9g}'
+        tr.append((p, quat))
+        if tw is not None:
+            s = msg.twist[k]
+            x = [s.linear.x, s.linear.y, s.linear.z, s.angular.x, s.angular.y, s.angular.z]
+            if not finite_list(x):
+                return None, None, f'joint {jt.name}: non-finite twist'
+            tw.append(x)
+    return tr, tw, None

@@ -8,8 +8,14 @@ timeout, external loads, real-time stepping, refused steps: see there) and the p
 
 In: ``<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/external_wrench``
 (WrenchStamped, exerted by the environment on the robot at ``header.frame_id``).
-Out: ``joint_states`` (every joint, passive ones included; effort = applied generalized force;
-stamp = plant time on the wall clock, or the plant time itself with ``publish_clock``),
+Out: ``joint_states`` (every one-DOF joint, passive ones included; effort = applied generalized
+force; stamp = plant time on the wall clock, or the plant time itself with ``publish_clock``);
+for a model with multi-DOF joints (a floating base, ball joints: :mod:`robot_dynamics.ros.wire`)
+also ``multi_dof_joint_states`` (sensor_msgs/MultiDOFJointState, with every ``joint_states``
+message, same stamp: the state a listener pairs with it) and ``/tf`` (tf2_msgs/TFMessage where
+tf2_msgs is installed: parent link -> child link of each such joint, a floating base as
+``world_frame`` -> base link; at most ``tf_rate`` per second of plant time, 0 = with every
+``joint_states``),
 ``robot_description`` (latched), ``~/holding`` (Bool: on change, else at 20 Hz), ``~/real_time_factor`` (Float64, 1 Hz),
 ``/clock`` (``publish_clock``, default = ``lockstep``), ``/diagnostics``, and for a plant with
 extra states (hydraulic cylinders) ONE complete state per step on ``extra_states_topic``: every
@@ -42,17 +48,22 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
 from robot_dynamics.ros.decimator import Decimator
+from robot_dynamics.ros.wire import WireState
 from robot_dynamics.ros._common import (
     QOS_COMMAND,
     QOS_LATCHED,
     QOS_STATE,
+    QOS_TF,
     DiagnosticsPublisher,
     PublisherWatch,
     declare_params,
     extra_states_msg,
     guarded,
     load_model_param,
+    multi_dof_msg,
     spin_node,
+    tf_message_type,
+    tf_msg,
 )
 from robot_dynamics.plants.runner import runner_from_params, sim_params
 from robot_dynamics.parsers.visuals import with_stick_visuals
@@ -63,9 +74,18 @@ class SimNode(Node):
 
     def __init__(self):
         super().__init__('sim_node')
-        self.model = m = load_model_param(self)
+        self.model = m = load_model_param(self, multi_dof=True)
         self._warned = {}
         P = declare_params(self, sim_params(m))
+        W = declare_params(
+            self,
+            {
+                'world_frame': ('', "parent frame of a floating base on /tf ('' = world)", None),
+                'publish_tf': (True, 'multi-DOF joints on /tf (where tf2_msgs is installed)', None),
+                'tf_rate': (0.0, '/tf at most this often [Hz of plant time] (0 = with every joint_states)', (0.0, 1e6)),
+            },
+        )
+        self.wire = WireState(m, W['world_frame'])
         self.lockstep = bool(P['lockstep'])
         self.publish_clock = bool(
             declare_params(
@@ -82,6 +102,23 @@ class SimNode(Node):
         controller = P['controller']
         self.plant = self.sim.plant
         self.pub_js = self.create_publisher(JointState, 'joint_states', QOS_STATE)
+        self.pub_md = self.pub_tf = None
+        if self.wire.multi:  # a floating base, ball joints: not on joint_states
+            from sensor_msgs.msg import MultiDOFJointState
+
+            self.pub_md = self.create_publisher(MultiDOFJointState, 'multi_dof_joint_states', QOS_STATE)
+            self.tf_type = tf_message_type() if W['publish_tf'] else None
+            if self.tf_type is not None:
+                self.pub_tf = self.create_publisher(self.tf_type, '/tf', QOS_TF)
+                self.tf_out = Decimator.from_rate(W['tf_rate'])
+            self.get_logger().info(
+                f'multi-DOF joints {[jt.name for jt in self.wire.multi]} on {self.pub_md.topic_name}'
+                + (
+                    f' and {self.pub_tf.topic_name} ({", ".join(f"{a} -> {b}" for a, b in self.wire.frames)})'
+                    if self.pub_tf is not None
+                    else ' (no /tf: ' + ('publish_tf false)' if not W['publish_tf'] else 'tf2_msgs is not installed)')
+                )
+            )
         self.pub_ctl = (
             self.create_publisher(JointState, P['control_state_topic'], QOS_STATE) if P['control_state_topic'] else None
         )
@@ -260,11 +297,15 @@ class SimNode(Node):
             js.header.stamp = self.get_clock().now().to_msg()
         else:  # real time: plant time on the wall clock
             js.header.stamp = Time(nanoseconds=int(round((self.ros0 + self.sim.slip + p.t) * 1e9))).to_msg()
-        js.name, js.position, js.velocity = list(self.model.joint_names), p.q.tolist(), p.qd.tolist()
-        js.effort = self.sim.applied.tolist()
+        js.name = self.wire.names
+        js.position, js.velocity, js.effort = self.wire.joint_values(p.q, p.qd, self.sim.applied)
         if self.pub_ctl is not None:  # the controller's state: every state
             self.pub_ctl.publish(js)
         if (self.pub_extra is None and self.pub_ctl is None) or self.waiting or self.js_out.due(p.t):
+            if self.pub_md is not None:  # (first: a listener pairs it with the joint_states)
+                self.pub_md.publish(multi_dof_msg(self.wire, p.q, p.qd, self.sim.applied, js.header.stamp))
+                if self.pub_tf is not None and self.tf_out.due(p.t):
+                    self.pub_tf.publish(tf_msg(self.tf_type, self.wire, p.q, js.header.stamp))
             self.pub_js.publish(js)
         if self.pub_extra is not None:  # plant extra states hook: same stamp
             self.pub_extra.publish(extra_states_msg(self.plant.extra_states(), js.header.stamp, js))

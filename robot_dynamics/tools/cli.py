@@ -363,7 +363,9 @@ def _launch_overrides(items):
 def _config_text(name, model, res):
     """A starting bringup config of an imported robot (the shape of config/four_bar.yaml):
     the plant, the frames of the first loop, a small sinusoid about the reference
-    configuration on the actuated joints and the projected-inverse-dynamics law."""
+    configuration on the actuated joints and the projected-inverse-dynamics law. A model with
+    multi-DOF joints (a floating base, ball joints) gets the passive plant (hold zero) and
+    kinematics_node: the controllers and the trajectory node take one-DOF joints only."""
     import yaml
 
     joints = [j for j in model.actuated if j in model.joint_names][:6]
@@ -421,9 +423,20 @@ def _config_text(name, model, res):
         '# the gains before running: robot-dynamics launch <this file>.\n'
     )
     if model.multi_dof:
-        head += (
-            f'# The ROS nodes take one-DOF joints only: this model has '
-            f'{[j.name for j in model.multi_dof]} (run it with rd.ConstrainedPlant in Python).\n'
+        multi = [j.name for j in model.multi_dof]
+        sim = cfg['nodes']['sim_node']['parameters']
+        sim['hold'] = 'zero'
+        del sim['hold_damping']
+        cfg['nodes'] = {k: cfg['nodes'][k] for k in ('sim_node', 'kinematics_node')}
+        if model.root_link not in frames:  # the base's pose in the world too
+            cfg['nodes']['kinematics_node']['parameters']['frames'] = [model.root_link, *frames]
+        head = (
+            f'# Starting bringup config of {name}, written by robot-dynamics import from {res.source}.\n'
+            '# Paths are relative to this file: robot-dynamics launch <this file>.\n'
+            f'# Multi-DOF joints {multi}: sim_node publishes the one-DOF joints on joint_states and\n'
+            '# these on multi_dof_joint_states and /tf (parent link -> child link); kinematics_node\n'
+            '# takes both. The controllers, ik_node, trajectory_node and closure_node take one-DOF\n'
+            '# joints only: the graph is the passive plant (no command: hold zero) and its kinematics.\n'
         )
 
     class NoAliases(yaml.SafeDumper):
@@ -740,7 +753,9 @@ def build_parser():
         'use (runs their core computations once), so that nodes start in seconds. '
         'Robots: ' + ', '.join(robot_names() or ['(no config found)']) + '.',
     )
-    pw.add_argument('robots', nargs='*', metavar='ROBOT', help='robot configs to warm up (default: all)')
+    pw.add_argument(
+        'robots', nargs='*', metavar='ROBOT', help='robot configs (names or config paths) to warm up (default: all)'
+    )
     pw.add_argument(
         '--jobs',
         type=int,

@@ -63,7 +63,8 @@ _FIRST = (
 
 
 def warmup(robots=None, progress=print, jobs=1):
-    """Compile and cache the kernels of every node of the given robot configs (default: all).
+    """Compile and cache the kernels of every node of the given robot configs (names of
+    ``config/<robot>.yaml`` or paths of bringup configs, e.g. an imported robot's; default: all).
 
     ``progress(str)`` receives one line per task (nodes covered, seconds) and the total.
     ``jobs`` > 1: the work is split into tasks run by ``jobs`` worker processes (spawned: they
@@ -159,7 +160,7 @@ def _robots_arg(names):
     if names is None or len(names) == 0:
         return known
     names = [names] if isinstance(names, str) else list(names)
-    bad = [n for n in names if n not in known]
+    bad = [n for n in names if n not in known and not (n.endswith('.yaml') and os.path.isfile(n))]
     if bad:
         raise WarmupError(f'unknown robot config(s) {bad} (known: {", ".join(known)})')
     return names
@@ -216,7 +217,7 @@ def _state(model, ctx):
 
     if 'q' in ctx:
         return ctx['q'].copy(), ctx['qd'].copy()
-    return model.reference_q(), np.zeros(model.nq)
+    return model.reference_q(), np.zeros(model.nv)
 
 
 def _moving_frames(model):
@@ -246,13 +247,13 @@ def _sim_node(model, p, ctx):
     if hasattr(plant, 'hold_command'):
         tau = plant.hold_command(damping)
     elif kind == 'hydraulic' or p.get('hold', 'gravity') == 'zero':
-        tau = np.zeros(m.nq)
+        tau = np.zeros(m.nv)
     else:
         tau = hold_command(m, plant.q, plant.qd, damping)
     plant.step(tau)
     # a command (Float64MultiArray -> list -> array) spread on the actuated joints
     cmd = np.asarray([0.0] * len(joints), float)
-    tau = np.zeros(m.nq)
+    tau = np.zeros(m.nv)
     tau[idx] = cmd
     for _ in range(2):
         plant.step(tau)

@@ -33,9 +33,25 @@ def test_a_node_loads_its_model(ctx):
     node.destroy_node()
 
 
-def test_a_floating_base_model_is_refused_naming_the_joint(ctx):
-    # /joint_states holds one-DOF joints: the nodes refuse a free-flyer and ball joints clearly
+def test_sim_and_kinematics_take_a_floating_base(ctx):
+    # the one-DOF joints go on /joint_states, the free-flyer and the ball joints on
+    # multi_dof_joint_states and /tf (robot_dynamics.ros.wire)
+    node = rclpy.create_node(
+        'sim_node',
+        context=ctx,
+        parameter_overrides=[Parameter('robot_description', value=os.path.join(DATA, 'biped_rods.urdf'))],
+    )
+    m = load_model_param(node, multi_dof=True)
+    assert [j.name for j in m.multi_dof][0] == 'root_joint' and m.nq > m.nv
+    node.destroy_node()
+
+
+def test_the_other_nodes_refuse_a_floating_base_naming_the_joint(ctx):
+    # controllers, ik_node, trajectory_node and closure_node work on one-DOF joints: they refuse
+    # at start, naming the joint and the nodes that take it
     node = _node(ctx, robot_description=os.path.join(DATA, 'biped_rods.urdf'))
-    with pytest.raises(rd.ModelError, match=r"joint 'root_joint'.*the ROS nodes.*free_flyer"):
+    with pytest.raises(
+        rd.ModelError, match=r"joint 'root_joint'.*model_probe \(sim_node, kinematics_node take multi-DOF.*free_flyer"
+    ):
         load_model_param(node)
     node.destroy_node()

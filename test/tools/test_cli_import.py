@@ -50,7 +50,10 @@ def test_cassie_imports_into_files_that_load_check_and_launch_unchanged(tmp_path
     assert '[x] projection' in report
     b = load_bringup(str(out / 'config' / 'cassie.yaml'))
     assert b.urdf == str(urdf) and b.loops == str(out / 'cassie.loops.yaml')
-    assert {n.name for n in b.nodes} == {'sim_node', 'kinematics_node', 'trajectory_node', 'dynamics_node'}
+    # a floating base: the passive plant and its kinematics (the controllers take one-DOF joints)
+    assert {n.name for n in b.nodes} == {'sim_node', 'kinematics_node'}
+    sim, kin = (next(n for n in b.nodes if n.name == k) for k in ('sim_node', 'kinematics_node'))
+    assert sim.parameters['hold'] == 'zero' and kin.parameters['frames'][0] == 'pelvis'
     # the files are not overwritten without --force
     with pytest.raises(SystemExit, match='exists'):
         cli.main(['import', CASSIE, '--out', str(out)])
