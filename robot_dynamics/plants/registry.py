@@ -18,7 +18,11 @@ from robot_dynamics.errors import InputError
 
 _REGISTRY = {}
 # plants provided by other modules: imported on first use, they call register_plant()
-_PROVIDERS = {'hydraulic': 'robot_dynamics.plants.hydraulic', 'sea': 'robot_dynamics.plants.sea'}
+_PROVIDERS = {
+    'hydraulic': 'robot_dynamics.plants.hydraulic',
+    'sea': 'robot_dynamics.plants.sea',
+    'mujoco': 'robot_dynamics.plants.mujoco_plant',
+}
 
 
 def register_plant(kind, factory):
