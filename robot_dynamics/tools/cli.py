@@ -13,6 +13,7 @@ Sub-commands::
     robot-dynamics record --recover F    complete MCAP file from a truncated recording
     robot-dynamics import FILE           SDFormat / MJCF / URDF + frame-pair YAML -> URDF,
                                          loops sidecar and a starting config (``import --help``)
+    robot-dynamics export mjcf ROBOT     MJCF file for MuJoCo and its viewer (``-o FILE.xml``)
 
 ROBOT is a packaged robot name (``four_bar``, ``arm7``, ...: ``robot-dynamics info --list``)
 or a path to a URDF file (its ``<stem>.loops.yaml`` sidecar is picked up; a xacro file
@@ -532,6 +533,25 @@ def _seconds(what, positive=False):
     return parse
 
 
+def cmd_export(args):
+    """Write the robot as another format (``mjcf``: MuJoCo's, through the MuJoCo plant's spec)."""
+    import robot_dynamics as rd
+    from robot_dynamics.plants.mujoco_plant import mj_export
+
+    model = _load(args)
+    out = args.output or f'{model.name}.xml'
+    if os.path.exists(out) and not args.force:
+        raise SystemExit(f'robot-dynamics export: {out} exists (--force overwrites it)')
+    try:
+        mj_export(model, out, contact=args.contact)
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics export: {exc}') from None
+    loops = ', '.join(f'{lp.name} ({lp.type})' for lp in model.loops) or 'none'
+    print(f'wrote {out}: MJCF of {model.name!r} ({model.nv} velocity coordinates; loops: {loops})')
+    print(f'open it: python -m mujoco.viewer --mjcf={out}')
+    return 0
+
+
 def cmd_launch(args):
     """Start the nodes of config/<robot>.yaml as processes; supervise until Ctrl-C.
 
@@ -742,6 +762,26 @@ def build_parser():
     pim.add_argument('--actuated', nargs='+', default=None, metavar='JOINT', help='actuated joints (SDF)')
     pim.add_argument('--frame-pairs', default=None, metavar='YAML', help='frame-pair YAML of a URDF')
     pim.add_argument('--force', action='store_true', help='overwrite existing output files')
+    pex = _command(
+        sub,
+        cmd_export,
+        'export',
+        help='write a robot in another format (mjcf: for MuJoCo and its viewer)',
+        description='Write the robot (URDF + loop sidecar) as an MJCF file that MuJoCo compiles '
+        'and its viewer opens and simulates: the bodies, joints, limits and inertias of the '
+        'description, the loops as equality constraints (virtual joints where MuJoCo has no '
+        'equality for the loop type), a motor per actuated joint. See '
+        'robot_dynamics.plants.mujoco_plant.',
+        epilog='example:\n  robot-dynamics export mjcf five_bar -o five_bar.xml\n'
+        '  python -m mujoco.viewer --mjcf=five_bar.xml',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    pex.add_argument('format', choices=('mjcf',), help='output format')
+    pex.add_argument('robot', help='packaged robot name or URDF path')
+    pex.add_argument('-o', '--output', default=None, metavar='FILE', help='output file (default NAME.xml)')
+    pex.add_argument('--contact', action='store_true', help='keep MuJoCo contacts on (off by default)')
+    pex.add_argument('--force', action='store_true', help='overwrite an existing output file')
+    _add_model_options(pex)
     from robot_dynamics.tools.warmup import robot_names
 
     pw = _command(
