@@ -1,8 +1,8 @@
 """MJCF (MuJoCo XML) -> URDF spanning tree + loop sidecar, through MuJoCo's own compiler.
 
-:func:`import_mjcf` compiles the file with ``mujoco.MjModel.from_xml_path`` (so includes,
-defaults and classes, ``fromto`` geoms, inertias computed from geoms, degrees/radians and
-``eulerseq`` are MuJoCo's business) and translates the *compiled* model:
+:func:`import_mjcf` compiles the file with ``mujoco.MjSpec.from_file(path).compile()`` (so
+includes, defaults and classes, ``fromto`` geoms, inertias computed from geoms, degrees/radians
+and ``eulerseq`` are MuJoCo's business) and translates the *compiled* model:
 
 * bodies -> URDF links named as the bodies (the world body is the link ``world``); a body's
   link frame is its MuJoCo body frame, its ``<inertial>`` is ``body_mass`` / ``body_inertia``
@@ -34,6 +34,13 @@ Everything else (geoms, sites, tendons, sensors, contacts, keyframes ...) is irr
 rigid-body model or has no URDF counterpart; :attr:`ImportResult.notes` names what was dropped.
 Problems raise :class:`~robot_dynamics.errors.ModelError` naming the file and the MJCF element
 (a file MuJoCo cannot compile: MuJoCo's message).
+
+Guarding MuJoCo (4.0): a ``<connect>`` whose ``anchor`` is empty or blank makes MuJoCo's XML
+reader throw without a message ("Caught an unknown exception!"), after which
+``MjModel.from_xml_path`` / ``from_xml_string`` never return in that thread; an empty ``site1`` /
+``site2`` of a connect or weld fails with "eq_obj2id out of bounds", naming no element. The
+import refuses these itself, naming the equality and its line, before MuJoCo reads the file (its
+includes too), and compiles through ``MjSpec``, which keeps working after a reader failure.
 """
 
 from __future__ import annotations
@@ -133,8 +140,11 @@ def import_mjcf(path, *, name=None, drop_inactive=True) -> ImportResult:
     src = os.fspath(path)
     if not os.path.isfile(src):
         raise ModelError(src, None, 'no such MJCF file')
+    _refuse_unreadable(src)
     try:
-        m = mujoco.MjModel.from_xml_path(src)
+        # MjSpec, not MjModel.from_xml_path: the same model and messages, and no dead thread
+        # after a reader failure MuJoCo cannot name (see the module docstring)
+        m = mujoco.MjSpec.from_file(src).compile()
     except (ValueError, RuntimeError) as exc:
         raise ModelError(src, None, 'MuJoCo cannot compile it: ' + ' '.join(str(exc).split())) from None
     data = mujoco.MjData(m)
@@ -345,6 +355,51 @@ def import_mjcf(path, *, name=None, drop_inactive=True) -> ImportResult:
         source=src,
         gravity=None if gravity == _DEFAULT_GRAVITY else gravity,
     )
+
+
+def _refuse_unreadable(src):
+    """Raise ModelError for the MJCF input MuJoCo fails on without naming the element, in ``src``
+    or a file it includes: a ``<connect>`` with an empty or blank ``anchor`` (MuJoCo's XML reader
+    throws without a message, and then ``MjModel.from_xml_path`` hangs on the next file in the
+    same thread), a ``<connect>`` / ``<weld>`` with an empty ``site1`` / ``site2`` (its compiler
+    says only "eq_obj2id out of bounds"). Files that do not parse are left to MuJoCo."""
+    import xml.parsers.expat
+
+    todo, seen = [(src, None)], set()
+    while todo:
+        path, by = todo.pop()
+        key = os.path.realpath(path)
+        if key in seen or not os.path.isfile(path):
+            continue  # MuJoCo names a missing include
+        seen.add(key)
+        parser = xml.parsers.expat.ParserCreate()
+        found, includes = [], []
+
+        def start(tag, attrs, parser=parser, found=found, includes=includes):
+            if tag in ('connect', 'weld'):
+                for a in ('anchor', 'site1', 'site2') if tag == 'connect' else ('site1', 'site2'):
+                    if a in attrs and not attrs[a].split():
+                        found.append((tag, a, attrs.get('name', ''), parser.CurrentLineNumber))
+            elif tag == 'include' and attrs.get('file'):
+                includes.append(attrs['file'])
+
+        parser.StartElementHandler = start
+        try:
+            with open(path, 'rb') as fh:
+                parser.ParseFile(fh)
+        except (xml.parsers.expat.ExpatError, OSError, ValueError):
+            pass  # MuJoCo reports the syntax error (what was found before it still counts)
+        if found:
+            tag, attr, nm, line = found[0]
+            where = (f'included file {path!r}: ' if by else '') + (f"equality '{nm}'" if nm else 'equality')
+            what = '3 numbers' if attr == 'anchor' else 'a site name'
+            raise ModelError(
+                src,
+                f'{where} <{tag} {attr}> (line {line})',
+                f'empty {attr} ({what} expected); not handed to MuJoCo, which fails on it without naming it',
+            )
+        base = os.path.dirname(src)  # MuJoCo resolves includes against the main file's folder
+        todo.extend((os.path.join(base, f), path) for f in includes)
 
 
 def _model_name(m, src):

@@ -4,6 +4,7 @@ MJCF parser (rnea / crba, constraint anchors), and a four-bar written as URDF + 
 as MJCF, and as the files the import writes: the same constrained forward dynamics."""
 
 import os
+import threading
 
 import mujoco
 import numpy as np
@@ -22,6 +23,16 @@ FOUR_BAR = os.path.join(DATA, 'four_bar_connect.xml')
 ROBOTIQ = os.path.join(DATA, 'robotiq_2f85.xml')  # MuJoCo Menagerie's 2F-85, meshes removed
 
 J = mujoco.mjtJoint
+# a site-based weld and an inactive body-based connect
+SITE_WELD = (
+    '<mujoco><compiler angle="degree"/><worldbody>'
+    '<body name="A" pos="0 0 1"><joint name="a" axis="0 1 0"/><geom size="0.1"/>'
+    '<site name="sa" pos="0.3 0.1 0" euler="10 20 30"/>'
+    '<body name="B" pos="0.5 0 0"><joint name="b" axis="1 0 0"/><joint name="c" type="slide" axis="0 0 1"/>'
+    '<geom size="0.1"/><site name="sb" pos="0.1 0 0.2" euler="5 0 0"/></body></body></worldbody>'
+    '<equality><weld name="w" site1="sa" site2="sb"/>'
+    '<connect name="off" body1="A" body2="B" anchor="0 0 0" active="false"/></equality></mujoco>'
+)
 
 
 def _imported(path):
@@ -399,15 +410,7 @@ def test_site_weld_is_the_site_frames_and_inactive_equalities_are_skipped(tmp_pa
     MuJoCo's efc_pos position rows are the separation of our cut frames, and the relative
     rotation of the cut frames is that of the sites; an inactive equality is only noted."""
     path = tmp_path / 'site_weld.xml'
-    path.write_text(
-        '<mujoco><compiler angle="degree"/><worldbody>'
-        '<body name="A" pos="0 0 1"><joint name="a" axis="0 1 0"/><geom size="0.1"/>'
-        '<site name="sa" pos="0.3 0.1 0" euler="10 20 30"/>'
-        '<body name="B" pos="0.5 0 0"><joint name="b" axis="1 0 0"/><joint name="c" type="slide" axis="0 0 1"/>'
-        '<geom size="0.1"/><site name="sb" pos="0.1 0 0.2" euler="5 0 0"/></body></body></worldbody>'
-        '<equality><weld name="w" site1="sa" site2="sb"/>'
-        '<connect name="off" body1="A" body2="B" anchor="0 0 0" active="false"/></equality></mujoco>'
-    )
+    path.write_text(SITE_WELD)
     res, model, mj = _imported(path)
     assert [lp.name for lp in model.loops] == ['w'] and "equality 'off' (connect): inactive" in '\n'.join(res.notes)
     d = mujoco.MjData(mj)
@@ -421,3 +424,75 @@ def test_site_weld_is_the_site_frames_and_inactive_equalities_are_skipped(tmp_pa
         np.testing.assert_allclose(T['w_a'][:3, :3].T @ T['w_b'][:3, :3], Rs, rtol=0, atol=1e-12)
         assert np.abs(d.efc_pos[rows[:3]]).max() > 0.1
     assert len(import_mjcf(path, drop_inactive=False).sidecar['loops']) == 2
+
+
+def _in_fresh_thread(fn, seconds=60):
+    """fn() in a new thread (MuJoCo's stuck state after a reader failure is per thread): its
+    result, or an AssertionError when it has not returned within the time."""
+    out = {}
+
+    def run():
+        try:
+            out['value'] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            out['error'] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f'{fn.__name__} did not return within {seconds} s'
+    if 'error' in out:
+        raise out['error']
+    return out.get('value')
+
+
+BLANK_ANCHOR = (
+    '<mujoco><worldbody><body name="A"><joint name="a"/><geom size="0.1"/>'
+    '<body name="B" pos="1 0 0"><joint name="b"/><geom size="0.1"/></body></body></worldbody>\n'
+    '<equality><connect name="pin" body1="A" body2="B" anchor=" "/></equality></mujoco>'
+)
+
+
+def test_blank_connect_anchor_is_refused_before_mujoco_reads_it(tmp_path):
+    """MuJoCo's XML reader fails on a blank connect anchor without a message, and then
+    MjModel.from_xml_path never returns in that thread: the import names the connect itself
+    (in the file and in an included one) and MuJoCo keeps working in the thread."""
+    bad = tmp_path / 'blank_anchor.xml'
+    bad.write_text(BLANK_ANCHOR)
+    top = tmp_path / 'top.xml'
+    top.write_text('<mujoco><include file="blank_anchor.xml"/></mujoco>')
+
+    def sequence():
+        msgs = []
+        for path in (bad, top):
+            with pytest.raises(rd.ModelError) as ei:
+                import_mjcf(path)
+            msgs.append(str(ei.value))
+        mujoco.MjModel.from_xml_path(FOUR_BAR)  # MuJoCo still compiles in this thread
+        return msgs
+
+    direct, included = _in_fresh_thread(sequence)
+    assert direct.startswith(f"{bad}: equality 'pin' <connect anchor> (line 2): empty anchor"), direct
+    assert included.startswith(f"{top}: included file '{bad}': equality 'pin' <connect anchor> (line 2)"), included
+
+
+def test_empty_equality_site_is_refused_naming_the_equality(tmp_path):
+    """An empty site2 makes MuJoCo's compiler say only 'eq_obj2id out of bounds'."""
+    path = tmp_path / 'empty_site.xml'
+    path.write_text(SITE_WELD.replace('site2="sb"', 'site2=""'))
+    with pytest.raises(rd.ModelError) as ei:
+        import_mjcf(path)
+    assert str(ei.value).startswith(f"{path}: equality 'w' <weld site2> (line 1): empty site2 (a site name expected)")
+
+
+def test_import_compiles_after_mujoco_reader_failed_in_the_thread():
+    """After MuJoCo's reader failed without a message (here: MuJoCo called directly on a blank
+    connect anchor), MjModel.from_xml_string / from_xml_path hang in that thread; the import
+    compiles through MjSpec, which still works there."""
+
+    def sequence():
+        with pytest.raises(RuntimeError, match='unknown exception'):
+            mujoco.MjModel.from_xml_string(BLANK_ANCHOR)
+        return load_imported(import_mjcf(FOUR_BAR)).nq
+
+    assert _in_fresh_thread(sequence) == 3
