@@ -1,14 +1,18 @@
 """Fuzzed model files: every mutant of the shipped URDFs and loop sidecars loads or raises the
 package's own error (RobotDynamicsError naming file and element/key), never anything else.
-Seeded (reproducible); mutators in test/loader_fuzz.py."""
+Hypothesis (derandomized) draws the seeds of the mutators in test/loader_fuzz.py: 2500 URDF
+texts, 2500 sidecar mappings and 600 sidecar texts."""
 
 import copy
+import random
 import time
 import traceback
 import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import robot_dynamics as rd
 from robot_dynamics.errors import RobotDynamicsError
@@ -17,6 +21,7 @@ from robot_dynamics.parsers.sidecar import attach_loops
 import loader_fuzz as F
 
 N_URDF, N_SIDECAR, N_YAML = 2500, 2500, 600
+COMMON = dict(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _escapes(cases):
@@ -36,45 +41,62 @@ def _escapes(cases):
 
 
 def test_mutated_urdfs_raise_only_model_errors():
-    rng, robots = F.make_rng(12), F.robots()
+    robots = F.robots()
     texts = {u: open(u, encoding='utf-8').read() for u, _ in robots}
+    bad = []
     t0 = time.monotonic()
 
-    def case(i):
-        urdf, _ = robots[i % len(robots)]
+    @settings(max_examples=N_URDF, **COMMON)
+    @given(seed=st.integers(0, 2**31 - 1))
+    def run(seed):
+        rng = random.Random(seed)
+        urdf, _ = robots[rng.randrange(len(robots))]
         text = texts[urdf]
         for _ in range(rng.randrange(1, 4)):
             text = F.mutate_urdf(text, rng)
-        return f'urdf #{i} ({urdf})', lambda: rd.load_model(text, loops=False)
+        bad.extend(_escapes([(f'urdf seed {seed} ({urdf})', lambda: rd.load_model(text, loops=False))]))
 
-    bad = _escapes(case(i) for i in range(N_URDF))
+    run()
     assert not bad, '\n'.join(bad[:10])
     assert time.monotonic() - t0 < 90
 
 
 def test_mutated_sidecars_raise_only_loop_spec_errors(tmp_path):
-    rng = F.make_rng(34)
     robots = [(u, s) for u, s in F.robots() if s]
     models = {u: rd.load_model(u, loops=False) for u, _ in robots}
     data = {u: F.load_yaml(s) for u, s in robots}
     texts = {u: open(s, encoding='utf-8').read() for u, s in robots}
     names = {u: list(m.frame_names) + list(m.joint_names) for u, m in models.items()}
+    bad = []
     t0 = time.monotonic()
 
-    def dict_case(i):
-        urdf, _ = robots[i % len(robots)]
+    def dict_case(seed):
+        rng = random.Random(seed)
+        urdf, _ = robots[rng.randrange(len(robots))]
         d = data[urdf]
         for _ in range(rng.randrange(1, 4)):
             d = F.mutate_sidecar(d, rng, names[urdf])
-        return f'sidecar #{i} ({urdf})', lambda: attach_loops(copy.copy(models[urdf]), d)
+        return f'sidecar seed {seed} ({urdf})', lambda: attach_loops(copy.copy(models[urdf]), d)
 
-    def text_case(i):
-        urdf, _ = robots[i % len(robots)]
-        path = tmp_path / f'm{i % 7}.loops.yaml'
+    def text_case(seed):
+        rng = random.Random(seed)
+        urdf, _ = robots[rng.randrange(len(robots))]
+        path = tmp_path / f'm{seed % 7}.loops.yaml'
         path.write_text(F.mutate_yaml_text(texts[urdf], rng), encoding='utf-8', errors='surrogateescape')
-        return f'yaml text #{i} ({urdf})', lambda: attach_loops(copy.copy(models[urdf]), str(path))
+        return f'yaml text seed {seed} ({urdf})', lambda: attach_loops(copy.copy(models[urdf]), str(path))
 
-    bad = _escapes([dict_case(i) for i in range(N_SIDECAR)] + [text_case(i) for i in range(N_YAML)])
+    @settings(max_examples=N_SIDECAR, **COMMON)
+    @given(seed=st.integers(0, 2**31 - 1))
+    def run_dicts(seed):
+        bad.extend(_escapes([dict_case(seed)]))
+
+    @settings(max_examples=N_YAML, **COMMON)
+    @given(seed=st.integers(0, 2**31 - 1))
+    def run_texts(seed):
+        bad.extend(_escapes([text_case(seed)]))
+
+    run_dicts()
+    run_texts()
     assert not bad, '\n'.join(bad[:10])
     assert time.monotonic() - t0 < 90
 
