@@ -139,11 +139,18 @@ class MjMap:
             if self.joints
             else np.zeros(0, np.int64)
         )
+        one = [(iq, iv, a, d) for k, iq, iv, a, d in self.joints if k not in ('free_flyer', 'spherical')]
+        self._1 = tuple(np.array([e[i] for e in one], np.int64) for i in range(4))
+        self._multi = [e for e in self.joints if e[0] in ('free_flyer', 'spherical')]
         return self
 
     def to_mj(self, model, q, qd, qpos, qvel):
-        """Write our (q, qd) into MuJoCo's qpos / qvel (virtual joints: see :meth:`virtual_q`)."""
-        for kind, iq, iv, a, d in self.joints:
+        """Write our (q, qd) into MuJoCo's qpos / qvel (the loops' virtual joints are set by
+        :class:`MujocoPlant`)."""
+        iq1, iv1, a1, d1 = self._1
+        qpos[a1] = q[iq1]
+        qvel[d1] = qd[iv1]
+        for kind, iq, iv, a, d in self._multi:
             if kind == 'free_flyer':
                 qpos[a : a + 3] = q[iq : iq + 3]
                 qpos[a + 3] = q[iq + 6]
@@ -151,17 +158,17 @@ class MjMap:
                 R = _rot_xyzw(q[iq + 3 : iq + 7])
                 qvel[d : d + 3] = R @ qd[iv : iv + 3]
                 qvel[d + 3 : d + 6] = qd[iv + 3 : iv + 6]
-            elif kind == 'spherical':
+            else:  # spherical
                 qpos[a] = q[iq + 3]
                 qpos[a + 1 : a + 4] = q[iq : iq + 3]
                 qvel[d : d + 3] = qd[iv : iv + 3]
-            else:
-                qpos[a] = q[iq]
-                qvel[d] = qd[iv]
 
     def from_mj(self, qpos, qvel, q, qd):
         """Read MuJoCo's qpos / qvel into our (q, qd)."""
-        for kind, iq, iv, a, d in self.joints:
+        iq1, iv1, a1, d1 = self._1
+        q[iq1] = qpos[a1]
+        qd[iv1] = qvel[d1]
+        for kind, iq, iv, a, d in self._multi:
             if kind == 'free_flyer':
                 q[iq : iq + 3] = qpos[a : a + 3]
                 q[iq + 3 : iq + 6] = qpos[a + 4 : a + 7]
@@ -169,13 +176,10 @@ class MjMap:
                 R = _rot_xyzw(q[iq + 3 : iq + 7])
                 qd[iv : iv + 3] = R.T @ qvel[d : d + 3]
                 qd[iv + 3 : iv + 6] = qvel[d + 3 : d + 6]
-            elif kind == 'spherical':
+            else:  # spherical
                 q[iq : iq + 3] = qpos[a + 1 : a + 4]
                 q[iq + 3] = qpos[a]
                 qd[iv : iv + 3] = qvel[d : d + 3]
-            else:
-                q[iq] = qpos[a]
-                qd[iv] = qvel[d]
 
 
 def _rot_xyzw(x):
@@ -564,7 +568,7 @@ class MujocoPlant(Plant):
         dofs = self.map.dofs
         qdd[:] = d.qacc[dofs]
         F[:] = -d.qfrc_constraint[dofs]
-        for kind, iq, iv, a, dd in self.map.joints:
+        for kind, iq, iv, a, dd in self.map._multi:
             if kind == 'free_flyer':  # world linear acceleration -> body frame, minus w x v
                 R = _rot_xyzw(self.q[iq + 3 : iq + 7])
                 qdd[iv : iv + 3] = R.T @ d.qacc[dd : dd + 3] - np.cross(self.qd[iv + 3 : iv + 6], self.qd[iv : iv + 3])
@@ -610,17 +614,16 @@ class MujocoPlant(Plant):
             raise InputError(f'dt must be a positive number, got {dt!r}')
         total = f + self.external_tau() if self._ext else f
         d.qfrc_applied[:] = 0.0
-        for kind, iq, iv, a, dd in self.map.joints:
+        _, iv1, _, d1 = self.map._1
+        d.qfrc_applied[d1] = total[iv1]
+        for kind, iq, iv, a, dd in self.map._multi:
             if kind == 'free_flyer':  # body-frame force -> world frame (same power)
                 R = _rot_xyzw(self.q[iq + 3 : iq + 7])
                 d.qfrc_applied[dd : dd + 3] = R @ total[iv : iv + 3]
                 d.qfrc_applied[dd + 3 : dd + 6] = total[iv + 3 : iv + 6]
-            elif kind == 'spherical':
+            else:  # spherical
                 d.qfrc_applied[dd : dd + 3] = total[iv : iv + 3]
-            else:
-                d.qfrc_applied[dd] = total[iv]
-        for _ in range(max(1, int(round(h / self.timestep)))):
-            mj.mj_step(self.mjm, d)
+        mj.mj_step(self.mjm, d, nstep=max(1, int(round(h / self.timestep))))
         if not (np.all(np.isfinite(d.qpos)) and np.all(np.isfinite(d.qvel))):
             raise RobotDynamicsError(f'MuJoCo step of {self.model.name!r} at t = {self.t:.6f} s went non-finite')
         q, qd = self.q.copy(), self.qd.copy()
