@@ -777,13 +777,13 @@ def import_sdf(path, cut=(), root_joint='free_flyer', actuated=None, name=None, 
                     'offset': float(off),
                 }
             )
+            how = f"<mimic joint='{leader}'>" if lname.startswith('mimic_') else f"coupled to '{leader}'"
             notes.append(
-                f"joint '{follower}' coupled to '{leader}': coupling loop '{lname}' "
-                f'(q_{follower} = {mult!r} q_{leader} + {off!r})'
+                f"joint '{follower}' {how}: coupling loop '{lname}' (q_{follower} = {mult!r} q_{leader} + {off!r})"
             )
         else:
             notes.append(
-                f"joint '{follower}' coupled to '{leader}': not represented (a coupling needs two one-DOF "
+                f"joint '{follower}' <mimic joint='{leader}'>: not represented (a coupling needs two one-DOF "
                 'joints of the spanning tree; both coordinates are independent)'
             )
     robot = name or mel.get('name') or 'robot'
