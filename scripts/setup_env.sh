@@ -27,6 +27,18 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv python3-dev g++ >/dev/null
   else sudo apt-get update -qq && sudo apt-get install -y -qq python3-venv python3-dev g++ >/dev/null; fi
 fi
+# Offscreen OpenGL for the demo videos (robot_dynamics.tools.video, MUJOCO_GL=egl): libglvnd's
+# EGL and OpenGL, with Mesa's EGL and its software (llvmpipe) driver for machines without a GPU
+GL_MISSING=()
+if command -v dpkg-query >/dev/null; then
+  for p in libegl1 libopengl0 libgl1-mesa-dri; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || GL_MISSING+=("$p")
+  done
+fi
+if [ "${#GL_MISSING[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${GL_MISSING[@]}" >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq "${GL_MISSING[@]}" >/dev/null; fi
+fi
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 PY="$VENV/bin/python"
 VENV_ABS=$(cd "$VENV" && pwd)

@@ -1,4 +1,5 @@
-"""Stick-figure visuals for URDF links that have none, so RViz draws every robot.
+"""URDF visuals: stick figures for links that have none (RViz), and the links' geometry read
+for other renderers.
 
 Many dynamics models (the slider-crank and IRSBot-2 of the papers, a researcher's own URDF)
 describe links by their inertia only; RViz's RobotModel then shows nothing. :func:`with_stick_visuals`
@@ -14,16 +15,23 @@ adds to every link WITHOUT a ``<visual>``:
 function only adds ``<visual>`` elements). The published ``robot_description`` (sim_node,
 robot_state_publisher in the launch files) goes through it; the URDF files stay the model's
 source.
+
+:func:`link_geometry` reads every link's ``<visual>`` and ``<collision>`` primitives (box,
+cylinder, sphere, mesh with its file resolved) with their placement in the link frame and
+colour, for a renderer that draws the robot itself (the MuJoCo scene of
+:mod:`robot_dynamics.plants.mujoco_visuals`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ['with_stick_visuals', 'stick_rpy']
+__all__ = ['with_stick_visuals', 'stick_rpy', 'Geometry', 'link_geometry', 'resolve_mesh']
 
 MATERIAL = 'robot_dynamics_stick'
 
@@ -104,3 +112,125 @@ def with_stick_visuals(urdf_xml: str) -> str:
         for i, e in enumerate(new):
             ln.insert(k + i, e)
     return ET.tostring(root, encoding='unicode')
+
+
+@dataclass
+class Geometry:
+    """One ``<visual>`` or ``<collision>`` element of a URDF link.
+
+    ``kind``: 'box' | 'cylinder' | 'sphere' | 'mesh'; ``size``: box (x, y, z) full lengths,
+    cylinder (radius, length) along z, sphere (radius,), mesh (sx, sy, sz) scale; ``R`` (3, 3),
+    ``p`` (3,): placement in the link frame; ``rgba``: the material's colour or None;
+    ``filename``: a mesh's file as written, ``path``: where it was found (None if not);
+    ``role``: 'visual' | 'collision'.
+    """
+
+    link: str
+    role: str
+    kind: str
+    size: tuple
+    R: np.ndarray
+    p: np.ndarray
+    rgba: tuple | None = None
+    filename: str | None = None
+    path: str | None = None
+
+
+def resolve_mesh(filename, base_dir=None):
+    """Path of a URDF mesh file name: ``file://`` and plain paths (relative to ``base_dir``);
+    ``package://PKG/rest`` in ``PKG`` found beside or above ``base_dir``, or in the share
+    folders of ``AMENT_PREFIX_PATH`` / ``ROS_PACKAGE_PATH``. None when not found."""
+    if not filename:
+        return None
+    if filename.startswith('file://'):
+        filename = filename[len('file://') :]
+    if filename.startswith('package://'):
+        pkg, _, rest = filename[len('package://') :].partition('/')
+        roots = []
+        d = os.path.abspath(base_dir) if base_dir else None
+        while d:
+            roots += [os.path.join(d, pkg)] + ([d] if os.path.basename(d) == pkg else [])
+            up = os.path.dirname(d)
+            d = up if up != d else None
+        for var, sub in (('AMENT_PREFIX_PATH', ('share',)), ('ROS_PACKAGE_PATH', ())):
+            for pre in filter(None, os.environ.get(var, '').split(os.pathsep)):
+                roots.append(os.path.join(pre, *sub, pkg))
+        for r in roots:
+            c = os.path.join(r, rest)
+            if os.path.isfile(c):
+                return c
+        return None
+    c = filename if os.path.isabs(filename) or not base_dir else os.path.join(base_dir, filename)
+    return c if os.path.isfile(c) else None
+
+
+def _rpy_matrix(rpy):
+    from transforms3d.euler import euler2mat
+
+    return euler2mat(*rpy, 'sxyz')
+
+
+def link_geometry(urdf_xml, base_dir=None):
+    """Per link name, the list of its :class:`Geometry` (visuals first, then collisions) read
+    from ``urdf_xml``; unknown geometry kinds are left out. Empty for a text that is not a URDF."""
+    try:
+        root = ET.fromstring(urdf_xml)
+    except ET.ParseError:
+        return {}
+    if root.tag != 'robot':
+        return {}
+    colors = {}
+    for m in root.findall('material'):
+        c = m.find('color')
+        if m.get('name') and c is not None and c.get('rgba'):
+            colors[m.get('name')] = tuple(float(x) for x in c.get('rgba').split())
+    out = {}
+    for ln in root.findall('link'):
+        geoms = []
+        for role in ('visual', 'collision'):
+            for el in ln.findall(role):
+                g = el.find('geometry')
+                if g is None or not len(g):
+                    continue
+                shape = g[0]
+                o = el.find('origin')
+                R = _rpy_matrix(_vec(o.get('rpy') if o is not None else None))
+                p = _vec(o.get('xyz') if o is not None else None)
+                rgba = None
+                mat = el.find('material')
+                if mat is not None:
+                    c = mat.find('color')
+                    if c is not None and c.get('rgba'):
+                        rgba = tuple(float(x) for x in c.get('rgba').split())
+                    else:
+                        rgba = colors.get(mat.get('name'))
+                try:
+                    if shape.tag == 'box':
+                        size = tuple(float(x) for x in shape.get('size').split())
+                    elif shape.tag == 'cylinder':
+                        size = (float(shape.get('radius')), float(shape.get('length')))
+                    elif shape.tag == 'sphere':
+                        size = (float(shape.get('radius')),)
+                    elif shape.tag == 'mesh':
+                        size = tuple(_vec(shape.get('scale'), (1.0, 1.0, 1.0)))
+                    else:
+                        continue
+                except (TypeError, ValueError):
+                    continue  # a malformed size: nothing to draw
+                fn = shape.get('filename') if shape.tag == 'mesh' else None
+                geoms.append(
+                    Geometry(
+                        ln.get('name'),
+                        role,
+                        shape.tag,
+                        size,
+                        R,
+                        p,
+                        rgba,
+                        fn,
+                        resolve_mesh(fn, base_dir) if fn else None,
+                    )
+                )
+        if geoms:
+            out[ln.get('name')] = geoms
+    return out

@@ -36,6 +36,8 @@ What the model becomes:
   2)`` (the largest impedance MuJoCo allows: the constraint force takes 99.99 % of the reference
   acceleration). The closure then holds to 1e-11 .. 2e-7 m on the package's robots; with
   ``solimp`` (0.99, 0.999) it is 100x looser (``test/plants/test_mujoco_plant.py``).
+* Visual geoms (``visuals=True``, for rendering; no contact, no mass):
+  :mod:`robot_dynamics.plants.mujoco_visuals`.
 * Contact: off unless ``contact=True`` (the description's collision boxes, cylinders and
   spheres become geoms and a ground plane is added at z = 0).
 
@@ -108,6 +110,7 @@ class MjMap:
 
     def __init__(self):
         self.joints, self.virtual, self.sites = [], [], {}
+        self.visual_notes = []
         self.body_of_coord = {}
 
     def bind(self, mjm):
@@ -227,6 +230,7 @@ def mj_spec(
     limits=True,
     mass_floor=1e-9,
     inertia_floor=1e-12,
+    visuals=False,
 ):
     """MuJoCo spec of ``model`` (see the module docstring). Returns ``(spec, MjMap)``.
 
@@ -235,8 +239,11 @@ def mj_spec(
     'Euler' | 'implicitfast' | 'RK4'; ``limits``: finite URDF position limits as joint ranges.
     MuJoCo needs every moving body to have a positive mass and positive principal moments: a
     massless body gets ``mass_floor`` [kg], a principal moment below ``inertia_floor``
-    [kg m^2] is raised to it (a point mass, a thin rod about its axis). Raises ModelError
-    naming the joint or loop that MuJoCo cannot represent.
+    [kg m^2] is raised to it (a point mass, a thin rod about its axis). ``visuals``: add geoms
+    that only show (the description's geometry or a stick figure, and the loops' cut frames:
+    :mod:`robot_dynamics.plants.mujoco_visuals`; no contact, no mass); what they skip is in
+    ``MjMap.visual_notes``. Raises ModelError naming the joint or loop that MuJoCo cannot
+    represent.
     """
     mj = _mujoco()
     spec = mj.MjSpec()
@@ -255,6 +262,7 @@ def mj_spec(
     spec.compiler.balanceinertia = True  # (a published inertia a hair outside the triangle inequality)
     mmap = MjMap()
     mmap._joint_names, mmap._virtual_names = [], []
+    mmap.visual_notes = []
     links = _child_links(model)
     world = spec.worldbody
     body_of = {-1: world}  # last velocity coordinate of a joint -> its body
@@ -410,6 +418,10 @@ def mj_spec(
             if math.isfinite(lim) and lim > 0:
                 kw['ctrlrange'] = [-lim, lim]
             spec.add_actuator(**kw)
+    if visuals:
+        from robot_dynamics.plants.mujoco_visuals import add_visual_geoms
+
+        mmap.visual_notes = add_visual_geoms(spec, model, body_of)
     return spec, mmap
 
 

@@ -8,6 +8,8 @@ Sub-commands::
                                          (table + optional CSV/PNG)
     robot-dynamics demo [ROBOT]          closed-loop ROS 2 graph of the five-bar PKM: run,
                                          record, report tracking error (``demo --help``)
+    robot-dynamics render ROBOT          a joint trajectory (CSV, or a sinusoid) rendered
+                                         offscreen to an MP4 and a key-frame PNG
     robot-dynamics launch ROBOT          start the robot's ROS 2 nodes (config/ROBOT.yaml)
     robot-dynamics record [--bag F]      record the running graph's topics into an MCAP file
     robot-dynamics record --recover F    complete MCAP file from a truncated recording
@@ -245,7 +247,9 @@ def cmd_demo(args):
     Starts config/<robot>.yaml (default five_bar) as separate processes (DDS on loopback), drives
     the robot's motion, records for ``--duration`` s, reports the robot's own metric against its
     bound (robot_dynamics.tools.demos.DEMOS) plus /joint_states rate, loop residual, real-time factor
-    and command latency, writes out/demo_<robot>.png; exit status 1 when a bound is missed.
+    and command latency, writes out/demo_<robot>.png, renders the recorded joint states to
+    out/demo_<robot>.mp4 and out/demo_<robot>_frame.png (unless ``--no-video``); exit status 1
+    when a bound is missed.
     """
     from robot_dynamics.ros.bringup import BringupError, use_discovery_env
 
@@ -261,9 +265,107 @@ def cmd_demo(args):
             startup_timeout=args.startup_timeout,
             timing=args.timing,
             bag=args.bag,
+            video=False if args.no_video else {'size': args.video_size, 'fps': args.video_fps},
         )
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics demo: {exc}') from None
+
+
+def _size(text):
+    try:
+        w, h = (int(x) for x in text.lower().split('x'))
+        if w < 16 or h < 16:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected WIDTHxHEIGHT (at least 16x16), got {text!r}') from None
+    return (w, h)
+
+
+def _add_video_options(p, prefix=''):
+    p.add_argument(
+        f'--{prefix}size', type=_size, default=(640, 480), help='video size WIDTHxHEIGHT in pixels (default 640x480)'
+    )
+    p.add_argument(f'--{prefix}fps', type=float, default=30.0, help='video frames per second (default 30)')
+
+
+def _render_trajectory(m, args):
+    """(t, q) of ``render``: the CSV's joint columns, or a sinusoid of the independent joints;
+    the loops closed from the independent joints at each sample."""
+    from robot_dynamics.algorithms.projection import assemble
+
+    q0 = m.reference_q()
+    if args.csv:
+        with open(args.csv, encoding='utf-8') as fh:
+            header = [h.strip() for h in fh.readline().split(',')]
+        data = np.atleast_2d(np.loadtxt(args.csv, delimiter=',', skiprows=1))
+        if 't' not in header:
+            raise SystemExit(f'robot-dynamics render: {args.csv} has no column t')
+        t = data[:, header.index('t')]
+        cols = {}
+        for i, h in enumerate(header):
+            name = h[2:] if h.startswith('q_') and h[2:] in m.joint_names else h
+            if name in m.joint_names and m._joint_by_name[name].nq == 1:
+                cols[m.joint_index(name)] = data[:, i]
+        if not cols:
+            raise SystemExit(f'robot-dynamics render: {args.csv} names none of the joints {m.joint_names}')
+        given = sorted(cols)
+        Qg = np.column_stack([cols[i] for i in given])
+    else:
+        t = np.arange(0.0, args.duration + 1e-12, 1.0 / max(args.fps, 1.0))
+        names = m.independent or [j.name for j in m.joints if j.nq == 1]
+        given = [m.joint_index(n) for n in names]
+        amp = np.array(
+            [args.amplitude if m.joint_urdf_types[i] != 'prismatic' else 0.1 * args.amplitude for i in given]
+        )
+        Qg = q0[given] + amp * np.sin(2 * np.pi * args.frequency * t[:, None] + np.arange(len(given)))
+    Q = np.tile(q0, (len(t), 1))
+    q = q0.copy()
+    names = [m.joint_names[i] for i in given]
+    for k in range(len(t)):
+        q[given] = Qg[k]
+        if m.loops:
+            q = assemble(m, Qg[k], q_guess=q, fixed=names).q
+        Q[k] = q
+    return t, Q
+
+
+def cmd_render(args):
+    """Render a robot's joint trajectory offscreen (robot_dynamics.tools.video)."""
+    import robot_dynamics as rd
+    from robot_dynamics.tools.video import RenderError, render_video
+
+    m = _load(args)
+    try:
+        t, Q = _render_trajectory(m, args)
+    except rd.RobotDynamicsError as exc:
+        raise SystemExit(f'robot-dynamics render: {exc}') from None
+    out = args.out or os.path.join('out', f'render_{m.name}.mp4')
+    png = args.png or os.path.splitext(out)[0] + '_frame.png'
+    try:
+        v = render_video(
+            m,
+            t,
+            Q,
+            out,
+            keyframe=png,
+            fps=args.fps,
+            size=args.size,
+            progress=print,
+            gif=args.gif,
+            gif_size=(320, round(320 * args.size[1] / args.size[0])) if args.gif else None,
+        )
+    except RenderError as exc:
+        raise SystemExit(f'robot-dynamics render: {exc}') from None
+    print(
+        f'wrote {v.path} ({v.frames} frames, {v.size[0]}x{v.size[1]} at {v.fps:g} fps; rendered '
+        f'{v.frames / max(v.render_s, 1e-9):.0f} frames/s offscreen ({v.backend}), encoded in {v.encode_s:.1f} s)'
+    )
+    print(f'wrote {v.keyframe} (key frame)')
+    if args.gif:
+        print(f'wrote {args.gif}')
+    for note in v.notes:
+        print(f'note: {note}')
+    return 0
 
 
 def cmd_record(args):
@@ -687,6 +789,34 @@ def build_parser():
         metavar='FILE.mcap',
         help='also record every topic of the graph into this MCAP file (rosbag2 layout: ros2 bag, Foxglove)',
     )
+    pd.add_argument(
+        '--no-video', action='store_true', help='do not render the video (OUTDIR/demo_ROBOT.mp4 + _frame.png)'
+    )
+    _add_video_options(pd, prefix='video-')
+    pv = _command(
+        sub,
+        cmd_render,
+        'render',
+        help="render a robot's motion offscreen to an MP4 and a key-frame PNG",
+        description='Render a joint trajectory of a robot offscreen (MuJoCo, MUJOCO_GL=egl by default) '
+        'to an H.264 MP4 and a key-frame PNG. The trajectory is a CSV file with a header: a column t '
+        '[s] and one column per joint named q_<joint> or <joint> (what `robot-dynamics id --csv` '
+        'writes); joints it does not name keep their reference values and the loops are closed '
+        'from them. Without --csv: a sinusoid of the independent joints, the loops closed at each '
+        'frame.',
+    )
+    pv.add_argument('robot', help='packaged robot name or URDF path')
+    pv.add_argument('--csv', default=None, help='trajectory CSV (t, q_<joint>, ...)')
+    pv.add_argument('--out', default=None, help='MP4 path (default out/render_ROBOT.mp4)')
+    pv.add_argument('--png', default=None, help='key-frame PNG path (default: the MP4 path with _frame.png)')
+    pv.add_argument('--duration', type=float, default=4.0, help='sinusoid duration [s] (default 4)')
+    pv.add_argument(
+        '--amplitude', type=float, default=0.2, help='sinusoid amplitude [rad; a tenth of it in m] (default 0.2)'
+    )
+    pv.add_argument('--frequency', type=float, default=0.5, help='sinusoid frequency [Hz] (default 0.5)')
+    pv.add_argument('--gif', default=None, help='also write an animated GIF (10 fps, 320 px wide)')
+    _add_video_options(pv)
+    _add_model_options(pv)
     pr = _command(
         sub,
         cmd_record,

@@ -22,9 +22,13 @@ def _say(*a):
     print(*a, flush=True)
 
 
-def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.0, timing=None, bag=None):
+def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.0, timing=None, bag=None, video=True):
     """Run the demo of ``robot``; returns the exit status (0 = every bound met). ``bag``: also
-    record every topic of the graph into this MCAP file."""
+    record every topic of the graph into this MCAP file. ``video``: render the recorded
+    ``/joint_states`` to ``OUTDIR/demo_<robot>.mp4`` and its key frame to
+    ``OUTDIR/demo_<robot>_frame.png`` (:mod:`robot_dynamics.tools.video`): True (640x480, 30
+    fps), a dict of :func:`~robot_dynamics.tools.video.render_video` options (``size``,
+    ``fps``), or False."""
     from robot_dynamics.ros.bringup import use_discovery_env
 
     use_discovery_env()  # this process's recorder, and the launcher's nodes, on loopback
@@ -142,8 +146,27 @@ def run_demo(robot, duration=None, outdir='out', plot=None, startup_timeout=300.
     if died:
         _say(f'demo: FAILED: node {died[0]} exited with code {died[1]}; see {logpath}')
         return 1
+    if video:
+        video = dict(video) if isinstance(video, dict) else {}
+        video.setdefault('path', os.path.join(outdir, f'demo_{name}.mp4'))
+        video.setdefault('keyframe', os.path.join(outdir, f'demo_{name}_frame.png'))
     return _report(
-        name, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, (ctl_state, S) if S else None, answer
+        name,
+        spec,
+        model,
+        b,
+        js,
+        C,
+        R,
+        E,
+        X,
+        rec,
+        pub_rate,
+        plot,
+        t_win,
+        (ctl_state, S) if S else None,
+        answer,
+        video=video or None,
     )
 
 
@@ -163,9 +186,13 @@ def _q_of(model, names, pos):
     return q
 
 
-def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, ctl_states=None, answer=None):
+def _report(
+    robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, ctl_states=None, answer=None, video=None
+):
     """``ctl_states``: (topic, arrivals) of the controller's own state topic (latency base);
-    ``answer``: sim_node's diagnostics with its own state -> command figures (answer_p50/p99 [s])."""
+    ``answer``: sim_node's diagnostics with its own state -> command figures (answer_p50/p99 [s]);
+    ``video``: :func:`robot_dynamics.tools.video.render_video` options (``path``, ``keyframe``,
+    ...) for the video of the recorded joint states, or None."""
     import robot_dynamics as rd
 
     ok, lines = True, []
@@ -257,8 +284,34 @@ def _report(robot, spec, model, b, js, C, R, E, X, rec, pub_rate, plot, t_win, c
         _say(f'  wrote {plot}')
     except Exception as exc:  # noqa: BLE001 - a missing plot must not hide the verdict
         _say(f'  (plot not written: {exc})')
+    if video:
+        _video(model, js, video)
     _say(f'demo: {"OK" if ok else "FAILED"}')
     return 0 if ok else 1
+
+
+def _video(model, js, options):
+    """Render the recorded joint states (plant time) to the video and key frame of ``options``."""
+    from robot_dynamics.tools.video import render_video
+
+    t = np.array([j[0] for j in js])
+    order = np.argsort(t, kind='stable')
+    t = t[order]
+    Q = np.array([_q_of(model, js[k][1], js[k][2]) for k in order])
+    keep = np.concatenate([[True], np.diff(t) > 0])  # one sample per stamp
+    try:
+        v = render_video(model, t[keep], Q[keep], progress=lambda s: _say(f'  {s}'), **options)
+    except Exception as exc:  # noqa: BLE001 - a missing video must not hide the verdict
+        _say(f'  (video not written: {exc})')
+        return
+    _say(
+        f'  wrote {v.path} ({v.frames} frames, {v.size[0]}x{v.size[1]} at {v.fps:g} fps; rendered '
+        f'{v.frames / max(v.render_s, 1e-9):.0f} frames/s offscreen ({v.backend}), encoded in {v.encode_s:.1f} s)'
+    )
+    if v.keyframe:
+        _say(f'  wrote {v.keyframe} (key frame)')
+    for note in v.notes:
+        _say(f'  video: {note}')
 
 
 def _plot(path, robot, spec, t, e, ca, lat, R, P, rec):
