@@ -62,6 +62,9 @@ class Video:
 def _gl_context(width, height):
     """An offscreen OpenGL context of the ``MUJOCO_GL`` back-end (default ``egl``)."""
     backend = os.environ.setdefault('MUJOCO_GL', 'egl').lower().strip()
+    import logging
+
+    logging.getLogger('OpenGL.acceleratesupport').setLevel(logging.WARNING)  # (its optional C module)
     try:
         if backend == 'egl':
             from mujoco.egl import GLContext
@@ -441,5 +444,7 @@ def _save_gif(imgs, path, fps, size=None):
     ims = [Image.fromarray(a) for a in imgs]
     if size is not None:
         ims = [im.resize(tuple(size), Image.LANCZOS) for im in ims]
-    ims = [im.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE) for im in ims]
+    # one palette for every frame (the middle one's): smaller than a palette per frame
+    pal = ims[len(ims) // 2].quantize(colors=64, method=Image.Quantize.FASTOCTREE)
+    ims = [im.quantize(palette=pal, dither=Image.Dither.NONE) for im in ims]
     ims[0].save(path, save_all=True, append_images=ims[1:], duration=int(round(1000 / fps)), loop=0, optimize=True)

@@ -285,6 +285,11 @@ def test_demo_command_runs_the_closed_loop_graph(tmp_path, capsys):
     assert 'demo: OK' in out and 'max loop residual' in out
     assert png.stat().st_size > 10000
     assert (tmp_path / 'demo_five_bar.log').stat().st_size > 0
+    # the video of the recorded joint states, and its key frame, next to the plot
+    assert f'wrote {tmp_path / "demo_five_bar.mp4"} (' in out and 'frames/s offscreen' in out
+    assert f'wrote {tmp_path / "demo_five_bar_frame.png"} (key frame)' in out
+    assert (tmp_path / 'demo_five_bar.mp4').stat().st_size > 10000
+    assert (tmp_path / 'demo_five_bar_frame.png').stat().st_size > 5000
 
 
 def test_sim_node_lockstep_matches_offline_simulation(tmp_path):
