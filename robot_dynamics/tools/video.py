@@ -9,7 +9,7 @@ from the nearest sample; the MP4 (H.264, yuv420p, plays in browsers) is written 
 (``av``, pinned in requirements/core.txt: its wheel carries libx264, nothing to install
 beside it), the key frame (default: the middle of the run) by Pillow.
 
-Offscreen OpenGL: ``MUJOCO_GL`` picks the back-end, ``egl`` by default (Mesa's EGL renders on
+Offscreen OpenGL: ``MUJOCO_GL`` picks the back-end, ``egl`` when unset (Mesa's EGL renders on
 the CPU with llvmpipe when there is no GPU, and on the GPU when there is one); ``osmesa`` works
 too where Debian's ``libosmesa6`` is installed. The EGL libraries come from Debian's
 ``libegl1 libopengl0 libgl1-mesa-dri`` (installed by ``scripts/setup_env.sh``). The context is
@@ -60,8 +60,10 @@ class Video:
 
 
 def _gl_context(width, height):
-    """An offscreen OpenGL context of the ``MUJOCO_GL`` back-end (default ``egl``)."""
-    backend = os.environ.setdefault('MUJOCO_GL', 'egl').lower().strip()
+    """An offscreen OpenGL context of the ``MUJOCO_GL`` back-end (``egl`` when unset). The
+    back-end's module is imported directly, so the variable is read, never set: the processes
+    this one starts later (a plant importing mujoco) keep the environment they had."""
+    backend = (os.environ.get('MUJOCO_GL') or 'egl').lower().strip()
     import logging
 
     logging.getLogger('OpenGL.acceleratesupport').setLevel(logging.WARNING)  # (its optional C module)
@@ -357,7 +359,7 @@ def render_video(
     if len(t) != len(q) or q.shape[1] != model.nq or len(t) == 0:
         raise RenderError(f'render_video: t ({len(t)},) and q {q.shape} do not match (nq = {model.nq})')
     W, H = _even(size[0]), _even(size[1])
-    # the GL context first: the back-end is chosen before this call imports mujoco
+    # the GL context first: a missing back-end fails before any work
     ctx_probe = None
     try:
         ctx_probe, backend = _gl_context(W, H)
