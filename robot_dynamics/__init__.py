@@ -77,6 +77,7 @@ _EXPORTS = {
         'ConstrainedDynamics',
         'assemble',
         'constrained_forward_dynamics',
+        'constrained_forward_dynamics_batch',
         'constraint_force_control',
         'controllability',
         'hybrid_control',

@@ -13,7 +13,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # the public names of ``import robot_dynamics`` before it became lazy (vars() of the package),
-# plus those added since (rnea_time_derivatives)
+# plus those added since (rnea_time_derivatives, constrained_forward_dynamics_batch)
 PUBLIC = [
     'AssemblyError',
     'BranchMonitor',
@@ -39,6 +39,7 @@ PUBLIC = [
     'closure_errors',
     'closure_residual',
     'constrained_forward_dynamics',
+    'constrained_forward_dynamics_batch',
     'constraint_bias',
     'constraint_force_control',
     'constraint_jacobian',

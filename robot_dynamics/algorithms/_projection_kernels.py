@@ -9,7 +9,10 @@ one compiled pass per call, everything one stage of the constrained dynamics nee
   readable reference the tests compare these kernels with),
 * ``M`` (CRBA) and ``h`` (RNEA with qdd = 0, gravity included), kinetic and potential energy,
 * the SVD of ``A`` with an ABSOLUTE rank tolerance ``eps``: ``A+``, ``P = I - A+ A``,
-* the constrained forward dynamics (seed 002, eqs. 16, 22-29, 32).
+* the constrained forward dynamics (seed 002, eqs. 16, 22-29, 32); for variant 'Mc', wherever
+  A (m, n) is certified to have full row rank m at eps (:func:`schur_cfd`), by the Schur
+  complement of the KKT system on the tree-sparse L^T D L factors of M instead of the SVD
+  (the same qdd, F, lam, P, A+, sigma; ``VARIANT_MC_SVD`` always takes the SVD).
 
 The model enters as a tuple ``pack`` of arrays built once per model by
 :func:`robot_dynamics.algorithms.projection._pack`::
@@ -34,10 +37,20 @@ from robot_dynamics.spatial.linalg import (
     matmul,
     matvec,
     matvec3,
+    chol_factor,
+    chol_solve,
+    householder_apply,
+    householder_q,
+    householder_qr,
+    ltdl_factor,
+    ltdl_solve_l,
+    ltdl_solve_lt,
     solve_spd,
     svd,
     svd_projector,
     svd_rank,
+    tri_solve,
+    upper_tri_inverse,
     urv,
     urv_pinv_apply,
 )
@@ -47,6 +60,7 @@ _CACHE = True
 VARIANT_MC = 0
 VARIANT_MC_SYM = 1
 VARIANT_MC_GAMMA = 2
+VARIANT_MC_SVD = 3  # 'Mc' through the SVD projector at every call (the reference of schur_cfd)
 
 VP_NONE = 0
 VP_EUCLIDEAN = 1
@@ -260,7 +274,7 @@ def cfd_solve(variant, gamma, eps, M, h, A, bias, tau, qdd, F, lam, P, s, Ap, Cq
     # moves no inertia (massless subtree) would otherwise give a silently wrong qdd
     if not is_pd(M, 1e-12):
         return 2, r, g_used
-    if variant == VARIANT_MC:
+    if variant == VARIANT_MC or variant == VARIANT_MC_SVD:
         # (22)-(24): Mc = M + PM - MP  (MP = (PM)^T), rhs + M C qd
         for a in range(n):
             rhs[a] += MC[a]
@@ -316,10 +330,155 @@ def constraint_forces(M, tau, h, qdd, F):
         F[a] = acc
 
 
+#: Slack of the full-row-rank certificate of :func:`schur_cfd`, relative to ||A||_F: it covers
+#: the roundoff of the QR of A^T and of the SVD whose rank decision it stands for.
+CERT_FULL_ROW = 1e-12
+
+WANT_QDD = 0  # schur_cfd: qdd only
+WANT_SMIN = 1  # qdd and the singular values s
+WANT_ALL = 2  # qdd, F, lam, P, A+, s, C qd
+
+
+@njit(cache=_CACHE)
+def schur_cfd(par, eps, M, h, A, bias, tau, want, qdd, F, lam, P, s, Ap, Cqd):
+    """Constrained forward dynamics (variant Mc) when A (m, n) has full row rank m at the
+    absolute tolerance eps, by the Schur complement of the KKT system on the tree-sparse
+    L^T D L factors of M (:func:`robot_dynamics.spatial.linalg.ltdl_factor`, ``par`` (n,) the
+    parent of each velocity coordinate)::
+
+        (A M^-1 A^T) lam_L = A M^-1 (tau - h) + bias,   qdd = M^-1 (tau - h - A^T lam_L)
+
+    with ``M^-1 = L^-1 D^-1 L^-T`` and ``Z = A L^-1`` (rows ``L^-T a_j``, supported on the
+    ancestors of the loop's joints): ``A M^-1 A^T = Z D^-1 Z^T``. Cost O(n d^2) for the factors
+    (tree depth d), O(m n d) for Z, O(m^2 n) for the Schur complement.
+
+    With rank A = m the projection method's qdd is this one: ``(I - P) qdd = C qd`` is
+    ``A qdd = -bias`` and ``P M qdd = P (tau - h)`` is ``M qdd = tau - h - A^T lam_L``.
+
+    Certificate: the Householder QR ``A^T = Q1 R`` (R (m, m)) gives ``s_lb = 1 / ||R^-1||_F
+    <= sigma_min(A)``; the SVD's rank decision at eps is m when ``s_lb > eps + CERT_FULL_ROW
+    ||A||_F``. M must pass the pivot test ``D_k > 1e-12 max diag M`` of its L^T D L factors and
+    A M^-1 A^T its Cholesky.
+
+    Outputs (in place, as :func:`cfd`): qdd (n,) always; ``want >= WANT_SMIN``: s (m,) the
+    singular values of A (those of R, decreasing); ``want == WANT_ALL``: F = tau - h - M qdd
+    (n,), lam = (A+)^T F = R^-1 Q1^T F (m,), P = I - Q1 Q1^T (n, n), A+ = Q1 R^-T (n, m),
+    Cqd = -A+ bias (n,). Returns 0 (done, rank m) or -1 (not certified, or a factorization
+    failed: nothing is final, the caller takes the SVD route, which decides rank and M > 0).
+    """
+    n = M.shape[0]
+    m = A.shape[0]
+    if m > n:
+        return -1
+    W = np.empty((m, n))  # row j: column j of A^T; after the QR, R[k, j] = W[j, k] (k <= j)
+    nrm2 = 0.0
+    for j in range(m):
+        for c in range(n):
+            W[j, c] = A[j, c]
+            nrm2 += A[j, c] * A[j, c]
+    V = np.empty((m, n))
+    beta = np.empty(m)
+    rdiag = np.empty(m)
+    piv = np.empty(m, dtype=np.int64)
+    householder_qr(W, m, n, False, -1.0, piv, V, beta, rdiag)
+    R = np.zeros((m, m))
+    for j in range(m):
+        for k in range(j + 1):
+            R[k, j] = W[j, k]
+    Ri = np.empty((m, m))
+    fro = upper_tri_inverse(R, Ri, m)
+    if m > 0 and not (fro < np.inf and 1.0 / np.sqrt(fro) > eps + CERT_FULL_ROW * np.sqrt(nrm2)):
+        return -1
+    L = np.empty((n, n))
+    scale = 0.0
+    for a in range(n):
+        for b in range(n):
+            L[a, b] = M[a, b]
+        if M[a, a] > scale:
+            scale = M[a, a]
+    if ltdl_factor(L, par, 1e-12 * max(scale, 1e-300)) >= 0:
+        return -1
+    # M^-1 = L^-1 D^-1 L^-T: z0 = L^-T (tau - h), Z = A L^-1 (rows L^-T a_j, tree-sparse)
+    z0 = np.empty(n)
+    dinv = np.empty(n)
+    for a in range(n):
+        z0[a] = tau[a] - h[a]
+        dinv[a] = 1.0 / L[a, a]
+    ltdl_solve_lt(L, par, z0)
+    if m > 0:
+        Z = np.empty((m, n))
+        for j in range(m):
+            for c in range(n):
+                Z[j, c] = A[j, c]
+            ltdl_solve_lt(L, par, Z[j])
+        G = np.empty((m, m))  # A M^-1 A^T = Z D^-1 Z^T, lower triangle
+        rhs = np.empty(m)  # A M^-1 (tau - h) + bias
+        zd = np.empty(n)
+        for i in range(m):
+            for c in range(n):
+                zd[c] = Z[i, c] * dinv[c]
+            for j in range(i + 1):
+                acc = 0.0
+                for c in range(n):
+                    acc += zd[c] * Z[j, c]
+                G[i, j] = acc
+            acc = bias[i]
+            for c in range(n):
+                acc += zd[c] * z0[c]
+            rhs[i] = acc
+        if chol_factor(G, G, 0.0) >= 0:
+            return -1
+        chol_solve(G, rhs, rhs)
+        for j in range(m):
+            lj = rhs[j]
+            for c in range(n):
+                z0[c] -= Z[j, c] * lj
+    # qdd = M^-1 (tau - h - A^T lam_L) = L^-1 D^-1 (z0 - Z^T lam_L)
+    for a in range(n):
+        qdd[a] = z0[a] * dinv[a]
+    ltdl_solve_l(L, par, qdd)
+    if want >= WANT_SMIN and m > 0:
+        U_, sv, Vt_ = svd(R)
+        for i in range(m):
+            s[i] = sv[i]
+    if want == WANT_ALL:
+        constraint_forces(M, tau, h, qdd, F)
+        z = np.empty(n)
+        for a in range(n):
+            z[a] = F[a]
+        householder_apply(V, beta, m, z, True)  # Q^T F
+        for j in range(m):
+            lam[j] = z[j]
+        tri_solve(W, lam, m, True, True, False)  # R lam = (Q1^T F): R = (lower W)^T
+        for j in range(m):
+            z[j] = bias[j]
+        tri_solve(W, z, m, True, False, False)  # R^T y = bias
+        for a in range(m, n):
+            z[a] = 0.0
+        householder_apply(V, beta, m, z, False)  # Q [y; 0] = A+ bias
+        for a in range(n):
+            Cqd[a] = -z[a]
+        QT = np.empty((m, n))  # rows: the columns of Q1 (an orthonormal basis of the row space)
+        householder_q(V, beta, m, QT)
+        for a in range(n):
+            for b in range(n):
+                acc = 1.0 if a == b else 0.0
+                for k in range(m):
+                    acc -= QT[k, a] * QT[k, b]
+                P[a, b] = acc
+            for j in range(m):
+                acc = 0.0
+                for k in range(j, m):
+                    acc += QT[k, a] * Ri[j, k]
+                Ap[a, j] = acc
+    return 0
+
+
 @njit(cache=_CACHE)
 def cfd(pk, q, qd, tau, variant, gamma, eps, qdd, F, lam, P, s, M, h, phi, A, bias, Ap, Cqd):
     """Constrained forward dynamics at one state (seed 002, eqs. 16, 22-29, 32):
-    :func:`state_terms` then :func:`cfd_solve`.
+    :func:`state_terms` then, for variant Mc, :func:`schur_cfd` where A has certified full row
+    rank, else :func:`cfd_solve` (the SVD route).
 
     Outputs (written in place): qdd (n,), F = tau - h - M qdd (n,), lam = A+^T F (m,),
     P (n,n), s (min(m,n),) singular values of A, M, h, phi, A, bias = Adot qd, A+ (n,m),
@@ -329,23 +488,32 @@ def cfd(pk, q, qd, tau, variant, gamma, eps, qdd, F, lam, P, s, M, h, phi, A, bi
     st, T, U = state_terms(pk, q, qd, tau, True, phi, A, bias, M, h)
     if st:
         return st, 0, 0.0, 0.0, gamma
+    if variant == VARIANT_MC and schur_cfd(pk[0], eps, M, h, A, bias, tau, WANT_ALL, qdd, F, lam, P, s, Ap, Cqd) == 0:
+        return 0, A.shape[0], T, U, gamma
     st, r, g_used = cfd_solve(variant, gamma, eps, M, h, A, bias, tau, qdd, F, lam, P, s, Ap, Cqd)
     return st, r, T, U, g_used
 
 
 @njit(cache=_CACHE)
-def cfd_qdd_s(pk, q, qd, tau, variant, gamma, eps, qdd):
-    """Only qdd (allocates the other outputs).
-
-    Returns (status, rank, the smallest singular value kept by the rank decision, 0 if none).
-    """
+def _cfd_qdd(pk, q, qd, tau, variant, gamma, eps, qdd, want_s):
+    """qdd (and, if want_s, the smallest kept singular value) at one state; the other outputs
+    are scratch. Returns (status, rank, smin)."""
     n = pk[1].shape[0]
     m = pk[9].shape[0]
     k = min(m, n)
     s = np.zeros(k)
-    P, M, h, bias, Ap, Cqd = np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty(m), np.empty((n, m)), np.empty(n)
+    M, h, bias = np.empty((n, n)), np.empty(n), np.empty(m)
     F, lam, phi, A = np.empty(n), np.empty(m), np.empty(m), np.empty((m, n))
-    st, r, T, U, g = cfd(pk, q, qd, tau, variant, gamma, eps, qdd, F, lam, P, s, M, h, phi, A, bias, Ap, Cqd)
+    st, T, U = state_terms(pk, q, qd, tau, True, phi, A, bias, M, h)
+    if st:
+        return st, 0, 0.0
+    e0 = np.empty((0, 0))
+    want = WANT_SMIN if want_s else WANT_QDD
+    if variant == VARIANT_MC and schur_cfd(pk[0], eps, M, h, A, bias, tau, want, qdd, F, lam, e0, s, e0, F) == 0:
+        r = m
+    else:
+        P, Ap, Cqd = np.empty((n, n)), np.empty((n, m)), np.empty(n)
+        st, r, g = cfd_solve(variant, gamma, eps, M, h, A, bias, tau, qdd, F, lam, P, s, Ap, Cqd)
     if k == 0:
         smin = np.inf
     elif r > 0:
@@ -356,10 +524,31 @@ def cfd_qdd_s(pk, q, qd, tau, variant, gamma, eps, qdd):
 
 
 @njit(cache=_CACHE)
+def cfd_qdd_s(pk, q, qd, tau, variant, gamma, eps, qdd):
+    """Only qdd (allocates the other outputs).
+
+    Returns (status, rank, the smallest singular value kept by the rank decision, 0 if none).
+    """
+    return _cfd_qdd(pk, q, qd, tau, variant, gamma, eps, qdd, True)
+
+
+@njit(cache=_CACHE)
 def cfd_qdd(pk, q, qd, tau, variant, gamma, eps, qdd):
     """Only qdd. Returns (status, rank)."""
-    st, r, smin = cfd_qdd_s(pk, q, qd, tau, variant, gamma, eps, qdd)
+    st, r, smin = _cfd_qdd(pk, q, qd, tau, variant, gamma, eps, qdd, False)
     return st, r
+
+
+@njit(cache=_CACHE)
+def cfd_batch(pk, Q, QD, TAU, variant, gamma, eps, QDD, rank):
+    """qdd of N states: Q (N, nq), QD, TAU (N, n) -> QDD (N, n), rank (N,) int64 (as
+    :func:`cfd_qdd`, sample after sample). Returns (status, first failing sample or -1)."""
+    for k in range(Q.shape[0]):
+        st, r = cfd_qdd(pk, Q[k], QD[k], TAU[k], variant, gamma, eps, QDD[k])
+        rank[k] = r
+        if st:
+            return st, k
+    return 0, -1
 
 
 # Dormand-Prince 5(4) tableau

@@ -20,7 +20,12 @@ Newton-Raphson assembly and for velocity projection.
 * ``P = I - A+ A`` (eq. 4, 15): orthogonal projector onto the admissible velocities N(A).
 * ``C qd = -A+ Adot qd`` (eq. 16), the only form of ``Pdot`` ever used.
 * Forward dynamics (eq. 22): ``Mc qdd = P (f - h) + M C qd`` with ``Mc = M + PM - MP``;
-  variants ``'Mc_sym'`` (eq. 26-28, SPD) and ``'Mc_gamma'`` (eq. 29), same qdd.
+  variants ``'Mc_sym'`` (eq. 26-28, SPD) and ``'Mc_gamma'`` (eq. 29), same qdd. Where A has
+  full row rank m (every singular value certified above ``eps``) the default ``'Mc'`` takes the
+  Schur complement of the KKT system on the tree-sparse ``L^T D L`` factors of ``M``
+  (``(A M^-1 A^T) lam = A M^-1 (f - h) + Adot qd``, ``qdd = M^-1 (f - h - A^T lam)``, the same
+  qdd, F, lam, P, A+ and sigma; O(n d^2 + m n d + m^2 n) for tree depth d instead of the SVD
+  and the O(n^3) products and LU of ``Mc``); ``'Mc_svd'`` always takes the SVD route.
 * ``F = f - h - M qdd`` (equivalent to eq. 32), ``lam = (A+)^T F`` (minimum norm, Remark 4).
 * PIDC (eq. 45-48), the weighted form (par. 7.2), passive joints (eq. 55-64), constraint-force
   and hybrid control (eq. 51-54 with the corrected ``Cc = M C``).
@@ -52,6 +57,7 @@ __all__ = [
     'PInv',
     'ConstrainedDynamics',
     'constrained_forward_dynamics',
+    'constrained_forward_dynamics_batch',
     'lagrange_forward_dynamics',
     'LagrangeDynamics',
     'assemble',
@@ -75,7 +81,15 @@ __all__ = [
 #: ``C qd = -A+ Adot qd`` does not blow up like drift/sigma next to a singularity.
 DEFAULT_EPS = 1e-6
 
-VARIANTS = {'Mc': PK.VARIANT_MC, 'Mc_sym': PK.VARIANT_MC_SYM, 'Mc_gamma': PK.VARIANT_MC_GAMMA}
+#: Forward-dynamics variants (same qdd): 'Mc' (eq. 22-24; where A has certified full row rank
+#: the Schur complement on the L^T D L factors of M, else the SVD route), 'Mc_svd' (eq. 22-24
+#: through the SVD projector at every call), 'Mc_sym' (eq. 26-28) and 'Mc_gamma' (eq. 29).
+VARIANTS = {
+    'Mc': PK.VARIANT_MC,
+    'Mc_svd': PK.VARIANT_MC_SVD,
+    'Mc_sym': PK.VARIANT_MC_SYM,
+    'Mc_gamma': PK.VARIANT_MC_GAMMA,
+}
 
 PInv = namedtuple('PInv', 'pinv P rank sigma')
 PInv.__doc__ = """Result of :func:`pinv_abs`: A+ (n, m), P = I - A+ A (n, n), rank r, sigma
@@ -276,8 +290,10 @@ def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, ep
     model : Model (URDF tree + loops sidecar)
     q, qd : (n,) state of the cut tree (should satisfy phi(q) = 0, A qd = 0)
     tau : (n,) generalized input force ``f`` (zero on passive joints, by the caller)
-    variant : 'Mc' (eq. 22-24, LU), 'Mc_sym' (eq. 26-28, SPD, Cholesky) or 'Mc_gamma'
-        (eq. 29). All give the same qdd.
+    variant : 'Mc' (eq. 22-24: where rank A = m is certified, the Schur complement on the
+        L^T D L factors of M, else the SVD projector and the LU of Mc), 'Mc_svd' (eq. 22-24,
+        always the SVD route), 'Mc_sym' (eq. 26-28, SPD, Cholesky) or 'Mc_gamma' (eq. 29).
+        All give the same qdd.
     gamma : float, optional
         'Mc_gamma' only, in inertia units; default ``||M||_2``.
     eps : float, optional
@@ -308,6 +324,52 @@ def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, ep
     return ConstrainedDynamics(
         qdd, F, lam, r, s, P, Cqd, M, h, phi, A, bias, Ap, T, U, g if code == PK.VARIANT_MC_GAMMA else None, variant, e
     )
+
+
+def constrained_forward_dynamics_batch(model, q, qd, tau, variant='Mc', gamma=None, eps=None):
+    """Joint accelerations of N states in one compiled call (sample after sample, the same
+    kernel as the simulator's stages): qdd of :func:`constrained_forward_dynamics` only.
+
+    Parameters
+    ----------
+    q : (N, nq) or (nq,);  qd, tau : (N, n) or (n,)
+        States of the cut tree and generalized input forces [SI], batch axis first.
+    variant, gamma, eps : as :func:`constrained_forward_dynamics`.
+
+    Returns
+    -------
+    qdd : (N, n) or (n,) joint accelerations [rad/s^2 | m/s^2].
+
+    Raises
+    ------
+    InputError
+        Wrong shapes, or a non-finite q, qd or tau (the sample is named).
+    SingularMassMatrixError
+        M (or the constraint inertia matrix) is not positive definite at a sample (named).
+    """
+    n = model.nv
+    Q = np.asarray(q, dtype=np.float64)
+    single = Q.ndim == 1
+    Q, QD, TAU = (np.ascontiguousarray(np.atleast_2d(np.asarray(x, dtype=np.float64))) for x in (q, qd, tau))
+    N = Q.shape[0]
+    for x, w, name in ((Q, model.nq, 'q'), (QD, n, 'qd'), (TAU, n, 'tau')):
+        if x.ndim != 2 or x.shape != (N, w):
+            raise InputError(f'{name} must have shape ({N}, {w}) (or ({w},) for one state), got {np.shape(x)}')
+    code = _variant(variant)
+    g = 0.0 if gamma is None else float(gamma)
+    if code == PK.VARIANT_MC_GAMMA and gamma is not None and not g > 0.0:
+        raise InputError(f'gamma must be > 0, got {gamma!r}')
+    out = np.empty((N, n))
+    st, k = PK.cfd_batch(_pack(model), Q, QD, TAU, code, g, _eps(eps), out, np.empty(N, dtype=np.int64))
+    if st == 1:
+        raise InputError(f'constrained_forward_dynamics_batch: q, qd or tau of sample {k} contains non-finite values')
+    if st == 2:
+        raise SingularMassMatrixError(
+            None,
+            f"constrained_forward_dynamics_batch: the inertia matrix of '{model.name}' (or its constraint "
+            f'inertia matrix) is not positive definite at sample {k}, q = {Q[k]} (seed 002, Prop. 2)',
+        )
+    return out[0] if single else out
 
 
 def _terms(model, q, qd, eps):

@@ -21,6 +21,10 @@ Two routes (argument ``fast``), the same mathematics:
   Otherwise (next to a singular configuration, sigma near eps) the evaluation falls back to the
   SVD route, so the eps semantics of seed 002 are untouched.
 
+  Before that, each RK4 stage takes the Schur complement of the KKT system on the tree-sparse
+  L^T D L factors of M wherever A has certified full row rank
+  (:func:`robot_dynamics.algorithms._projection_kernels.schur_cfd`).
+
 The fast constrained forward dynamics (:func:`cfd_fast`) use the null-space form of eq. (22):
 with Z = Q2, ``qdd = C qd + Z z``, ``(Z^T M Z) z = Z^T (f - h - M C qd)``. It is the unique
 solution of ``Mc qdd = P (f - h) + M C qd`` (Mc = M + PM - MP): ``P C qd = 0`` gives
@@ -68,6 +72,16 @@ def cfd_fast(pk, q, qd, tau, eps, want_s, qdd, F, lam, s, phi, A, Q, Qb, Rbi, pi
     st, T, U = PK.state_terms(pk, q, qd, tau, r_in < 0, phi, A, bias, M, h)
     if st:
         return st, 0, T, U, False
+    st, r, cert = _fast_solve(eps, want_s, M, h, A, bias, tau, qdd, F, lam, s, Q, Qb, Rbi, piv, r_in)
+    return st, r, T, U, cert
+
+
+@njit(cache=_CACHE)
+def _fast_solve(eps, want_s, M, h, A, bias, tau, qdd, F, lam, s, Q, Qb, Rbi, piv, r_in):
+    """:func:`cfd_fast` from the terms of :func:`robot_dynamics.algorithms._projection_kernels.state_terms`.
+    Returns (status, rank, certified)."""
+    n = M.shape[0]
+    m = A.shape[0]
     if r_in >= 0:
         ok, r = True, r_in
     else:
@@ -75,9 +89,9 @@ def cfd_fast(pk, q, qd, tau, eps, want_s, qdd, F, lam, s, phi, A, Q, Qb, Rbi, pi
     if not ok:
         P, Ap, Cqd = np.empty((n, n)), np.empty((n, m)), np.empty(n)
         st, r, g = PK.cfd_solve(PK.VARIANT_MC, 0.0, eps, M, h, A, bias, tau, qdd, F, lam, P, s, Ap, Cqd)
-        return st, r, T, U, False
+        return st, r, False
     if not is_pd(M, 1e-12):
-        return 2, r, T, U, True
+        return 2, r, True
     Cqd = np.empty(n)
     urv_pinv_apply(Q, Qb, Rbi, piv, r, bias, Cqd)
     for a in range(n):
@@ -101,7 +115,7 @@ def cfd_fast(pk, q, qd, tau, eps, want_s, qdd, F, lam, s, phi, A, Q, Qb, Rbi, pi
         matvec(Z, g, rz, n, nz, True)
         z = np.empty(nz)
         if not solve_spd(S, rz, z):
-            return 2, r, T, U, True
+            return 2, r, True
         dq = np.empty(n)
         matvec(Z, z, dq, n, nz, False)
         for a in range(n):
@@ -118,7 +132,7 @@ def cfd_fast(pk, q, qd, tau, eps, want_s, qdd, F, lam, s, phi, A, Q, Qb, Rbi, pi
         ev = np.linalg.eigvalsh(G)
         for i in range(r):
             s[i] = np.sqrt(max(ev[r - 1 - i], 0.0))
-    return 0, r, T, U, True
+    return 0, r, True
 
 
 @njit(cache=_CACHE)
@@ -130,8 +144,16 @@ def _stage(pk, q, qd, tau, variant, gamma, eps, fast, qdd):
     m = pk[9].shape[0]
     k = min(m, n)
     F, lam, s, phi = np.empty(n), np.empty(m), np.zeros(k), np.empty(m)
-    A, Q, Qb, Rbi, piv = np.empty((m, n)), np.empty((n, n)), np.empty((m, k)), np.empty((k, k)), np.empty(m, np.int64)
-    st, r, T, U, ok = cfd_fast(pk, q, qd, tau, eps, False, qdd, F, lam, s, phi, A, Q, Qb, Rbi, piv, -1)
+    A, M, h, bias = np.empty((m, n)), np.empty((n, n)), np.empty(n), np.empty(m)
+    st, T, U = PK.state_terms(pk, q, qd, tau, True, phi, A, bias, M, h)
+    if st:
+        return st, 0
+    # where full row rank is certified: the Schur complement on the L^T D L factors of M
+    e0 = np.empty((0, 0))
+    if PK.schur_cfd(pk[0], eps, M, h, A, bias, tau, PK.WANT_QDD, qdd, F, lam, e0, s, e0, F) == 0:
+        return 0, m
+    Q, Qb, Rbi, piv = np.empty((n, n)), np.empty((m, k)), np.empty((k, k)), np.empty(m, np.int64)
+    st, r, ok = _fast_solve(eps, False, M, h, A, bias, tau, qdd, F, lam, s, Q, Qb, Rbi, piv, -1)
     return st, r
 
 

@@ -433,10 +433,13 @@ class ConstrainedPlant(Plant):
     integrator : 'rk4' (fixed step, one compiled call per step: the real-time path) or
         'dopri5' (adaptive Dormand-Prince 5(4) inside each step).
     kernel : 'fast' (default) or 'reference': with rk4, variant 'Mc' and vel_proj
-        'euclidean'/'none', 'fast' steps with :mod:`robot_dynamics.plants._rigid_kernels` (the SVD of A
-        replaced by a certified URV factorization, the null-space form of eq. 22; falls back to
-        the SVD wherever the rank decision is not certified); 'reference' always uses the SVD
-        kernels of :mod:`robot_dynamics.algorithms._projection_kernels`. Same results to ~1e-12.
+        'euclidean'/'none', 'fast' steps with :mod:`robot_dynamics.plants._rigid_kernels` (the
+        RK4 stages by the Schur complement on the L^T D L factors of M where A has certified
+        full row rank, else the SVD of A replaced by a certified URV factorization and the
+        null-space form of eq. 22; falls back to the SVD wherever the rank decision is not
+        certified); with variant 'Mc', dopri5 takes the Schur route too where certified;
+        'reference' always uses the SVD kernels of
+        :mod:`robot_dynamics.algorithms._projection_kernels`. Same results to ~1e-12.
     rtol, atol, h_min : dopri5 error tolerances (on q and qd) and smallest sub-step [s].
     tangent_error : dopri5 measures the error in the tangent space N(A) (default True).
     substep_projection : dopri5 projects after every sub-step (default: only at the end of
@@ -516,7 +519,8 @@ class ConstrainedPlant(Plant):
         self.dt = float(dt)
         self.integrator = integrator
         self.variant = variant
-        self._vcode = VARIANTS[variant]
+        # 'reference' keeps the SVD route at every evaluation ('Mc' -> 'Mc_svd')
+        self._vcode = VARIANTS['Mc_svd' if (kernel == 'reference' and variant == 'Mc') else variant]
         self.gamma = 0.0 if gamma is None else float(gamma)
         self.eps = _eps(eps)
         self.vel_proj = vel_proj

@@ -16,7 +16,7 @@ PKM kernels), so they compute exactly what the caller's own inline arithmetic wo
   :func:`lu_solve_T`, :func:`lu_tri_solve`, :func:`lu_inverse`, :func:`lu_perm`, :func:`solve`
 * Cholesky: :func:`chol_factor`, :func:`chol_solve`, :func:`solve_spd`, :func:`is_pd`;
   the tree-sparse L^T D L factorization of a joint-space inertia matrix (no fill-in):
-  :func:`ltdl_factor`, :func:`ltdl_solve`
+  :func:`ltdl_factor`, :func:`ltdl_solve` and its halves :func:`ltdl_solve_lt`, :func:`ltdl_solve_l`
 * Householder QR (column pivoting optional): :func:`householder_qr`, :func:`householder_q`,
   :func:`householder_apply`, :func:`upper_tri_inverse`
 * complete orthogonal (URV) decomposition and its pseudo-inverse: :func:`urv`,
@@ -422,6 +422,36 @@ def ltdl_solve(H, par, rhs, out):
         while j >= 0:
             out[i] -= H[i, j] * out[j]
             j = par[j]
+
+
+@njit(cache=_C, error_model='numpy')
+def ltdl_solve_lt(H, par, x):
+    """x <- L^-T x in place (the first half of :func:`ltdl_solve`, factors of
+    :func:`ltdl_factor`). Zero entries are skipped: for x supported on a set of coordinates
+    closed under ancestors (e.g. a row of a loop Jacobian) the result keeps that support and the
+    cost is O(|support| d)."""
+    n = H.shape[0]
+    for i in range(n - 1, -1, -1):
+        xi = x[i]
+        if xi == 0.0:
+            continue
+        j = par[i]
+        while j >= 0:
+            x[j] -= H[i, j] * xi
+            j = par[j]
+
+
+@njit(cache=_C, error_model='numpy')
+def ltdl_solve_l(H, par, x):
+    """x <- L^-1 x in place (the last half of :func:`ltdl_solve`, factors of :func:`ltdl_factor`)."""
+    n = H.shape[0]
+    for i in range(n):
+        acc = x[i]
+        j = par[i]
+        while j >= 0:
+            acc -= H[i, j] * x[j]
+            j = par[j]
+        x[i] = acc
 
 
 # --------------------------------------------------------------------------- Householder QR
