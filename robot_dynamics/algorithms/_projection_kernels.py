@@ -438,7 +438,7 @@ def schur_cfd(par, eps, M, h, A, bias, tau, want, qdd, F, lam, P, s, Ap, Cqd):
         qdd[a] = z0[a] * dinv[a]
     ltdl_solve_l(L, par, qdd)
     if want >= WANT_SMIN and m > 0:
-        U_, sv, Vt_ = svd(R)
+        U_, sv, Vt_ = svd(R)  # the singular values of R are those of A
         for i in range(m):
             s[i] = sv[i]
     if want == WANT_ALL:
@@ -461,11 +461,12 @@ def schur_cfd(par, eps, M, h, A, bias, tau, want, qdd, F, lam, P, s, Ap, Cqd):
         QT = np.empty((m, n))  # rows: the columns of Q1 (an orthonormal basis of the row space)
         householder_q(V, beta, m, QT)
         for a in range(n):
-            for b in range(n):
+            for b in range(a + 1):  # P symmetric
                 acc = 1.0 if a == b else 0.0
                 for k in range(m):
                     acc -= QT[k, a] * QT[k, b]
                 P[a, b] = acc
+                P[b, a] = acc
             for j in range(m):
                 acc = 0.0
                 for k in range(j, m):
@@ -492,6 +493,30 @@ def cfd(pk, q, qd, tau, variant, gamma, eps, qdd, F, lam, P, s, M, h, phi, A, bi
         return 0, A.shape[0], T, U, gamma
     st, r, g_used = cfd_solve(variant, gamma, eps, M, h, A, bias, tau, qdd, F, lam, P, s, Ap, Cqd)
     return st, r, T, U, g_used
+
+
+@njit(cache=_CACHE)
+def cfd_new(pk, q, qd, tau, variant, gamma, eps):
+    """:func:`cfd` into new arrays. Returns (status, rank, kinetic, potential, gamma used,
+    (qdd, F, lam, P, s, M, h, phi, A, bias, A+, Cqd))."""
+    n = pk[1].shape[0]
+    m = pk[9].shape[0]
+    out = (
+        np.empty(n),
+        np.empty(n),
+        np.empty(m),
+        np.empty((n, n)),
+        np.zeros(min(m, n)),
+        np.empty((n, n)),
+        np.empty(n),
+        np.empty(m),
+        np.empty((m, n)),
+        np.empty(m),
+        np.empty((n, m)),
+        np.empty(n),
+    )
+    st, r, T, U, g = cfd(pk, q, qd, tau, variant, gamma, eps, *out)
+    return st, r, T, U, g, out
 
 
 @njit(cache=_CACHE)

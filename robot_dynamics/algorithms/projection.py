@@ -249,23 +249,7 @@ class ConstrainedDynamics(namedtuple('ConstrainedDynamics', _CD_FIELDS)):
 
 
 def _cfd_raw(model, pack, q, qd, tau, variant_code, gamma, eps):
-    n = model.nv
-    m = pack[9].shape[0]
-    out = (
-        np.empty(n),
-        np.empty(n),
-        np.empty(m),
-        np.empty((n, n)),
-        np.zeros(min(m, n)),
-        np.empty((n, n)),
-        np.empty(n),
-        np.empty(m),
-        np.empty((m, n)),
-        np.empty(m),
-        np.empty((n, m)),
-        np.empty(n),
-    )
-    st, r, T, U, g = PK.cfd(pack, q, qd, tau, variant_code, gamma, eps, *out)
+    st, r, T, U, g, out = PK.cfd_new(pack, q, qd, tau, variant_code, gamma, eps)
     if st == 1:
         raise InputError('constrained_forward_dynamics: q, qd or tau contains non-finite values')
     if st == 2:
