@@ -39,8 +39,6 @@ from robot_dynamics.spatial.linalg import (
     matvec3,
     chol_factor,
     chol_solve,
-    householder_apply,
-    householder_q,
     householder_qr,
     ltdl_factor,
     ltdl_solve_l,
@@ -49,7 +47,6 @@ from robot_dynamics.spatial.linalg import (
     svd,
     svd_projector,
     svd_rank,
-    tri_solve,
     upper_tri_inverse,
     urv,
     urv_pinv_apply,
@@ -362,8 +359,8 @@ def schur_cfd(par, eps, M, h, A, bias, tau, want, qdd, F, lam, P, s, Ap, Cqd):
 
     Outputs (in place, as :func:`cfd`): qdd (n,) always; ``want >= WANT_SMIN``: s (m,) the
     singular values of A (those of R, decreasing); ``want == WANT_ALL``: F = tau - h - M qdd
-    (n,), lam = (A+)^T F = R^-1 Q1^T F (m,), P = I - Q1 Q1^T (n, n), A+ = Q1 R^-T (n, m),
-    Cqd = -A+ bias (n,). Returns 0 (done, rank m) or -1 (not certified, or a factorization
+    (n,), with ``Q1^T = R^-T A``: P = I - Q1 Q1^T (n, n), A+ = Q1 R^-T (n, m), lam = (A+)^T F
+    (m,), Cqd = -A+ bias (n,). Returns 0 (done, rank m) or -1 (not certified, or a factorization
     failed: nothing is final, the caller takes the SVD route, which decides rank and M > 0).
     """
     n = M.shape[0]
@@ -442,36 +439,31 @@ def schur_cfd(par, eps, M, h, A, bias, tau, want, qdd, F, lam, P, s, Ap, Cqd):
         for i in range(m):
             s[i] = sv[i]
     if want == WANT_ALL:
-        constraint_forces(M, tau, h, qdd, F)
-        z = np.empty(n)
-        for a in range(n):
-            z[a] = F[a]
-        householder_apply(V, beta, m, z, True)  # Q^T F
-        for j in range(m):
-            lam[j] = z[j]
-        tri_solve(W, lam, m, True, True, False)  # R lam = (Q1^T F): R = (lower W)^T
-        for j in range(m):
-            z[j] = bias[j]
-        tri_solve(W, z, m, True, False, False)  # R^T y = bias
-        for a in range(m, n):
-            z[a] = 0.0
-        householder_apply(V, beta, m, z, False)  # Q [y; 0] = A+ bias
-        for a in range(n):
-            Cqd[a] = -z[a]
-        QT = np.empty((m, n))  # rows: the columns of Q1 (an orthonormal basis of the row space)
-        householder_q(V, beta, m, QT)
+        # Q1^T = R^-T A (m, n) (A^T = Q1 R): P = I - Q1 Q1^T, A+ = Q1 R^-T, lam = R^-1 Q1^T F
+        Y = np.empty((m, n))
+        for k in range(m):
+            for c in range(n):
+                acc = 0.0
+                for j in range(k + 1):
+                    acc += Ri[j, k] * A[j, c]
+                Y[k, c] = acc
         for a in range(n):
             for b in range(a + 1):  # P symmetric
                 acc = 1.0 if a == b else 0.0
                 for k in range(m):
-                    acc -= QT[k, a] * QT[k, b]
+                    acc -= Y[k, a] * Y[k, b]
                 P[a, b] = acc
                 P[b, a] = acc
             for j in range(m):
                 acc = 0.0
                 for k in range(j, m):
-                    acc += QT[k, a] * Ri[j, k]
+                    acc += Y[k, a] * Ri[j, k]
                 Ap[a, j] = acc
+        constraint_forces(M, tau, h, qdd, F)
+        matvec(Ap, F, lam, n, m, True)  # (A+)^T F
+        matvec(Ap, bias, Cqd, n, m, False)
+        for a in range(n):
+            Cqd[a] = -Cqd[a]
     return 0
 
 
