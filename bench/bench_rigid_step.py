@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Rigid plant step (sim_node's ``plant: rigid``) of the robots whose configs run it: the fast
-route (robot_dynamics.plants._rigid_kernels: certified URV factorization + null-space form of eq. 22)
-against the reference SVD route (robot_dynamics.algorithms._projection_kernels), same model, same states.
+route (robot_dynamics.plants._rigid_kernels: RK4 stages by the Schur complement on the L^T D L
+factors of M where A has certified full row rank, else certified URV factorization + null-space
+form of eq. 22) against the reference SVD route (robot_dynamics.algorithms._projection_kernels), same model, same states.
 
 Per robot: microseconds per ``ConstrainedPlant.step`` (the whole call sim_node makes: RK4 with
 tau held, Newton position projection, velocity projection, end-of-step dynamics and monitor)
@@ -81,7 +82,7 @@ def main(argv=None):
                 qd,
                 tau,
                 1.0 / rate,
-                PK.VARIANT_MC,
+                p._vcode,  # 'Mc' (fast) or 'Mc_svd' (reference: the SVD route at every stage)
                 0.0,
                 p.eps,
                 fast,
