@@ -134,10 +134,18 @@ def _constraints(kin, q, qd, want_A, want_bias, phi, A, bias, Rw, pw):
     ``n . (p_b - p_a)``; orientation row: ``u . w`` (u fixed in frame_a, w in frame_b);
     coupling row: ``q_j - (multiplier q_i + offset)``, A row ``e_j - multiplier e_i``, bias 0.
     """
+    n = kin[1].shape[0]
+    Rx, px, W, Vo, Al, Ao = K.world_buffers(n)
+    K.world_kinematics(kin[0], kin[1], q, qd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
+    _loop_rows(kin, q, want_A, want_bias, phi, A, bias, Rw, pw, W, Vo, Al, Ao)
+
+
+@njit(cache=_CACHE)
+def _loop_rows(kin, q, want_A, want_bias, phi, A, bias, Rw, pw, W, Vo, Al, Ao):
+    """The rows of :func:`_constraints` from the world kinematics of the joints at (q, qd)
+    (:func:`robot_dynamics.algorithms._tree_kernels.world_kinematics`)."""
     par, geo, fpar, fR, fp, lpf, lpr, rkind, ru, rw = kin
     n = geo.shape[0]
-    Rx, px, W, Vo, Al, Ao = K.world_buffers(n)
-    K.world_kinematics(par, geo, q, qd, np.zeros(n), Rw, pw, W, Vo, Al, Ao)
     FR = np.empty((2, 3, 3))
     FS = np.empty((2, 5, 3))
     FJ = np.empty((2, 6, n))
@@ -229,13 +237,23 @@ def state_terms(pk, q, qd, tau, want_A, phi, A, bias, M, h):
     for i in range(n):
         if not (np.isfinite(qd[i]) and np.isfinite(tau[i])):
             return 1, 0.0, 0.0
-    Rw = np.empty((n, 3, 3))
-    pw = np.empty((n, 3))
-    _constraints(kin, q, qd, want_A, True, phi, A, bias, Rw, pw)
+    # the local placements once, for the world kinematics, CRBA and RNEA
+    R = np.empty((n, 3, 3))
+    p = np.empty((n, 3))
+    K.local_transforms(geo, q, R, p)
+    Rw, pw, W, Vo, Al, Ao = K.world_buffers(n)
+    zero = np.zeros(n)
+    K._world_kinematics(par, geo, q, qd, zero, Rw, pw, W, Vo, Al, Ao, R, p, True)
+    _loop_rows(kin, q, want_A, True, phi, A, bias, Rw, pw, W, Vo, Al, Ao)
     if not (_finite(A) and _finite(bias)):
         return 1, 0.0, 0.0
     U = _potential(geo, grav, Rw, pw)
-    K.mass_and_bias(par, geo, ine, grav, q, qd, M, h)
+    for a in range(n):
+        for b in range(n):
+            M[a, b] = 0.0
+    K._crba_core(par, geo, ine, q, R, p, np.empty(n), np.empty((n, 3)), np.empty((n, 3, 3)), M, True)
+    V, Acc, Fb = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    K._rnea_core(par, geo, ine, q, qd, zero, np.zeros((1, 6)), False, grav, R, p, V, Acc, Fb, h, True)
     T = 0.0
     for a in range(n):
         for b in range(n):

@@ -174,10 +174,25 @@ def _inertia_mul(m, h0, h1, h2, I, v0, v1, v2, w0, w1, w2):
 
 
 @njit(cache=_CACHE)
+def local_transforms(geo, q, R, p):
+    """R (n, 3, 3), p (n, 3) = the placement of every sub-joint in its parent frame at q (nq,)."""
+    for i in range(geo.shape[0]):
+        _local_transform(geo, i, q, R[i], p[i])
+
+
+@njit(cache=_CACHE)
 def _rnea_one(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, tau):
+    _rnea_core(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, tau, False)
+
+
+@njit(cache=_CACHE)
+def _rnea_core(par, geo, ine, q, qd, qdd, fext, has_fext, grav, R, p, V, A, F, tau, local):
+    """RNEA at one state into tau (n,); R, p (written unless ``local``: then they hold the local
+    placements at q, :func:`local_transforms`), V, A, F scratch."""
     n = geo.shape[0]
     for i in range(n):
-        _local_transform(geo, i, q, R[i], p[i])
+        if not local:
+            _local_transform(geo, i, q, R[i], p[i])
         lam = par[i]
         if lam < 0:
             wl0 = wl1 = wl2 = 0.0
@@ -299,10 +314,18 @@ def rnea_batch(par, geo, ine, Q, QD, QDD, FEXT, has_fext, grav, out):
 
 @njit(cache=_CACHE)
 def _crba_one(par, geo, ine, q, R, p, mc, hc, Ic, M):
+    _crba_core(par, geo, ine, q, R, p, mc, hc, Ic, M, False)
+
+
+@njit(cache=_CACHE)
+def _crba_core(par, geo, ine, q, R, p, mc, hc, Ic, M, local):
+    """CRBA at one state into M (the entries of ancestor pairs; the others are not written);
+    R, p as :func:`_rnea_core`, mc, hc, Ic scratch."""
     n = geo.shape[0]
     T = np.empty((3, 3))
     for i in range(n):
-        _local_transform(geo, i, q, R[i], p[i])
+        if not local:
+            _local_transform(geo, i, q, R[i], p[i])
         mc[i] = geo[i, 16]
         hc[i, 0], hc[i, 1], hc[i, 2] = geo[i, 17], geo[i, 18], geo[i, 19]
         for r in range(3):
@@ -458,6 +481,13 @@ def _world_place(par, geo, i, q, Rl, pl, Rw, pw):
     """World placement Rw[i], pw[i] of joint i at q (nq,) from its parent's (Rl (3, 3), pl (3,):
     scratch, left holding the local placement). Returns r = pw[i] - pw[parent] (world axes)."""
     _local_transform(geo, i, q, Rl, pl)
+    return _world_place_from(par, i, Rl, pl, Rw, pw)
+
+
+@njit(cache=_CACHE)
+def _world_place_from(par, i, Rl, pl, Rw, pw):
+    """World placement Rw[i], pw[i] of joint i from its local placement (Rl, pl) and its
+    parent's. Returns r = pw[i] - pw[parent] (world axes)."""
     lam = par[i]
     if lam < 0:
         for a in range(3):
@@ -483,11 +513,19 @@ def world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao):
     angular acceleration Al (n,3) and classical origin acceleration Ao (n,3), all in world
     coordinates (no gravity).
     """
+    _world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao, np.empty((1, 3, 3)), np.empty((1, 3)), False)
+
+
+@njit(cache=_CACHE)
+def _world_kinematics(par, geo, q, qd, qdd, Rw, pw, W, Vo, Al, Ao, R, p, local):
+    """:func:`world_kinematics`; ``local``: from the local placements R (n, 3, 3), p (n, 3) of
+    :func:`local_transforms` at q, else R[0], p[0] are scratch."""
     n = geo.shape[0]
-    Rl = np.empty((3, 3))
-    pl = np.empty(3)
     for i in range(n):
-        r0, r1, r2 = _world_place(par, geo, i, q, Rl, pl, Rw, pw)
+        if local:
+            r0, r1, r2 = _world_place_from(par, i, R[i], p[i], Rw, pw)
+        else:
+            r0, r1, r2 = _world_place(par, geo, i, q, R[0], p[0], Rw, pw)
         lam = par[i]
         if lam < 0:
             w0 = w1 = w2 = 0.0
