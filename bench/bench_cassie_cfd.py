@@ -16,7 +16,9 @@ Rows, microseconds per call (per sample for the batched rows):
 * ours, the compiled core ``_projection_kernels.cfd_qdd`` (qdd only, what the simulator's
   stages call), default variant 'Mc' (the Schur complement on the L^T D L factors of M where
   A has certified full row rank) and 'Mc_svd' (the SVD projector route);
-* ours, ``rd.constrained_forward_dynamics_batch`` over N states (one compiled call), per sample;
+* ours, ``rd.constrained_forward_dynamics_batch`` over N states (one compiled call), per sample,
+  the samples spread over numba's threads (default: one per core) and in the calling thread
+  alone (``threads=False``);
 * Pinocchio ``constraintDynamics`` on one state, and per sample of a Python loop over the same
   N states (Pinocchio has no batched Python entry): the batched anchor.
 
@@ -239,8 +241,13 @@ def main(argv=None):
         ),
         ('pinocchio constraintDynamics', lambda: P.qdd(pq, qd, tau), 1),
         (
-            f'ours constrained_forward_dynamics_batch (N={args.N})',
+            f'ours constrained_forward_dynamics_batch (N={args.N}, {numba.get_num_threads()} threads)',
             lambda: rd.constrained_forward_dynamics_batch(m, Q, QD, TAU),
+            args.N,
+        ),
+        (
+            f'ours constrained_forward_dynamics_batch (N={args.N}, 1 thread)',
+            lambda: rd.constrained_forward_dynamics_batch(m, Q, QD, TAU, threads=False),
             args.N,
         ),
         (f'pinocchio constraintDynamics, Python loop (N={args.N})', pin_loop, args.N),
@@ -280,7 +287,8 @@ def main(argv=None):
         ('single: public API (<= 2)', cases[0][0], pin1, TARGET_SINGLE),
         ('single: compiled core, Schur (<= 2)', cases[1][0], pin1, TARGET_SINGLE),
         ('single: compiled core, SVD route (<= 2)', cases[2][0], pin1, TARGET_SINGLE),
-        ('batched, per sample (<= 0.5)', cases[4][0], pinN, TARGET_BATCH),
+        (f'batched, per sample, {numba.get_num_threads()} threads (<= 0.5)', cases[4][0], pinN, TARGET_BATCH),
+        ('batched, per sample, 1 thread (<= 0.5)', cases[5][0], pinN, TARGET_BATCH),
     ]
     verdict = {}
     for label, key, anchor, target in rows:

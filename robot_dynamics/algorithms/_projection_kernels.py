@@ -27,7 +27,7 @@ The model enters as a tuple ``pack`` of arrays built once per model by
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from robot_dynamics.algorithms import _tree_kernels as K
 from robot_dynamics.spatial.linalg import (
@@ -584,6 +584,17 @@ def cfd_batch(pk, Q, QD, TAU, variant, gamma, eps, QDD, rank):
         if st:
             return st, k
     return 0, -1
+
+
+@njit(cache=_CACHE, parallel=True)
+def cfd_batch_parallel(pk, Q, QD, TAU, variant, gamma, eps, QDD, rank, status):
+    """:func:`cfd_batch` with the samples spread over numba's threads (``prange``): status (N,)
+    int64 receives each sample's status (0 ok, 1 non-finite input, 2 M not positive
+    definite)."""
+    for k in prange(Q.shape[0]):
+        st, r = cfd_qdd(pk, Q[k], QD[k], TAU[k], variant, gamma, eps, QDD[k])
+        rank[k] = r
+        status[k] = st
 
 
 # Dormand-Prince 5(4) tableau

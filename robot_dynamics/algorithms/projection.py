@@ -310,7 +310,7 @@ def constrained_forward_dynamics(model, q, qd, tau, variant='Mc', gamma=None, ep
     )
 
 
-def constrained_forward_dynamics_batch(model, q, qd, tau, variant='Mc', gamma=None, eps=None):
+def constrained_forward_dynamics_batch(model, q, qd, tau, variant='Mc', gamma=None, eps=None, threads=True):
     """Joint accelerations of N states in one compiled call (sample after sample, the same
     kernel as the simulator's stages): qdd of :func:`constrained_forward_dynamics` only.
 
@@ -319,6 +319,10 @@ def constrained_forward_dynamics_batch(model, q, qd, tau, variant='Mc', gamma=No
     q : (N, nq) or (nq,);  qd, tau : (N, n) or (n,)
         States of the cut tree and generalized input forces [SI], batch axis first.
     variant, gamma, eps : as :func:`constrained_forward_dynamics`.
+    threads : bool
+        Spread the samples over numba's threads (``numba.get_num_threads()``, default the
+        machine's cores; ``NUMBA_NUM_THREADS`` sets it) when N > 1 (default), or compute them
+        one after the other in the calling thread (False). Same results bit for bit.
 
     Returns
     -------
@@ -344,7 +348,14 @@ def constrained_forward_dynamics_batch(model, q, qd, tau, variant='Mc', gamma=No
     if code == PK.VARIANT_MC_GAMMA and gamma is not None and not g > 0.0:
         raise InputError(f'gamma must be > 0, got {gamma!r}')
     out = np.empty((N, n))
-    st, k = PK.cfd_batch(_pack(model), Q, QD, TAU, code, g, _eps(eps), out, np.empty(N, dtype=np.int64))
+    rank = np.empty(N, dtype=np.int64)
+    if threads and N > 1:
+        status = np.zeros(N, dtype=np.int64)
+        PK.cfd_batch_parallel(_pack(model), Q, QD, TAU, code, g, _eps(eps), out, rank, status)
+        bad = np.flatnonzero(status)
+        st, k = (int(status[bad[0]]), int(bad[0])) if bad.size else (0, -1)
+    else:
+        st, k = PK.cfd_batch(_pack(model), Q, QD, TAU, code, g, _eps(eps), out, rank)
     if st == 1:
         raise InputError(f'constrained_forward_dynamics_batch: q, qd or tau of sample {k} contains non-finite values')
     if st == 2:

@@ -162,6 +162,8 @@ def test_batch_equals_single_calls(path):
         ref = rd.constrained_forward_dynamics(m, Q[k], QD[k], TAU[k]).qdd
         assert _rel(out[k], ref) <= 1e-15
     np.testing.assert_array_equal(rd.constrained_forward_dynamics_batch(m, Q[2], QD[2], TAU[2]), out[2])
+    # the samples spread over threads or taken one after the other: the same numbers
+    np.testing.assert_array_equal(rd.constrained_forward_dynamics_batch(m, Q, QD, TAU, threads=False), out)
     # the SVD variant through the batch entry
     svd = rd.constrained_forward_dynamics_batch(m, Q, QD, TAU, variant='Mc_svd')
     assert _rel(svd, out) < TOL
@@ -174,8 +176,9 @@ def test_batch_input_errors():
         rd.constrained_forward_dynamics_batch(m, np.stack([q, q]), qd, np.stack([tau, tau]))
     bad = np.stack([qd, qd])
     bad[1, 0] = np.nan
-    with pytest.raises(rd.InputError, match='sample 1'):
-        rd.constrained_forward_dynamics_batch(m, np.stack([q, q]), bad, np.stack([tau, tau]))
+    for threads in (True, False):
+        with pytest.raises(rd.InputError, match='sample 1'):
+            rd.constrained_forward_dynamics_batch(m, np.stack([q, q]), bad, np.stack([tau, tau]), threads=threads)
     with pytest.raises(rd.InputError, match='variant'):
         rd.constrained_forward_dynamics_batch(m, q, qd, tau, variant='lu')
 
