@@ -484,6 +484,7 @@ class MujocoPlant(Plant):
         self.model = model
         spec_kw.setdefault('motors', False)
         self.spec, mmap = mj_spec(model, **spec_kw)
+        self._edit_spec(self.spec)
         self.mjm = self.spec.compile()
         _stiffen_virtual(mj, self.mjm, mmap)
         self.mjm.opt.enableflags |= int(mj.mjtEnableBit.mjENBL_ENERGY)
@@ -505,6 +506,9 @@ class MujocoPlant(Plant):
     @property
     def nq(self):
         return self.model.nq
+
+    def _edit_spec(self, spec):
+        """Add to the spec before it compiles (a subclass's actuator elements; here nothing)."""
 
     def reset(self, q0=None, qd0=None, t0=0.0, fixed=None):
         """Set the state (closed and projected as the rigid plant does); returns the StepInfo."""
@@ -652,3 +656,5 @@ def _mujoco_plant(model, q0=None, dt=1e-3, **options):
 
 
 register_plant('mujoco', _mujoco_plant)
+register_plant('rigid', _mujoco_plant, backend='mujoco')
+register_plant('mujoco', _mujoco_plant, backend='mujoco')

@@ -569,11 +569,20 @@ def sim_params(model):
     """The simulator node's parameters: {name: (default, description, constraint)} (see
     ``robot_dynamics.ros._common.declare_params``; also what a bringup config is checked
     against before any process starts)."""
-    from robot_dynamics.plants.registry import plant_kinds
+    from robot_dynamics.plants.registry import BACKENDS, plant_kinds
 
     m = model
     return {
-        'plant': ('rigid', 'plant kind (registry robot_dynamics.plants.registry)', tuple(plant_kinds())),
+        'plant': (
+            'rigid',
+            'what the actuators are: rigid effort, hydraulic, sea (registry robot_dynamics.plants.registry)',
+            tuple(plant_kinds()),
+        ),
+        'backend': (
+            'rigid',
+            "what integrates the multibody: rigid (the package's closed-chain integrator) or mujoco",
+            BACKENDS,
+        ),
         'rate': (1000.0, 'integration rate [Hz] (fixed step 1/rate)', (1e-3, 1e6)),
         'publish_rate': (100.0, '/joint_states rate [Hz] (<= rate)', (1e-3, 1e6)),
         'controller': ('effort_controller', 'commands come on /<controller>/commands', None),
@@ -666,16 +675,20 @@ def sim_params(model):
 
 def runner_from_params(model, P, log=None):
     """The :class:`SimRunner` (with its plant, :func:`robot_dynamics.plants.make_plant`) of the
-    simulator node's parameters ``P`` (:func:`sim_params`). The hydraulic plant takes valve
+    simulator node's parameters ``P`` (:func:`sim_params`): the plant ``P['plant']`` on the
+    multibody backend ``P.get('backend', 'rigid')``. The hydraulic plant takes valve
     voltages: its hold 'gravity' becomes 'zero' (valves closed), reported through ``log``."""
     from robot_dynamics.plants.registry import make_plant
 
     rate, kind, hold = float(P['rate']), P['plant'], P['hold']
+    backend = P.get('backend', 'rigid')
     if kind == 'hydraulic' and hold == 'gravity':
         if log:
             log('warning', "plant 'hydraulic' takes valve voltages: hold 'gravity' replaced by 'zero' (valves closed)")
         hold = 'zero'
-    plant = make_plant(kind, model, np.asarray(P['initial_positions'], float), dt=1.0 / rate)
+    plant = make_plant(kind, model, np.asarray(P['initial_positions'], float), dt=1.0 / rate, backend=backend)
+    if log and backend != 'rigid':
+        log('info', f"plant '{kind}' on the {backend} backend ({type(plant).__name__})")
     return SimRunner(
         model,
         plant,

@@ -457,6 +457,7 @@ def load_bringup(
     namespace: str | None = None,
     hardware: str = 'sim',
     use_sim_time: bool | None = None,
+    backend: str | None = None,
 ) -> Bringup:
     """Read and validate a bringup config; returns the node specs with model paths filled.
 
@@ -475,6 +476,9 @@ def load_bringup(
     ``use_sim_time``: None (default: the timing's: lock-step on simulated time, real time on the
     wall clock), True (every node on sim_node's ``/clock``, also in real time: the plant clock;
     needs hardware 'sim') or False (wall clock; not with lock-step).
+    ``backend``: None (default: the config's sim_node ``backend``, else 'rigid') or one of
+    :data:`robot_dynamics.plants.registry.BACKENDS` ('rigid' | 'mujoco'): what integrates the
+    multibody in sim_node (its ``plant`` keeps the actuators); the command line's overrides win.
     """
     import yaml
 
@@ -525,6 +529,10 @@ def load_bringup(
             raise BringupError(path, f'override {name}', 'must be a mapping {parameter: value}')
     if hardware not in HARDWARE:
         raise BringupError(path, 'hardware', f'must be one of {HARDWARE}, got {hardware!r}')
+    from robot_dynamics.plants.registry import BACKENDS
+
+    if backend is not None and backend not in BACKENDS:
+        raise BringupError(path, 'backend', f'must be one of {BACKENDS}, got {backend!r}')
     if timing is not None and timing not in TIMINGS:
         raise BringupError(path, 'timing', f'must be one of {TIMINGS}, got {timing!r}')
     if hardware != 'sim':
@@ -538,6 +546,8 @@ def load_bringup(
             raise BringupError(
                 path, 'use_sim_time', f"simulated time comes from sim_node's /clock: not with hardware '{hardware}'"
             )
+        if backend not in (None, 'rigid'):
+            raise BringupError(path, 'backend', f"the backend is sim_node's: not with hardware '{hardware}'")
         timing = 'realtime'
     timing = timing or data.get('timing') or 'realtime'
     if timing not in TIMINGS:
@@ -595,8 +605,18 @@ def load_bringup(
             **(rt_params if timing == 'realtime' else {}),
             **every,
             **flag,
+            # (only a change: the config's value, or the node's default 'rigid', stays implicit)
+            **(
+                {'backend': backend}
+                if backend is not None and exe == 'sim_node' and backend != params.get('backend', 'rigid')
+                else {}
+            ),
             **overrides.get(name, {}),
         }
+        if exe == 'sim_node' and params.get('backend', 'rigid') not in BACKENDS:
+            raise BringupError(
+                path, f'{key}.parameters.backend', f'must be one of {BACKENDS}, got {params["backend"]!r}'
+            )
         ctl_path = timing == 'realtime' and exe in CONTROL_PATH
         nice = nd.get('nice', REALTIME_NICE if ctl_path else 0)
         if not isinstance(nice, int) or isinstance(nice, bool) or not -20 <= nice <= 19:
@@ -726,7 +746,8 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     ROS 2 installation). Arguments (each with ``choices`` where it has a fixed set, all checked
     before any process starts): ``hardware`` (sim | mock | ros2_control, default sim; see
     :func:`load_bringup`), ``hardware_plugin`` (the plugin of hardware:=ros2_control),
-    ``timing`` (realtime | lockstep, default the config's), ``use_sim_time`` (auto | true |
+    ``timing`` (realtime | lockstep, default the config's), ``backend`` (rigid | mujoco, default
+    the config's: what integrates the multibody in sim_node), ``use_sim_time`` (auto | true |
     false, default auto: the timing's), ``namespace`` (default the config's), ``rviz`` (true |
     false: rviz2 with ``config/rviz/<robot>.rviz``), ``robot_state_publisher`` (true | false,
     default true). Starts the config's nodes (with hardware mock / ros2_control: closure_node
@@ -739,6 +760,8 @@ def launch_description(robot: str, rviz_default: str = 'false'):
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
+
+    from robot_dynamics.plants.registry import BACKENDS
 
     b = load_bringup(robot)
 
@@ -763,6 +786,7 @@ def launch_description(robot: str, rviz_default: str = 'false'):
             namespace=arg('namespace'),
             hardware=arg('hardware'),
             plugin=arg('hardware_plugin'),
+            backend=arg('backend'),
             use_sim_time=launch_flag(arg('use_sim_time')),
             robot_state_publisher=arg('robot_state_publisher') == 'true',
         )
@@ -800,6 +824,15 @@ def launch_description(robot: str, rviz_default: str = 'false'):
                 default_value=b.timing,
                 choices=list(TIMINGS),
                 description='realtime (wall clock) or lockstep (simulated time, deterministic; hardware:=sim only)',
+            ),
+            DeclareLaunchArgument(
+                'backend',
+                default_value=next(
+                    (str(n.parameters.get('backend', 'rigid')) for n in b.nodes if n.executable == 'sim_node'), 'rigid'
+                ),
+                choices=list(BACKENDS),
+                description="sim_node's multibody integrator: rigid (the package's closed-chain "
+                'integrator) or mujoco (hardware:=sim only)',
             ),
             DeclareLaunchArgument(
                 'use_sim_time',
@@ -883,6 +916,7 @@ def node_actions(
     plugin: str = '',
     use_sim_time=None,
     robot_state_publisher: bool = True,
+    backend: str | None = None,
 ):
     """launch_ros ``Node`` actions of a robot's bringup (its nodes, controller_manager and
     spawners with a ros2_control ``hardware``, robot_state_publisher unless
@@ -897,7 +931,16 @@ def node_actions(
     with its node's name in the launch log (``exec_name``)."""
     from launch_ros.actions import Node
 
-    b = load_bringup(robot, timing=timing or None, namespace=namespace, hardware=hardware, use_sim_time=use_sim_time)
+    if hardware != 'sim' and backend == 'rigid':
+        backend = None  # (the launch argument's default: no sim_node to take it)
+    b = load_bringup(
+        robot,
+        timing=timing or None,
+        namespace=namespace,
+        hardware=hardware,
+        use_sim_time=use_sim_time,
+        backend=backend or None,
+    )
     check_ros_packages(b, robot_state_publisher, rviz)
     ns = b.nodes[0].namespace if b.nodes else ''
     urdf_xml = robot_description_xml(b, plugin)

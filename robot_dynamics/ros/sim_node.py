@@ -3,7 +3,8 @@
 A thin shell around :class:`robot_dynamics.plants.runner.SimRunner` (command hold, hold on
 timeout, external loads, real-time stepping, refused steps: see there) and the plant named by
 ``plant`` (default 'rigid': the closed-chain projection engine, seed 002; see
-:mod:`robot_dynamics.plants.registry`). Topics, parameters and time bases: docs/ros_interfaces.md
+:mod:`robot_dynamics.plants.registry`) on the multibody integrator named by ``backend``
+(default 'rigid': the package's own; 'mujoco': MuJoCo, the actuator models unchanged). Topics, parameters and time bases: docs/ros_interfaces.md
 (sim_node).
 
 In: ``<controller>/commands`` (Float64MultiArray, order of ``joints``), ``~/external_wrench``

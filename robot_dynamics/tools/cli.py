@@ -266,6 +266,7 @@ def cmd_demo(args):
             timing=args.timing,
             bag=args.bag,
             video=False if args.no_video else {'size': args.video_size, 'fps': args.video_fps},
+            backend=args.backend,
         )
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics demo: {exc}') from None
@@ -671,6 +672,7 @@ def cmd_launch(args):
             namespace=args.namespace,
             hardware=args.hardware,
             use_sim_time=launch_flag(args.use_sim_time),
+            backend=args.backend,
         )
     except BringupError as exc:
         raise SystemExit(f'robot-dynamics launch: {exc}') from None
@@ -699,6 +701,18 @@ def cmd_launch(args):
             launcher.shutdown()
         return 0
     return Launcher(b, **deadlines).run(duration=args.duration)
+
+
+def _add_backend_option(p):
+    from robot_dynamics.plants.registry import BACKENDS
+
+    p.add_argument(
+        '--backend',
+        choices=list(BACKENDS),
+        default=None,
+        help="what integrates the multibody in sim_node: rigid (the package's closed-chain "
+        "integrator) or mujoco (default: the robot's config, else rigid)",
+    )
 
 
 def _add_id_options(p, plot_default=None):
@@ -778,6 +792,7 @@ def build_parser():
         default=None,
         help="realtime or lockstep (default: the robot's config)",
     )
+    _add_backend_option(pd)
     pd.add_argument('--outdir', default='out', help='directory for the log (default out/)')
     pd.add_argument(
         '--startup-timeout', type=float, default=300.0, help='max wait for the first joint state [s] (default 300)'
@@ -963,6 +978,7 @@ def build_parser():
         default=None,
         help='realtime (wall clock, default) or lockstep (simulated time, deterministic)',
     )
+    _add_backend_option(pl)
     from robot_dynamics.ros.bringup import HARDWARE
 
     pl.add_argument(

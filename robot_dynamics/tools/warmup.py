@@ -239,7 +239,7 @@ def _sim_node(model, p, ctx):
     kind = p.get('plant', 'rigid')
     rate = float(p.get('rate', 1000.0))
     q0 = list(p.get('initial_positions', m.reference_q().tolist()))
-    plant = make_plant(kind, m, np.asarray(q0, float), dt=1.0 / rate)
+    plant = make_plant(kind, m, np.asarray(q0, float), dt=1.0 / rate, backend=p.get('backend', 'rigid'))
     joints = list(p.get('joints', list(m.actuated)))
     idx = np.array([m.joint_index(j) for j in joints], dtype=np.int64)
     damping = float(p.get('hold_damping', 2.0))

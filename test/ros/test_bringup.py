@@ -240,8 +240,26 @@ def _ctx(**kw):
         'hardware_plugin': '',
         'use_sim_time': 'auto',
         'robot_state_publisher': 'true',
+        'backend': 'rigid',
         **kw,
     }
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
+def test_launch_files_backend_argument_goes_to_sim_node(fake_launch, path):
+    """backend:=mujoco sets sim_node's backend (no other node's); the default is the config's
+    (rigid), which leaves the parameters as the config has them; an unknown value is refused."""
+    args, fn = _launch(path)
+    assert args['backend']['choices'] == ['rigid', 'mujoco'] and args['backend']['default_value'] == 'rigid'
+    for backend in ('rigid', 'mujoco'):
+        nodes = [a for a in fn(_ctx(backend=backend)) if type(a).__name__ == 'Node']
+        ours = {
+            n.kwargs['executable']: n.kwargs['parameters'][0] for n in nodes if n.kwargs['package'] == 'robot_dynamics'
+        }
+        assert ours['sim_node'].get('backend', 'rigid') == backend
+        assert not any('backend' in p for exe, p in ours.items() if exe != 'sim_node')
+    with pytest.raises(BringupError, match='backend'):
+        fn(_ctx(backend='bullet'))
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=os.path.basename)
