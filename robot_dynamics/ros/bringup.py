@@ -928,11 +928,10 @@ def node_actions(
     Every argument is checked (:class:`BringupError`), and every package outside this one that
     would start (:func:`check_ros_packages`), before an action is made. ``/robot_description``
     has one publisher: robot_state_publisher, or sim_node without it. Each process is labelled
-    with its node's name in the launch log (``exec_name``)."""
+    with its node's name in the launch log (``exec_name``). ``backend``: sim_node's multibody
+    integrator (:func:`load_bringup`; '' or None: the config's)."""
     from launch_ros.actions import Node
 
-    if hardware != 'sim' and backend == 'rigid':
-        backend = None  # (the launch argument's default: no sim_node to take it)
     b = load_bringup(
         robot,
         timing=timing or None,
