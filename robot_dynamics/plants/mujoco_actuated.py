@@ -378,12 +378,17 @@ class SEAMujocoPlant(MujocoPlant):
 
     def hold_command(self, damping):
         """As the rigid-backend plant's: the motors brake (``-damping * qd_m``) on top of the
-        static spring torque holding the link side against gravity at the current pose."""
+        static spring torque holding the link side against gravity at the current pose (none
+        for the planar 3RRR class, whose plane is normal to gravity)."""
+        from robot_dynamics.plants.sea import SEAPlant
+
         s = self.sea
-        try:
-            u = s.at(s.measure(self.q, self.qd)[0]).u[0]
-        except RobotDynamicsError:  # outside the workspace / singular: brake only
-            u = np.zeros(s.n_a)
+        u = np.zeros(s.n_a)
+        if not isinstance(self.rigid, SEAPlant):
+            try:
+                u = s.at(s.measure(self.q, self.qd)[0]).u[0]
+            except RobotDynamicsError:  # outside the workspace / singular: brake only
+                pass
         tau = np.zeros(self.model.nv)
         tau[s.i_mot] = u - float(damping) * self.qd[s.i_mot]
         return tau

@@ -229,6 +229,21 @@ def _moving_frames(model):
 
 
 # --------------------------------------------------------------------------- sim_node
+def _mujoco_twin(model, kind, q0, rate):
+    """The plant on the MuJoCo backend too (``--backend mujoco``): its co-simulation kernels
+    (hydraulic) compiled once; nothing when MuJoCo is not installed."""
+    import numpy as np
+    from robot_dynamics.plants.registry import make_plant
+
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return
+    plant = make_plant(kind, model, np.asarray(q0, float), dt=1.0 / rate, backend='mujoco')
+    plant.step(None)
+    plant.step(np.zeros(model.nv))
+
+
 def _sim_node(model, p, ctx):
     """sim_node: plant construction, hold command, stepping, publishing, external loads."""
     import numpy as np
@@ -251,6 +266,8 @@ def _sim_node(model, p, ctx):
     else:
         tau = hold_command(m, plant.q, plant.qd, damping)
     plant.step(tau)
+    if kind == 'hydraulic' and p.get('backend', 'rigid') == 'rigid':
+        _mujoco_twin(m, kind, q0, rate)
     # a command (Float64MultiArray -> list -> array) spread on the actuated joints
     cmd = np.asarray([0.0] * len(joints), float)
     tau = np.zeros(m.nv)
