@@ -1,7 +1,8 @@
 """sim_node on the MuJoCo backend (``backend: mujoco``): the robots' demos in lock-step, external
 wrenches, and a bad backend refused.
 
-Each robot of config/ whose sim_node runs the rigid plant runs its own demo
+Each robot of config/ whose sim_node runs the rigid plant (and the hydraulic boom and the SEA
+robot, their actuator models on MuJoCo) runs its own demo
 (robot_dynamics.tools.demo_runner: the robot's metric against its bound of
 robot_dynamics.tools.demos.DEMOS, /joint_states rate, loop residual of the published joints
 <= 1e-6) with ``--backend mujoco --timing lockstep`` for the settle time of its bound plus
@@ -57,7 +58,7 @@ def test_the_rigid_plant_robots_are_found():
 SHORT = {'irsbot2': 0.5}
 
 
-@pytest.mark.parametrize('robot', RIGID)
+@pytest.mark.parametrize('robot', RIGID + ['hydraulic_boom', 'planar_3rrr_sea'])
 def test_demo_meets_its_bound_on_mujoco(robot, tmp_path, capsys, monkeypatch):
     from robot_dynamics.tools import demo_runner
     from robot_dynamics.tools.demo_runner import run_demo
