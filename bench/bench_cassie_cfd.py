@@ -51,7 +51,7 @@ import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.algorithms import _projection_kernels as PK  # noqa: E402
 from robot_dynamics.algorithms import projection as pj  # noqa: E402
 
-#: issue 29's speed criterion: ours / Pinocchio per single call and per sample batched
+#: the speed criterion: ours / Pinocchio per single call and per sample batched
 TARGET_SINGLE, TARGET_BATCH = 2.0, 0.5
 
 
