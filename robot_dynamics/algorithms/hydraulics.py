@@ -41,6 +41,8 @@ __all__ = [
     'friction',
     'flows',
     'chamber_volumes',
+    'cylinder_force',
+    'chamber_rates',
     'voltage_term',
     'valve_inverse',
 ]
@@ -178,6 +180,44 @@ def chamber_volumes(P, x):
     va = max(P[VA0] + P[A_A] * x, 1e-3 * P[A_A] * s)
     vb = max(P[VB0] + P[A_B] * (s - x), 1e-3 * P[A_B] * s)
     return va, vb
+
+
+@njit(cache=True)
+def cylinder_force(P, x, xd, pa, pb):
+    """(f_p, f_cyl) [N]: the pressure force A_a p_a - A_b p_b and the force on the stroke x [m]
+    at rate xd [m/s], the pressure force minus friction plus the end-stop spring-dampers."""
+    fp = P[A_A] * pa - P[A_B] * pb
+    fend = 0.0
+    if x < 0.0:
+        fend = -P[KEND] * x - P[DEND] * min(xd, 0.0)
+    elif x > P[STROKE]:
+        fend = -P[KEND] * (x - P[STROKE]) - P[DEND] * max(xd, 0.0)
+    return fp, fp - friction(P, xd) + fend
+
+
+@njit(cache=True)
+def chamber_rates(P, ucmd, u_state, pa, pb, x, xd, ps, pr, beta):
+    """(dp_a/dt, dp_b/dt [Pa/s], du/dt [V/s], Q_a, Q_b [m^3/s]) of one cylinder: the command
+    ucmd [V] saturated at UMAX drives the spool (first order with TAUV, else u = ucmd and
+    du/dt = 0; ``u_state`` is the spool state), the flows fill the chambers at stroke x, rate
+    xd; a pressure at PMAX / PMIN stops rising / falling."""
+    umax = P[UMAX]
+    uc = min(max(ucmd, -umax), umax)
+    if P[TAUV] > 0:
+        u = u_state
+        du = (uc - u) / P[TAUV]
+    else:
+        u = uc
+        du = 0.0
+    qa, qb = flows(P, u, pa, pb, ps, pr)
+    va, vb = chamber_volumes(P, x)
+    dpa = beta / va * (qa - P[A_A] * xd)
+    dpb = beta / vb * (qb + P[A_B] * xd)
+    if (pa >= P[PMAX] and dpa > 0) or (pa <= P[PMIN] and dpa < 0):
+        dpa = 0.0
+    if (pb >= P[PMAX] and dpb > 0) or (pb <= P[PMIN] and dpb < 0):
+        dpb = 0.0
+    return dpa, dpb, du, qa, qb
 
 
 @njit(cache=True)

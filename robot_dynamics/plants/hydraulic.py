@@ -31,6 +31,8 @@ from robot_dynamics.algorithms.vdc import (
     structure_from_model,
 )
 from robot_dynamics.algorithms.hydraulics import (  # noqa: F401
+    chamber_rates,
+    cylinder_force,
     A_A,
     A_B,
     STROKE,
@@ -125,31 +127,10 @@ def _deriv_ext(kind, geo, RE, rE, Rc1, pc1, Mb, mb, cb, Ib, g, H, ps, pr, beta, 
         xd = Jx * qd[k]
         pa = X[2 * ns + k]
         pb = X[3 * ns + k]
-        fp = P[A_A] * pa - P[A_B] * pb
-        fend = 0.0
-        if x < 0.0:
-            fend = -P[KEND] * x - P[DEND] * min(xd, 0.0)
-        elif x > P[STROKE]:
-            fend = -P[KEND] * (x - P[STROKE]) - P[DEND] * max(xd, 0.0)
-        fcyl = fp - friction(P, xd) + fend
+        fp, fcyl = cylinder_force(P, x, xd, pa, pb)
         rhs[k] = Jx * fcyl - Jx * fc[k] + tau_ext[k]
         # valve + chambers
-        umax = P[UMAX]
-        uc = min(max(ucmd[k], -umax), umax)
-        if P[TAUV] > 0:
-            u = X[4 * ns + k]
-            dX[4 * ns + k] = (uc - u) / P[TAUV]
-        else:
-            u = uc
-            dX[4 * ns + k] = 0.0
-        qa, qb = flows(P, u, pa, pb, ps, pr)
-        va, vb = chamber_volumes(P, x)
-        dpa = beta / va * (qa - P[A_A] * xd)
-        dpb = beta / vb * (qb + P[A_B] * xd)
-        if (pa >= P[PMAX] and dpa > 0) or (pa <= P[PMIN] and dpa < 0):
-            dpa = 0.0
-        if (pb >= P[PMAX] and dpb > 0) or (pb <= P[PMIN] and dpb < 0):
-            dpb = 0.0
+        dpa, dpb, dX[4 * ns + k], qa, qb = chamber_rates(P, ucmd[k], X[4 * ns + k], pa, pb, x, xd, ps, pr, beta)
         dX[2 * ns + k] = dpa
         dX[3 * ns + k] = dpb
         aux[k, 0], aux[k, 1], aux[k, 2], aux[k, 3], aux[k, 4], aux[k, 5] = x, xd, fp, fcyl, qa, qb

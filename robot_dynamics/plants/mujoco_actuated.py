@@ -37,18 +37,10 @@ import numpy as np
 from numba import njit
 
 from robot_dynamics.algorithms.hydraulics import (
-    A_A,
-    A_B,
-    DEND,
-    KEND,
-    PMAX,
-    PMIN,
+    chamber_rates,
+    cylinder_force,
     STROKE,
-    TAUV,
     UMAX,
-    chamber_volumes,
-    flows,
-    friction,
 )
 from robot_dynamics.errors import InputError, ModelError, RobotDynamicsError
 from robot_dynamics.plants.mujoco_plant import MujocoPlant
@@ -59,40 +51,13 @@ __all__ = ['HydraulicMujocoPlant', 'SEAMujocoPlant']
 
 # ----------------------------------------------------------------------------- hydraulic
 @njit(cache=True)
-def _cyl_force(P, x, xd, pa, pb):
-    """Cylinder force [N] on the stroke (the right-hand side of the rigid-backend plant)."""
-    fp = P[A_A] * pa - P[A_B] * pb
-    fend = 0.0
-    if x < 0.0:
-        fend = -P[KEND] * x - P[DEND] * min(xd, 0.0)
-    elif x > P[STROKE]:
-        fend = -P[KEND] * (x - P[STROKE]) - P[DEND] * max(xd, 0.0)
-    return fp, fp - friction(P, xd) + fend
-
-
-@njit(cache=True)
 def _act_deriv(H, ps, pr, beta, Y, ucmd, x, xd, dY, aux):
     """d/dt of the actuator state Y = [p_a, p_b, u_spool] (3 ns) at strokes x, rates xd."""
     ns = x.shape[0]
     for k in range(ns):
         P = H[k]
         pa, pb = Y[k], Y[ns + k]
-        umax = P[UMAX]
-        uc = min(max(ucmd[k], -umax), umax)
-        if P[TAUV] > 0:
-            u = Y[2 * ns + k]
-            dY[2 * ns + k] = (uc - u) / P[TAUV]
-        else:
-            u = uc
-            dY[2 * ns + k] = 0.0
-        qa, qb = flows(P, u, pa, pb, ps, pr)
-        va, vb = chamber_volumes(P, x[k])
-        dpa = beta / va * (qa - P[A_A] * xd[k])
-        dpb = beta / vb * (qb + P[A_B] * xd[k])
-        if (pa >= P[PMAX] and dpa > 0) or (pa <= P[PMIN] and dpa < 0):
-            dpa = 0.0
-        if (pb >= P[PMAX] and dpb > 0) or (pb <= P[PMIN] and dpb < 0):
-            dpb = 0.0
+        dpa, dpb, dY[2 * ns + k], qa, qb = chamber_rates(P, ucmd[k], Y[2 * ns + k], pa, pb, x[k], xd[k], ps, pr, beta)
         dY[k], dY[ns + k] = dpa, dpb
         aux[k, 4], aux[k, 5] = qa, qb
 
@@ -193,7 +158,7 @@ class HydraulicMujocoPlant(MujocoPlant):
         ns, P = self.ns, self.hp.P
         x, xd = self._strokes()
         for k in range(ns):
-            fp, f = _cyl_force(P[k], x[k], xd[k], self.Y[k], self.Y[ns + k])
+            fp, f = cylinder_force(P[k], x[k], xd[k], self.Y[k], self.Y[ns + k])
             self.aux[k, 0], self.aux[k, 1], self.aux[k, 2], self.aux[k, 3] = x[k], xd[k], fp, f
         dY = np.zeros_like(self.Y)
         _act_deriv(P, self.hp.p_s, self.hp.p_r, self.hp.beta, self.Y, self.u, x, xd, dY, self.aux)
@@ -224,7 +189,7 @@ class HydraulicMujocoPlant(MujocoPlant):
         for _ in range(max(1, int(round(h / hs)))):
             d.qfrc_applied[:] = fixed
             for k in range(ns):
-                _, f = _cyl_force(H[k], x[k], xd[k], self.Y[k], self.Y[ns + k])
+                _, f = cylinder_force(H[k], x[k], xd[k], self.Y[k], self.Y[ns + k])
                 d.qfrc_applied[self._sdof[k]] += f
             mj.mj_step(self.mjm, d)
             x1, xd1 = self._strokes()
